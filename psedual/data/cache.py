@@ -1,0 +1,145 @@
+"""Loading a dataset once: processed problems are cached as Parquet.
+
+The cache key hashes the dataset's source files (bytes), any user file, and
+the processing code itself (the modules in PROCESSING_CODE plus CODE_VERSION),
+so editing a loader or a source file never serves stale rows.
+Files are written to a temporary name and renamed, so a killed writer never
+leaves half a cache entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from psedual.data.files import DataFileError
+from psedual.data.record import PROBLEM_SCHEMA, SKIP_SCHEMA, Problem, Skip, problems_from_table, skips_from_table, to_table
+from psedual.data.registry import get_spec
+
+CODE_VERSION = "1"
+_PACKAGE_DIR = Path(__file__).resolve().parent
+# What turns source files into rows; the views (splits, stats, config) are not cached.
+PROCESSING_CODE = ("numbers.py", "expr.py", "build.py", "record.py", "files.py", "registry.py", "cache.py", "sources")
+
+
+@dataclass
+class Dataset:
+    """A dataset read in full: every kept problem, every skipped record, and the repairs made."""
+
+    name: str
+    problems: list[Problem]
+    skips: list[Skip]
+    notes: dict[str, int] = field(default_factory=dict)
+    key: str = ""
+    """The cache key this content was stored under."""
+    from_cache: bool = False
+
+
+def find_data_root(explicit: str | os.PathLike | None = None) -> Path:
+    """The benchmark folder: the argument, else $PSEDUAL_DATA, else `shared/data` beside the
+    working directory or the checkout (CI clones the repository next to `shared/`)."""
+    if explicit is not None or os.environ.get("PSEDUAL_DATA"):
+        root = Path(explicit if explicit is not None else os.environ["PSEDUAL_DATA"])
+        if not root.is_dir():
+            raise DataFileError(f"{root}: data root is not a folder")
+        return root
+    checkout = _PACKAGE_DIR.parent.parent
+    candidates = [Path.cwd() / "shared/data", Path.cwd().parent / "shared/data",
+                  checkout / "shared/data", checkout.parent / "shared/data"]
+    for c in candidates:
+        if c.is_dir():
+            return c
+    raise DataFileError(f"no data root found; looked in {[str(c) for c in candidates]}; set PSEDUAL_DATA")
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("PSEDUAL_CACHE") or Path.home() / ".cache" / "psedual")
+
+
+def _source_files(name: str, root: Path, user_path: Path | None) -> list[Path]:
+    spec = get_spec(name)
+    files = [root / f for f in spec.files]
+    if name == "mathqa":
+        train = user_path or root / "mathqa/train.json"
+        files += [train] if user_path or train.exists() else []
+    elif name == "jsonl" and user_path is not None:
+        files += sorted(user_path.glob("*.jsonl"))
+    return files
+
+
+def cache_key(name: str, root: Path, user_path: Path | None) -> str:
+    h = hashlib.sha256(f"{name}\0{CODE_VERSION}\0".encode())
+    code = [p for p in sorted(_PACKAGE_DIR.rglob("*.py")) if p.relative_to(_PACKAGE_DIR).parts[0] in PROCESSING_CODE]
+    for src in code:
+        h.update(src.relative_to(_PACKAGE_DIR).as_posix().encode() + b"\0" + src.read_bytes())
+    for path in _source_files(name, root, user_path):
+        try:
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        except FileNotFoundError:
+            raise DataFileError(f"{path}: file not found") from None
+        h.update(f"{path.name}\0{digest}\0".encode())
+    return h.hexdigest()[:20]
+
+
+def load_dataset(name: str, data_root: str | os.PathLike | None = None, user_path: str | os.PathLike | None = None,
+                 use_cache: bool = True) -> Dataset:
+    spec = get_spec(name)
+    if name == "jsonl" and user_path is None:
+        raise ValueError("the jsonl dataset needs a user path: the folder holding train.jsonl and test.jsonl")
+    root = find_data_root(data_root) if name != "jsonl" else Path(".")
+    user = Path(user_path) if user_path is not None else None
+    key = cache_key(name, root, user)
+    stem = cache_dir() / f"{name}-{key}"
+    if use_cache and (hit := _read_cache(stem, name, key)) is not None:
+        return hit
+    result = spec.read(root, user)
+    _check_unique_ids(result.problems)
+    dataset = Dataset(name, result.problems, result.skips, dict(sorted(result.notes.items())), key)
+    if use_cache:
+        _write_cache(stem, dataset)
+    return dataset
+
+
+def _check_unique_ids(problems: list[Problem]) -> None:
+    seen: dict[str, str] = {}
+    for p in problems:
+        if p.id in seen:
+            raise DataFileError(f"duplicate problem id {p.id!r}: {seen[p.id]} and {p.origin}")
+        seen[p.id] = p.origin
+
+
+def _read_cache(stem: Path, name: str, key: str) -> Dataset | None:
+    problems, skips = stem.with_suffix(".problems.parquet"), stem.with_suffix(".skips.parquet")
+    if not (problems.exists() and skips.exists()):
+        return None
+    table = pq.read_table(problems, schema=PROBLEM_SCHEMA)
+    metadata = pq.read_schema(problems).metadata or {}
+    notes = json.loads(metadata.get(b"notes", b"{}"))
+    return Dataset(name, problems_from_table(table), skips_from_table(pq.read_table(skips, schema=SKIP_SCHEMA)),
+                   notes, key, from_cache=True)
+
+
+def _write_cache(stem: Path, dataset: Dataset) -> None:
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    problems = to_table(dataset.problems, PROBLEM_SCHEMA).replace_schema_metadata({"notes": json.dumps(dataset.notes)})
+    # Skips first: a reader needs both files, and the problems file is its sign that both are complete.
+    _atomic_write(to_table(dataset.skips, SKIP_SCHEMA), stem.with_suffix(".skips.parquet"))
+    _atomic_write(problems, stem.with_suffix(".problems.parquet"))
+
+
+def _atomic_write(table: pa.Table, path: Path) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

@@ -1,0 +1,46 @@
+"""Typed configuration of which problems a run trains, validates and tests on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from psedual.data.registry import get_spec
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Which dataset, fold and training subset a run uses; built by the CLI and the sweeps."""
+
+    dataset: str = "mawps"
+    """Registry name: math23k, mawps, mawps-single, svamp, mathqa or jsonl."""
+    fold: int | None = None
+    """Test fold for cross-validated datasets (mawps: 0-4); must be None for the others."""
+    data_root: str | None = None
+    """Folder holding the benchmark files; default: $PSEDUAL_DATA, else a `shared/data` found
+    beside the working directory or the checkout."""
+    user_path: str | None = None
+    """A user's file or folder: MathQA's train.json, or the folder of a jsonl dataset."""
+    train_size: int | None = None
+    """Train on the first `train_size` problems of a seeded order (nested: 3000 ⊂ 5000 ⊂ ...)."""
+    subset_seed: int = 0
+    """Seed of the order that `train_size` subsets are taken from."""
+    valid_fraction: float = 0.1
+    """Share of the training pool carved out for validation where the source has no validation split."""
+    min_constant_count: int = 5
+    """A constant is in the solver's vocabulary if at least this many training problems use it."""
+
+    def __post_init__(self) -> None:
+        spec = get_spec(self.dataset)
+        if spec.folds:
+            if self.fold is None or not 0 <= self.fold < spec.folds:
+                raise ValueError(f"{self.dataset} is cross-validated: fold must be 0..{spec.folds - 1}, got {self.fold}")
+        elif self.fold is not None:
+            raise ValueError(f"{self.dataset} has fixed splits; fold must be None, got {self.fold}")
+        if self.dataset == "jsonl" and not self.user_path:
+            raise ValueError("the jsonl dataset needs user_path: the folder holding train.jsonl and test.jsonl")
+        if self.train_size is not None and self.train_size < 1:
+            raise ValueError(f"train_size must be positive, got {self.train_size}")
+        if not 0.0 < self.valid_fraction < 1.0:
+            raise ValueError(f"valid_fraction must be in (0, 1), got {self.valid_fraction}")
+        if self.min_constant_count < 1:
+            raise ValueError(f"min_constant_count must be at least 1, got {self.min_constant_count}")

@@ -1,0 +1,324 @@
+"""Expressions without eval: infix parser, prefix and tree forms, exact evaluator.
+
+A tree's leaves are number slots (`N0`, `N1`, ... the problem's numbers in
+order of appearance) or constant literals (canonical strings, see
+`numbers.canonical`); inner nodes are the binary operators + - * / ^.
+Infix is parsed by recursive descent, evaluation is rational arithmetic over
+`Fraction`, and nothing derived from data is ever handed to `eval`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from psedual.data.numbers import NumberError, parse_number
+
+OPERATORS = ("+", "-", "*", "/", "^")
+PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "^": 3}
+SLOT = re.compile(r"N(\d+)")
+
+# Two values are equal when |a - b| <= VALUE_TOLERANCE * max(1, |b|): an absolute
+# 1e-4 for answers below 1 and a relative 1e-4 above. Dataset answers are often
+# rounded (MAWPS writes 500/6 as 83.33), and float-derived literals such as
+# 0.3333333333333333 stand for 1/3; both must still count as equal.
+VALUE_TOLERANCE = 1e-4
+# Literal-to-number matching is much stricter: it only has to absorb float repr noise.
+MATCH_TOLERANCE = 1e-9
+_TOLERANCE = Fraction(1, 10_000)
+# Bounds that keep a hostile or broken expression from eating memory: 9^9^9 has
+# hundreds of millions of digits.
+MAX_EXPONENT = 1000
+MAX_BITS = 20_000
+
+Value = Fraction | float
+
+
+class ExpressionError(ValueError):
+    """Text that is not a well-formed expression."""
+
+
+class InvalidValue(ValueError):
+    """A well-formed expression without a finite real value (e.g. division by zero)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One node of an expression tree: an operator with two children, or a leaf."""
+
+    token: str
+    left: Node | None = None
+    right: Node | None = None
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.left is None
+
+
+# --- infix text -> tokens -------------------------------------------------------
+
+_NUMBER = re.compile(r"\d+\(\d+/\d+\)|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?")
+_BRACKETS = {"(": ")", "[": ")"}  # `[ ]` are read as parentheses
+
+
+def tokenize_infix(text: str, atoms: Sequence[str] = ()) -> list[str]:
+    """Split infix text into literals, slots, operators and brackets.
+
+    `atoms` are number strings that must stay one literal even though they
+    contain operators: Math23K writes the fraction `(1/6)` in the text and
+    means the same quantity when `(1/6)` appears in the equation.
+    """
+    atoms = sorted(set(atoms), key=len, reverse=True)
+    tokens: list[str] = []
+    pos = 0
+    while pos < len(text):
+        ch = text[pos]
+        if ch.isspace():
+            pos += 1
+            continue
+        atom = next((a for a in atoms if text.startswith(a, pos) and _standalone(text, pos, a)), None)
+        if atom is not None:
+            tokens.append(atom)
+            pos += len(atom)
+        elif m := SLOT.match(text, pos):
+            tokens.append(m.group())
+            pos = m.end()
+        elif m := _NUMBER.match(text, pos):
+            tokens.append(m.group())
+            pos = m.end()
+        elif ch in OPERATORS:
+            tokens.append(ch)
+            pos += 1
+        elif ch in "([":
+            tokens.append("(")
+            pos += 1
+        elif ch in ")]":
+            tokens.append(")")
+            pos += 1
+        else:
+            raise ExpressionError(f"unknown token {text[pos:pos + 12]!r} at position {pos} of {text!r}")
+    return tokens
+
+
+def _standalone(text: str, pos: int, atom: str) -> bool:
+    """An atom must not be a piece of a longer number (`1` inside `12`)."""
+    before = text[pos - 1] if pos > 0 else " "
+    after = text[pos + len(atom)] if pos + len(atom) < len(text) else " "
+    return not (before.isdigit() or before == ".") and not (after.isdigit() or after in ".%(")
+
+
+# --- tokens -> tree ---------------------------------------------------------------
+
+
+def parse_infix(text: str, atoms: Sequence[str] = ()) -> Node:
+    """Parse an infix expression (no `x=`) into a tree; leaves keep their written form."""
+    tokens = tokenize_infix(text, atoms)
+    if not tokens:
+        raise ExpressionError(f"empty expression {text!r}")
+    parser = _InfixParser(tokens, text)
+    node = parser.expression()
+    if parser.pos != len(tokens):
+        what = "unbalanced ')'" if tokens[parser.pos] == ")" else f"unexpected {tokens[parser.pos]!r}"
+        raise ExpressionError(f"{what} at token {parser.pos} of {text!r}")
+    return node
+
+
+class _InfixParser:
+    """expression := term (('+'|'-') term)*; term := power (('*'|'/') power)*;
+    power := unary ('^' power)?   (right-associative); unary := '-' unary | atom."""
+
+    def __init__(self, tokens: list[str], text: str) -> None:
+        self.tokens, self.text, self.pos = tokens, text, 0
+
+    def peek(self) -> str | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def take(self) -> str:
+        token = self.peek()
+        if token is None:
+            raise ExpressionError(f"expression ends too early: {self.text!r}")
+        self.pos += 1
+        return token
+
+    def binary(self, ops: str, operand) -> Node:
+        node = operand()
+        while self.peek() is not None and self.peek() in ops:
+            op = self.take()
+            node = Node(op, node, operand())
+        return node
+
+    def expression(self) -> Node:
+        return self.binary("+-", self.term)
+
+    def term(self) -> Node:
+        return self.binary("*/", self.power)
+
+    def power(self) -> Node:
+        base = self.unary()
+        if self.peek() == "^":
+            self.take()
+            return Node("^", base, self.power())
+        return base
+
+    def unary(self) -> Node:
+        if self.peek() == "-":
+            self.take()
+            following = self.peek()
+            # A minus before a number is part of it (MAWPS: -2.0*-15.0), so it can match the
+            # text's -2; negating anything else (Math23K: 1-(-(1/2))) is 0 - x, keeping trees binary.
+            if following is not None and _NUMBER.fullmatch(following):
+                self.take()
+                return Node("-" + following)
+            return Node("-", Node("0"), self.unary())
+        token = self.take()
+        if token == "(":
+            node = self.expression()
+            if self.peek() != ")":
+                raise ExpressionError(f"unbalanced '(' in {self.text!r}")
+            self.take()
+            return node
+        if token in OPERATORS or token == ")":
+            raise ExpressionError(f"unexpected {token!r} at token {self.pos - 1} of {self.text!r}")
+        return Node(token)
+
+
+# --- tree <-> prefix / infix ----------------------------------------------------
+
+
+def to_prefix(node: Node) -> list[str]:
+    out: list[str] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        out.append(n.token)
+        if not n.is_leaf:
+            stack.append(n.right)
+            stack.append(n.left)
+    return out
+
+
+def from_prefix(tokens: Sequence[str]) -> Node:
+    """Build the tree of a prefix sequence; malformed sequences raise ExpressionError."""
+    pos = 0
+
+    def build() -> Node:
+        nonlocal pos
+        if pos >= len(tokens):
+            raise ExpressionError(f"prefix expression ends too early: {' '.join(tokens)!r}")
+        token = tokens[pos]
+        pos += 1
+        if token in OPERATORS:
+            left = build()
+            return Node(token, left, build())
+        return Node(token)
+
+    node = build()
+    if pos != len(tokens):
+        raise ExpressionError(f"prefix expression has {len(tokens) - pos} extra tokens: {' '.join(tokens)!r}")
+    return node
+
+
+def to_infix(node: Node) -> str:
+    """Readable infix with only the brackets the parser needs to rebuild the same tree."""
+    if node.is_leaf:
+        return node.token
+    prec = PRECEDENCE[node.token]
+    left, right = to_infix(node.left), to_infix(node.right)
+    lp = PRECEDENCE.get(node.left.token, 9)
+    rp = PRECEDENCE.get(node.right.token, 9)
+    # `^` is right-associative; the others are left-associative, so an equal-
+    # precedence right child (a - (b - c), a + (b + c)) keeps its brackets.
+    if lp < prec or (lp == prec and node.token == "^"):
+        left = f"({left})"
+    if rp < prec or (rp == prec and node.token != "^"):
+        right = f"({right})"
+    return f"{left} {node.token} {right}"
+
+
+# --- evaluation -------------------------------------------------------------------
+
+
+def evaluate(expression: Node | Sequence[str], numbers: Sequence[Fraction] = ()) -> Value:
+    """The value of a tree or prefix sequence, exact where the arithmetic allows.
+
+    Slots read `numbers`; constants are parsed from their canonical strings.
+    Raises InvalidValue for division by zero, a slot with no number, a
+    non-real power, or a value too large to hold; ExpressionError for a
+    malformed prefix sequence or an unreadable literal.
+    """
+    node = expression if isinstance(expression, Node) else from_prefix(expression)
+    return _eval(node, numbers)
+
+
+def _eval(node: Node, numbers: Sequence[Fraction]) -> Value:
+    if node.is_leaf:
+        if m := SLOT.fullmatch(node.token):
+            k = int(m.group(1))
+            if k >= len(numbers):
+                raise InvalidValue(f"{node.token} refers to a number the problem does not have ({len(numbers)} numbers)")
+            return numbers[k]
+        try:
+            return parse_number(node.token)
+        except NumberError as err:
+            raise ExpressionError(str(err)) from err
+    a, b = _eval(node.left, numbers), _eval(node.right, numbers)
+    op = node.token
+    if op == "+":
+        value = a + b
+    elif op == "-":
+        value = a - b
+    elif op == "*":
+        value = a * b
+    elif op == "/":
+        if b == 0:
+            raise InvalidValue("division by zero")
+        value = a / b
+    else:
+        value = _power(a, b)
+    if isinstance(value, Fraction) and max(value.numerator.bit_length(), value.denominator.bit_length()) > MAX_BITS:
+        raise InvalidValue("value too large")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidValue("value too large")
+    return value
+
+
+def _power(base: Value, exponent: Value) -> Value:
+    if abs(exponent) > MAX_EXPONENT:
+        raise InvalidValue(f"exponent {float(exponent):g} too large")
+    if base == 0 and exponent < 0:
+        raise InvalidValue("division by zero (zero to a negative power)")
+    if isinstance(exponent, Fraction) and exponent.denominator == 1 and isinstance(base, Fraction):
+        bits = max(abs(base.numerator).bit_length(), base.denominator.bit_length())
+        if bits * abs(int(exponent)) > MAX_BITS:
+            raise InvalidValue("value too large")
+        return base ** int(exponent)
+    if base < 0:
+        raise InvalidValue("negative base with a fractional exponent has no real value")
+    try:
+        return float(base) ** float(exponent)
+    except OverflowError as err:
+        raise InvalidValue("value too large") from err
+
+
+def values_equal(a: Value | None, b: Value | None) -> bool:
+    """Tolerant equality (see VALUE_TOLERANCE); an invalid value equals nothing."""
+    if a is None or b is None:
+        return False
+    if isinstance(a, Fraction) and isinstance(b, Fraction):
+        return abs(a - b) <= _TOLERANCE * max(1, abs(b))
+    try:
+        fa, fb = float(a), float(b)
+    except OverflowError:
+        return False
+    return abs(fa - fb) <= VALUE_TOLERANCE * max(1.0, abs(fb))
+
+
+def try_evaluate(expression: Node | Sequence[str], numbers: Sequence[Fraction] = ()) -> Value | None:
+    """`evaluate`, with None for an invalid or malformed expression (for metrics on model output)."""
+    try:
+        return evaluate(expression, numbers)
+    except (InvalidValue, ExpressionError):
+        return None

@@ -1,0 +1,43 @@
+"""The datasets the platform knows, by name. An unknown name fails with the valid ones."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from psedual.data.sources import jsonl, math23k, mathqa, mawps, svamp
+from psedual.data.sources.common import LoadResult
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """How to read one benchmark."""
+
+    name: str
+    """Registry key, also the `dataset` field of its problems."""
+    files: tuple[str, ...]
+    """Source files relative to the data root; their bytes key the cache."""
+    folds: int
+    """Number of cross-validation folds; 0 when the source fixes train/valid/test."""
+    read: Callable[[Path, Path | None], LoadResult]
+    """Reads (data root, user path) into problems and skips."""
+    user_path: str
+    """What the optional user path means for this dataset ('' if unused)."""
+
+
+DATASETS: dict[str, DatasetSpec] = {
+    "math23k": DatasetSpec("math23k", math23k.FILES, 0, lambda root, _: math23k.load(root), ""),
+    "mawps": DatasetSpec("mawps", mawps.FOLD_FILES, mawps.FOLDS, lambda root, _: mawps.load_folds(root), ""),
+    "mawps-single": DatasetSpec("mawps-single", mawps.SINGLE_FILES, 0, lambda root, _: mawps.load_single(root), ""),
+    "svamp": DatasetSpec("svamp", svamp.FILES, 0, lambda root, _: svamp.load(root), ""),
+    "mathqa": DatasetSpec("mathqa", mathqa.FILES, 0, mathqa.load,
+                          "a training file in MathQA's form (default: <data root>/mathqa/train.json if present)"),
+    "jsonl": DatasetSpec("jsonl", (), 0, lambda _, path: jsonl.load(path), "the folder holding train/valid/test.jsonl"),
+}
+
+
+def get_spec(name: str) -> DatasetSpec:
+    if name not in DATASETS:
+        raise ValueError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}")
+    return DATASETS[name]

@@ -1,0 +1,1 @@
+"""One module per benchmark source; each turns its files into Problems and counted Skips."""

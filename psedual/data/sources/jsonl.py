@@ -1,0 +1,57 @@
+"""Bring your own dataset: a folder of JSON Lines files, no code needed.
+
+Layout: `DIR/train.jsonl`, `DIR/test.jsonl`, and optionally `DIR/valid.jsonl`
+(without it, validation is carved from train like MAWPS's). One problem per line:
+
+    {"id": "p1", "text": "Maria has 3 boxes of 7 eggs. How many eggs?",
+     "equation": "x = 3 * 7", "answer": 21}
+
+- `text` (required): the problem; numbers are found in it as in MAWPS (English)
+  or, with `"language": "zh"`, in its space-separated words as in Math23K.
+- `equation` (infix, with the numbers' values, `x=` optional) or `prefix` (a
+  list or a space-separated string over `N0..Nk`, the text's numbers in order,
+  and constant literals): exactly one of the two.
+- `answer` (required): a number, or a string such as `"3/4"` or `"50%"`.
+- `id` (optional): defaults to `<split>-<line>`; ids must be unique.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from psedual.data.build import RecordError, english_words, make_problem, split_tokens
+from psedual.data.files import DataFileError, read_jsonl
+from psedual.data.sources.common import Collector, LoadResult, require
+
+NAME = "jsonl"
+SPLIT_FILES = {"train": "train.jsonl", "valid": "valid.jsonl", "test": "test.jsonl"}
+
+
+def load(folder: Path) -> LoadResult:
+    if not folder.is_dir():
+        raise DataFileError(f"{folder}: not a folder (a jsonl dataset is a folder with train.jsonl and test.jsonl)")
+    out = Collector(NAME)
+    for split, name in SPLIT_FILES.items():
+        path = folder / name
+        if split == "valid" and not path.exists():
+            continue
+        for lineno, rec in read_jsonl(path):
+            origin = f"{path}:{lineno}"
+
+            def build(rec=rec, split=split, lineno=lineno, origin=origin):
+                language = rec.get("language", "en") if isinstance(rec, dict) else "en"
+                if language not in ("en", "zh"):
+                    raise RecordError("bad language", f"language {language!r}; use 'en' or 'zh'")
+                text = str(require(rec, "text"))
+                words = english_words(text) if language == "en" else text.split()
+                tokens, num_pos, texts, _ = split_tokens(words, language)
+                prefix = rec.get("prefix")
+                if isinstance(prefix, str):
+                    prefix = prefix.split()
+                return make_problem(dataset=NAME, source_id=str(rec.get("id") or f"{split}-{lineno}"), split=split,
+                                    fold=-1, language=language, tokens=tokens, num_pos=num_pos, number_texts=texts,
+                                    answer=require(rec, "answer"), origin=origin, equation=rec.get("equation"),
+                                    prefix=prefix)
+
+            out.add(build, split=split, fold=-1, origin=origin)
+    return out.result

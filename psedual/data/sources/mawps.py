@@ -1,0 +1,53 @@
+"""MAWPS-single (English): the five standard cross-validation folds, and the single split.
+
+Both files hold the same 1,987 problems, so both are read the same way, from
+the raw question (`sQuestion`) and the equation written with values
+(`lEquations`): the same problem gets the same numbers in the same order
+whichever file it came from. The five-fold files' own masked `text` and
+`num_list` are not used; a test checks our numbers agree with them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from psedual.data.build import RecordError, english_words, make_problem, split_tokens
+from psedual.data.files import read_json_list
+from psedual.data.sources.common import Collector, LoadResult, require
+
+FOLDS = 5
+FOLD_FILES = tuple(f"mawps/five_fold/fold_{k}.json" for k in range(FOLDS))
+SINGLE_FILES = tuple(f"mawps/single_split/{s}.json" for s in ("train", "valid", "test"))
+
+
+def _add(out: Collector, rec: object, *, split: str, fold: int, origin: str) -> None:
+    def build():
+        equations = require(rec, "lEquations")
+        if not isinstance(equations, list) or len(equations) != 1:
+            raise RecordError("unparseable equation", f"expected one equation in lEquations, found {equations!r}")
+        answer = rec.get("answer")
+        if answer is None:
+            solutions = require(rec, "lSolutions")
+            answer = solutions[0] if isinstance(solutions, list) and len(solutions) == 1 else solutions
+        tokens, num_pos, texts, _ = split_tokens(english_words(str(require(rec, "sQuestion"))), "en")
+        return make_problem(dataset=out.dataset, source_id=str(require(rec, "iIndex")), split=split, fold=fold,
+                            language="en", tokens=tokens, num_pos=num_pos, number_texts=texts, answer=answer,
+                            origin=origin, equation=str(equations[0]))
+
+    out.add(build, split=split, fold=fold, origin=origin)
+
+
+def load_folds(root: Path) -> LoadResult:
+    out = Collector("mawps")
+    for fold, name in enumerate(FOLD_FILES):
+        for i, rec in enumerate(read_json_list(root / name)):
+            _add(out, rec, split="", fold=fold, origin=f"{root / name}#{i}")
+    return out.result
+
+
+def load_single(root: Path) -> LoadResult:
+    out = Collector("mawps-single")
+    for name, split in zip(SINGLE_FILES, ("train", "valid", "test")):
+        for i, rec in enumerate(read_json_list(root / name)):
+            _add(out, rec, split=split, fold=-1, origin=f"{root / name}#{i}")
+    return out.result

@@ -1,0 +1,103 @@
+"""SVAMP in its paper's setting: train on MAWPS + ASDiv-A (3,138), test on SVAMP (1,000).
+
+Both CSVs mask numbers as `number0`, `number1`, ... with the values in
+`Numbers` and the equation in prefix over the masks. Each mask occurrence is a
+slot, numbered in order of appearance; `numberK` in the equation refers to the
+first occurrence of mask K. Test rows get SVAMP's own ids (`chal-1`, ...) by
+matching their text and numbers to `SVAMP.json`. The two files disagree on 58
+problems (a typo, or numbers in another order); the CSV is what the SVAMP
+paper tested on, so it is kept, and the mismatches are counted.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from psedual.data.build import RecordError, english_words, make_problem
+from psedual.data.files import read_csv, read_json_list
+from psedual.data.numbers import parse_number
+from psedual.data.record import NUM_TOKEN
+from psedual.data.sources.common import Collector, LoadResult, require
+
+NAME = "svamp"
+FILES = ("svamp/train_mawps_asdiv-a.csv", "svamp/test_svamp.csv", "svamp/SVAMP.json")
+_MASK = re.compile(r"number(\d+)")
+_COLUMNS = ("Question", "Numbers", "Equation", "Answer")
+
+
+def load(root: Path) -> LoadResult:
+    out = Collector(NAME)
+    ids = _svamp_ids(root / FILES[2])
+    for name, split in ((FILES[0], "train"), (FILES[1], "test")):
+        path = root / name
+        for i, row in enumerate(read_csv(path, _COLUMNS)):
+            origin = f"{path}#{i + 2}"  # +2: the header is line 1 and rows count from 0
+            source_id = f"{split}-{i}"
+            if split == "test":
+                source_id = _test_id(row, ids, out) or source_id
+            out.add(lambda row=row, source_id=source_id, split=split, origin=origin:
+                    _problem(row, source_id, split, origin), split=split, fold=-1, origin=origin)
+    return out.result
+
+
+def _problem(row: dict[str, str], source_id: str, split: str, origin: str):
+    values = str(require(row, "Numbers")).split()
+    tokens: list[str] = []
+    num_pos: list[int] = []
+    texts: list[str] = []
+    first_slot: dict[int, int] = {}
+    for word in str(require(row, "Question")).split():
+        m = _MASK.fullmatch(word)
+        if m is None:
+            tokens.append(word)
+            continue
+        k = int(m.group(1))
+        if k >= len(values):
+            raise RecordError("unknown number mask", f"{word} but only {len(values)} Numbers")
+        first_slot.setdefault(k, len(num_pos))
+        num_pos.append(len(tokens))
+        texts.append(values[k])
+        tokens.append(NUM_TOKEN)
+    prefix = []
+    for token in str(require(row, "Equation")).split():
+        m = _MASK.fullmatch(token)
+        if m is not None and int(m.group(1)) not in first_slot:
+            raise RecordError("unknown number mask", f"equation uses {token}, which the question lacks")
+        prefix.append(f"N{first_slot[int(m.group(1))]}" if m else token)
+    return make_problem(dataset=NAME, source_id=source_id, split=split, fold=-1, language="en", tokens=tokens,
+                        num_pos=num_pos, number_texts=texts, answer=require(row, "Answer"), origin=origin,
+                        prefix=prefix)
+
+
+def _test_id(row: dict[str, str], ids: dict, out: Collector) -> str | None:
+    key = _row_key(row)
+    if key in ids:
+        return ids[key]
+    same_text = [v for k, v in ids.items() if k[0] == key[0]]
+    if len(same_text) == 1:
+        out.result.notes["test rows whose numbers differ from SVAMP.json (CSV kept)"] += 1
+        return same_text[0]
+    out.result.notes["test rows whose text differs from SVAMP.json (CSV kept, id test-<row>)"] += 1
+    return None
+
+
+def _key(words: list[str], numbers: list[str]) -> tuple[str, tuple]:
+    """Text without numbers, case or spacing, plus the number values: equal for the
+    same problem whether it is written raw (SVAMP.json) or masked (the CSV)."""
+    text = "".join(w.lower() for w in words if not _MASK.fullmatch(w) and not w[0].isdigit())
+    return re.sub(r"\W", "", text), tuple(parse_number(n) for n in numbers)
+
+
+def _row_key(row: dict[str, str]) -> tuple[str, tuple]:
+    words = row["Question"].split()
+    values = row["Numbers"].split()
+    return _key(words, [values[int(m.group(1))] for w in words if (m := _MASK.fullmatch(w))])
+
+
+def _svamp_ids(path: Path) -> dict[tuple[str, tuple], str]:
+    ids = {}
+    for rec in read_json_list(path):
+        words = english_words(f"{rec.get('Body', '')} {rec.get('Question', '')}")
+        ids[_key(words, [w for w in words if w[0].isdigit()])] = str(rec.get("ID"))
+    return ids

@@ -1,0 +1,82 @@
+"""Train/valid/test views of a dataset: folds, the carved validation split, nested
+training subsets, and the constant vocabulary decided from training data only.
+
+Orders are seeded hashes of problem ids, so they do not depend on file order:
+- validation carve: where a source has no validation split (MAWPS folds, SVAMP,
+  jsonl without valid.jsonl), the `valid_fraction` of the training pool with the
+  smallest sha256("valid/<id>") becomes validation. For MAWPS fold k the pool is
+  the other four folds.
+- training subsets: the first `train_size` problems in order of
+  sha256("<subset_seed>/<id>"), so a smaller subset is always inside a larger one.
+- constants: a constant literal is in the vocabulary when at least
+  `min_constant_count` training problems use it. A training problem that uses a
+  constant outside the vocabulary is left out of training (counted); valid and
+  test problems are never dropped (they count as unsolvable, see stats).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+
+from psedual.data.cache import Dataset
+from psedual.data.config import DataConfig
+from psedual.data.expr import OPERATORS, SLOT
+from psedual.data.record import Problem
+from psedual.data.registry import get_spec
+
+
+@dataclass(frozen=True)
+class Splits:
+    """The problems a run trains, validates and tests on, and its constant vocabulary."""
+
+    train: tuple[Problem, ...]
+    valid: tuple[Problem, ...]
+    test: tuple[Problem, ...]
+    constants: tuple[str, ...]
+    """Constant literals a solver may produce, most used first."""
+    left_out: dict[str, int] = field(default_factory=dict)
+    """Training problems left out, by reason."""
+
+
+def constants_of(problem: Problem) -> set[str]:
+    return {t for t in problem.prefix if t not in OPERATORS and not SLOT.fullmatch(t)}
+
+
+def _rank(problems, salt: str) -> list[Problem]:
+    return sorted(problems, key=lambda p: hashlib.sha256(f"{salt}/{p.id}".encode()).digest())
+
+
+def nested_subset(train: list[Problem], size: int, seed: int) -> list[Problem]:
+    if size > len(train):
+        raise ValueError(f"train_size {size} exceeds the {len(train)} training problems")
+    return _rank(train, str(seed))[:size]
+
+
+def constant_vocabulary(train: list[Problem], min_count: int) -> tuple[str, ...]:
+    counts = Counter(c for p in train for c in constants_of(p))
+    return tuple(c for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if n >= min_count)
+
+
+def split_dataset(dataset: Dataset, config: DataConfig) -> Splits:
+    if dataset.name != config.dataset:
+        raise ValueError(f"config is for {config.dataset!r} but the dataset is {dataset.name!r}")
+    if get_spec(dataset.name).folds:
+        test = [p for p in dataset.problems if p.fold == config.fold]
+        pool = [p for p in dataset.problems if p.fold != config.fold]
+        valid: list[Problem] = []
+    else:
+        by_split = {s: [p for p in dataset.problems if p.split == s] for s in ("train", "valid", "test")}
+        pool, valid, test = by_split["train"], by_split["valid"], by_split["test"]
+    if not valid and pool:
+        ranked = _rank(pool, "valid")
+        n_valid = max(1, round(config.valid_fraction * len(pool)))
+        valid, pool = ranked[:n_valid], ranked[n_valid:]
+    train = nested_subset(pool, config.train_size, config.subset_seed) if config.train_size else pool
+    constants = constant_vocabulary(train, config.min_constant_count)
+    allowed = set(constants)
+    kept = [p for p in train if constants_of(p) <= allowed]
+    left_out = {"uses a constant outside the vocabulary": len(train) - len(kept)} if len(kept) < len(train) else {}
+    order = lambda ps: tuple(sorted(ps, key=lambda p: p.id))  # noqa: E731 - one-line sort key
+    return Splits(order(kept), order(valid), order(test), constants, left_out)
