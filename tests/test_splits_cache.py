@@ -95,3 +95,17 @@ def test_config_checks():
         DataConfig("jsonl")
     with pytest.raises(ValueError, match="train_size must be positive"):
         DataConfig("math23k", train_size=0)
+
+
+def test_mathqa_reads_a_user_training_file(tmp_path, data_root):
+    train = tmp_path / "train.json"
+    rows = [{"original_text": f"a train covers {60 + i} km in {2 + i % 3} hours . what is its speed ?",
+             "equation": f"x=({60 + i}/{2 + i % 3})", "ans": str((60 + i) / (2 + i % 3))} for i in range(12)]
+    rows.append({"original_text": "what is 5 % of 40 ?", "equation": "x=((5/100)*40)", "ans": "2"})
+    train.write_text(json.dumps(rows))
+    ds = load_dataset("mathqa", data_root=data_root, user_path=train)
+    s = split_dataset(ds, DataConfig("mathqa", user_path=str(train)))
+    assert len([p for p in ds.problems if p.split == "train"]) == 13
+    assert (len(s.train), len(s.valid), len(s.test)) == (12, 3540, 2410)  # 100 is used once: left out
+    assert s.constants == () and s.left_out == {"uses a constant outside the vocabulary": 1}
+    assert all(p.answer_agrees for p in ds.problems if p.split == "train")
