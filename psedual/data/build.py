@@ -150,6 +150,10 @@ def make_problem(
         raise RecordError("unreadable number", str(err)) from err
     if (equation is None) == (prefix is None):
         raise RecordError("no equation", "the record needs exactly one of an equation or a prefix")
+    if equation is not None and not isinstance(equation, str):
+        raise RecordError("unparseable equation", f"equation must be a string, found {equation!r}")
+    if prefix is not None and (not isinstance(prefix, (list, tuple)) or not all(isinstance(t, str) for t in prefix)):
+        raise RecordError("unparseable equation", f"prefix must be a list of strings, found {prefix!r}")
     try:
         if equation is not None:
             atoms = [t for t in number_texts if not t.isdigit()]

@@ -61,7 +61,7 @@ class Node:
 # --- infix text -> tokens -------------------------------------------------------
 
 _NUMBER = re.compile(r"\d+\(\d+/\d+\)|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?")
-_BRACKETS = {"(": ")", "[": ")"}  # `[ ]` are read as parentheses
+_CLOSING = {"(": ")", "[": "]"}  # `[ ]` work as parentheses, but each must close its own kind
 
 
 def tokenize_infix(text: str, atoms: Sequence[str] = ()) -> list[str]:
@@ -92,11 +92,8 @@ def tokenize_infix(text: str, atoms: Sequence[str] = ()) -> list[str]:
         elif ch in OPERATORS:
             tokens.append(ch)
             pos += 1
-        elif ch in "([":
-            tokens.append("(")
-            pos += 1
-        elif ch in ")]":
-            tokens.append(")")
+        elif ch in "()[]":
+            tokens.append(ch)
             pos += 1
         else:
             raise ExpressionError(f"unknown token {text[pos:pos + 12]!r} at position {pos} of {text!r}")
@@ -121,7 +118,8 @@ def parse_infix(text: str, atoms: Sequence[str] = ()) -> Node:
     parser = _InfixParser(tokens, text)
     node = parser.expression()
     if parser.pos != len(tokens):
-        what = "unbalanced ')'" if tokens[parser.pos] == ")" else f"unexpected {tokens[parser.pos]!r}"
+        extra = tokens[parser.pos]
+        what = f"unbalanced {extra!r}" if extra in ")]" else f"unexpected {extra!r}"
         raise ExpressionError(f"{what} at token {parser.pos} of {text!r}")
     return node
 
@@ -174,13 +172,13 @@ class _InfixParser:
                 return Node("-" + following)
             return Node("-", Node("0"), self.unary())
         token = self.take()
-        if token == "(":
+        if token in _CLOSING:
             node = self.expression()
-            if self.peek() != ")":
-                raise ExpressionError(f"unbalanced '(' in {self.text!r}")
+            if self.peek() != _CLOSING[token]:
+                raise ExpressionError(f"unbalanced {token!r} in {self.text!r}")
             self.take()
             return node
-        if token in OPERATORS or token == ")":
+        if token in OPERATORS or token in ")]":
             raise ExpressionError(f"unexpected {token!r} at token {self.pos - 1} of {self.text!r}")
         return Node(token)
 
@@ -224,7 +222,8 @@ def from_prefix(tokens: Sequence[str]) -> Node:
 def to_infix(node: Node) -> str:
     """Readable infix with only the brackets the parser needs to rebuild the same tree."""
     if node.is_leaf:
-        return node.token
+        # A fraction constant (`1/3`) is one leaf; bracket it so `2 / (1/3)` keeps its value.
+        return f"({node.token})" if "/" in node.token else node.token
     prec = PRECEDENCE[node.token]
     left, right = to_infix(node.left), to_infix(node.right)
     lp = PRECEDENCE.get(node.left.token, 9)
@@ -261,23 +260,30 @@ def _eval(node: Node, numbers: Sequence[Fraction]) -> Value:
                 raise InvalidValue(f"{node.token} refers to a number the problem does not have ({len(numbers)} numbers)")
             return numbers[k]
         try:
-            return parse_number(node.token)
+            return _bounded(parse_number(node.token))
         except NumberError as err:
             raise ExpressionError(str(err)) from err
     a, b = _eval(node.left, numbers), _eval(node.right, numbers)
     op = node.token
-    if op == "+":
-        value = a + b
-    elif op == "-":
-        value = a - b
-    elif op == "*":
-        value = a * b
-    elif op == "/":
-        if b == 0:
-            raise InvalidValue("division by zero")
-        value = a / b
-    else:
-        value = _power(a, b)
+    try:
+        if op == "+":
+            value = a + b
+        elif op == "-":
+            value = a - b
+        elif op == "*":
+            value = a * b
+        elif op == "/":
+            if b == 0:
+                raise InvalidValue("division by zero")
+            value = a / b
+        else:
+            value = _power(a, b)
+    except OverflowError as err:  # a Fraction beyond float range meeting a float
+        raise InvalidValue("value too large") from err
+    return _bounded(value)
+
+
+def _bounded(value: Value) -> Value:
     if isinstance(value, Fraction) and max(value.numerator.bit_length(), value.denominator.bit_length()) > MAX_BITS:
         raise InvalidValue("value too large")
     if isinstance(value, float) and not math.isfinite(value):
@@ -295,6 +301,8 @@ def _power(base: Value, exponent: Value) -> Value:
         if bits * abs(int(exponent)) > MAX_BITS:
             raise InvalidValue("value too large")
         return base ** int(exponent)
+    if float(exponent).is_integer():
+        return float(base) ** int(exponent)
     if base < 0:
         raise InvalidValue("negative base with a fractional exponent has no real value")
     try:

@@ -19,7 +19,8 @@ _ZH_NUMBER = r"\d+\(\d+/\d+\)|\(\d+/\d+\)|\d+\.\d+%?|\d+%?"
 _EN_NUMBER = r"^-?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d*\.\d+|\d+/\d+|\d+)$"
 NUMBER_PATTERNS = {"zh": re.compile(_ZH_NUMBER), "en": re.compile(_EN_NUMBER)}
 
-_PLAIN = re.compile(r"[-+]?(\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+_PLAIN = re.compile(r"[-+]?(\d+(?:\.\d*)?|\.\d+)([eE][-+]?\d+)?")
+MAX_DECIMAL_EXPONENT = 100_000
 _FRACTION = re.compile(r"\((\d+)/(\d+)\)|(\d+)/(\d+)")
 _MIXED = re.compile(r"(\d+)\((\d+)/(\d+)\)")
 
@@ -41,12 +42,15 @@ def parse_number(text: str) -> Fraction:
         if den == 0:
             raise NumberError(f"zero denominator in {text!r}")
         value = whole + Fraction(num, den)
-    elif m := _FRACTION.fullmatch(s.lstrip("-")):
+    elif m := _FRACTION.fullmatch(s[1:] if s.startswith("-") else s):
         num, den = (int(g) for g in m.groups() if g is not None)
         if den == 0:
             raise NumberError(f"zero denominator in {text!r}")
         value = Fraction(num, den) * (-1 if s.startswith("-") else 1)
-    elif _PLAIN.fullmatch(s):
+    elif m := _PLAIN.fullmatch(s):
+        # Fraction("1e1000000000") would build a billion-digit integer before any check.
+        if m.group(2) and abs(int(m.group(2)[1:])) > MAX_DECIMAL_EXPONENT:
+            raise NumberError(f"exponent too large in {text!r}")
         value = Fraction(s)
     else:
         raise NumberError(f"not a number: {text!r}")
