@@ -78,5 +78,8 @@ def split_dataset(dataset: Dataset, config: DataConfig) -> Splits:
     allowed = set(constants)
     kept = [p for p in train if constants_of(p) <= allowed]
     left_out = {"uses a constant outside the vocabulary": len(train) - len(kept)} if len(kept) < len(train) else {}
-    order = lambda ps: tuple(sorted(ps, key=lambda p: p.id))  # noqa: E731 - one-line sort key
-    return Splits(order(kept), order(valid), order(test), constants, left_out)
+    return Splits(_by_id(kept), _by_id(valid), _by_id(test), constants, left_out)
+
+
+def _by_id(problems: list[Problem]) -> tuple[Problem, ...]:
+    return tuple(sorted(problems, key=lambda p: p.id))
