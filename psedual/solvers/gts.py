@@ -1,0 +1,188 @@
+"""GTS, the goal-driven tree-structured solver (Xie & Sun, IJCAI 2019).
+
+Encoder: word embeddings -> 2-layer bidirectional GRU, directions summed. The
+problem vector is the final hidden state of both directions (the published code
+reads the last time step, which is padding for all but the longest problem).
+
+Decoder, as published: a goal vector q is gated with the embedding of its left
+sibling subtree (for right children), attends over the encoder, and scores the
+operators and the candidates (learned constant embeddings, and the encoder
+states at the number slots). An operator spawns a left and a right child goal;
+a finished subtree is merged into one embedding with its operator.
+
+Training is batched by tree level instead of the published per-example loop:
+with the gold tree known, every subtree embedding depends only on gold tokens,
+so they are computed bottom-up one height at a time; every goal depends only on
+its parent, so predictions run top-down one depth at a time, for all nodes of
+all problems at that depth together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from psedual.solvers.batch import Batch
+from psedual.solvers.tree_search import tree_decode
+from psedual.solvers.vocab import Vocab
+
+NEG = -1e12  # the published code's mask value; finite so log_softmax stays finite
+
+
+@dataclass(frozen=True)
+class GTSConfig:
+    """Sizes of GTS; defaults are the published recipe."""
+
+    embedding_size: int = 128
+    """Word and operator embedding size."""
+    hidden_size: int = 512
+    """GRU hidden size, also goal, subtree and candidate size."""
+    layers: int = 2
+    """Stacked bidirectional GRU layers."""
+    dropout: float = 0.5
+    """Dropout on embeddings, between GRU layers and inside the decoder."""
+
+    def __post_init__(self) -> None:
+        if min(self.embedding_size, self.hidden_size, self.layers) < 1:
+            raise ValueError(f"sizes must be positive: {self}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+
+
+@dataclass
+class Encoded:
+    outputs: torch.Tensor  # [B, T, H]
+    mask: torch.Tensor  # [B, T] True for real words
+    problem: torch.Tensor  # [B, H]
+    candidates: torch.Tensor  # [B, C + max_slots, H]: constants, then number slots
+    candidate_mask: torch.Tensor  # [B, C + max_slots]
+    attn_keys: torch.Tensor  # [B, T, H] precomputed encoder half of the attention energy
+    score_keys: torch.Tensor  # [B, C + max_slots, H] precomputed candidate half of the score
+
+
+class GTS(nn.Module):
+    name = "gts"
+
+    def __init__(self, vocab: Vocab, config: GTSConfig = GTSConfig()) -> None:
+        super().__init__()
+        self.vocab, self.config = vocab, config
+        E, H, n_ops = config.embedding_size, config.hidden_size, len(vocab.operators)
+        self.n_ops = n_ops
+        self.drop = nn.Dropout(config.dropout)
+        self.embed = nn.Embedding(len(vocab.words), E, padding_idx=0)
+        self.gru = nn.GRU(E, H, config.layers, batch_first=True, bidirectional=True,
+                          dropout=config.dropout if config.layers > 1 else 0.0)
+        self.constants = nn.Parameter(torch.randn(len(vocab.constants), H) * 0.1)
+        # goal gating: without / with a left sibling subtree
+        self.gate_l, self.gate_lg = nn.Linear(H, H), nn.Linear(H, H)
+        self.gate_r, self.gate_rg = nn.Linear(2 * H, H), nn.Linear(2 * H, H)
+        # attention over the encoder and scores over candidates (Bahdanau-style, split so
+        # the encoder/candidate halves are computed once per batch)
+        self.attn_q, self.attn_k, self.attn_v = nn.Linear(H, H), nn.Linear(H, H, bias=False), nn.Linear(H, 1)
+        self.score_q, self.score_k = nn.Linear(2 * H, H), nn.Linear(H, H, bias=False)
+        self.score_v = nn.Linear(H, 1, bias=False)
+        self.ops = nn.Linear(2 * H, n_ops)
+        # child goals and subtree merge
+        self.op_embed = nn.Embedding(n_ops, E)
+        self.gen_l, self.gen_lg = nn.Linear(2 * H + E, H), nn.Linear(2 * H + E, H)
+        self.gen_r, self.gen_rg = nn.Linear(2 * H + E, H), nn.Linear(2 * H + E, H)
+        self.merge_h, self.merge_g = nn.Linear(2 * H + E, H), nn.Linear(2 * H + E, H)
+
+    # --- encoder ------------------------------------------------------------------------
+
+    def encode(self, batch: Batch) -> Encoded:
+        x = self.drop(self.embed(batch.words))
+        packed = nn.utils.rnn.pack_padded_sequence(x, batch.lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, h_n = self.gru(packed)
+        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=batch.words.shape[1])
+        H = self.config.hidden_size
+        outputs = out[..., :H] + out[..., H:]
+        problem = h_n[-2] + h_n[-1]
+        B, S = batch.num_pos.shape
+        slots = outputs.gather(1, batch.num_pos.unsqueeze(-1).expand(B, S, H))
+        pad = self.vocab.max_slots - S
+        slot_mask = F.pad(batch.num_mask, (0, pad))
+        candidates = torch.cat([self.constants.unsqueeze(0).expand(B, -1, -1), F.pad(slots, (0, 0, 0, pad))], 1)
+        candidate_mask = torch.cat([torch.ones(B, len(self.vocab.constants), dtype=torch.bool,
+                                               device=slot_mask.device), slot_mask], 1)
+        mask = batch.words != 0
+        return Encoded(outputs, mask, problem, candidates, candidate_mask,
+                       self.attn_k(outputs), self.score_k(self.drop(candidates)))
+
+    # --- decoder cells, over a flat set of nodes -----------------------------------------
+
+    def predict(self, enc: Encoded, ex: torch.Tensor, goal: torch.Tensor, left: torch.Tensor,
+                has_left: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Scores over all output ids for goals of examples `ex`; also the gated goal and context."""
+        q, lft = self.drop(goal), self.drop(left)
+        plain = torch.tanh(self.gate_l(q)) * torch.sigmoid(self.gate_lg(q))
+        ql = torch.cat([lft, q], -1)
+        with_left = torch.tanh(self.gate_r(ql)) * torch.sigmoid(self.gate_rg(ql))
+        node = torch.where(has_left.unsqueeze(-1), with_left, plain)
+        energy = self.attn_v(torch.tanh(self.attn_q(node).unsqueeze(1) + enc.attn_keys[ex])).squeeze(-1)
+        energy = energy.masked_fill(~enc.mask[ex], NEG)
+        context = torch.bmm(torch.softmax(energy, -1).unsqueeze(1), enc.outputs[ex]).squeeze(1)
+        leaf = self.drop(torch.cat([node, context], -1))
+        num_score = self.score_v(torch.tanh(self.score_q(leaf).unsqueeze(1) + enc.score_keys[ex])).squeeze(-1)
+        num_score = num_score.masked_fill(~enc.candidate_mask[ex], NEG)
+        return torch.cat([self.ops(leaf), num_score], -1), node, context
+
+    def child_goals(self, node: torch.Tensor, context: torch.Tensor, op: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.cat([self.drop(node), self.drop(context), self.drop(self.op_embed(op))], -1)
+        left = torch.tanh(self.gen_l(x)) * torch.sigmoid(self.gen_lg(x))
+        right = torch.tanh(self.gen_r(x)) * torch.sigmoid(self.gen_rg(x))
+        return left, right
+
+    def merge(self, op: torch.Tensor, left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+        x = torch.cat([self.drop(self.op_embed(op)), self.drop(left), self.drop(right)], -1)
+        return torch.tanh(self.merge_h(x)) * torch.sigmoid(self.merge_g(x))
+
+    # --- teacher forcing ----------------------------------------------------------------
+
+    def node_logits(self, batch: Batch, enc: Encoded | None = None) -> torch.Tensor:
+        """[N, V] scores of every gold node of the batch (flat order of `batch.tree`)."""
+        tree = batch.tree
+        enc = enc if enc is not None else self.encode(batch)
+        n_nodes, H = tree.token.shape[0], self.config.hidden_size
+        is_op = tree.token < self.n_ops
+        # subtree embeddings, bottom-up by height
+        leaves = (~is_op).nonzero().squeeze(1)
+        sub = enc.outputs.new_zeros(n_nodes, H)
+        sub = sub.index_copy(0, leaves, enc.candidates[tree.example[leaves], tree.token[leaves] - self.n_ops])
+        for h in range(1, int(tree.height.max()) + 1):
+            idx = (tree.height == h).nonzero().squeeze(1)
+            sub = sub.index_copy(0, idx, self.merge(tree.token[idx], sub[tree.left[idx]], sub[tree.right[idx]]))
+        # goals and predictions, top-down by depth
+        goal = enc.outputs.new_zeros(n_nodes, H)
+        roots = (tree.parent < 0).nonzero().squeeze(1)
+        goal = goal.index_copy(0, roots, enc.problem[tree.example[roots]])
+        logits = enc.outputs.new_zeros(n_nodes, len(self.vocab.output_tokens))
+        for d in range(int(tree.depth.max()) + 1):
+            idx = (tree.depth == d).nonzero().squeeze(1)
+            sib = tree.left_sibling[idx]
+            has_left = sib >= 0
+            left = torch.where(has_left.unsqueeze(-1), sub[sib.clamp(min=0)], torch.zeros_like(goal[idx]))
+            scores, node, context = self.predict(enc, tree.example[idx], goal[idx], left, has_left)
+            logits = logits.index_copy(0, idx, scores)
+            ops = is_op[idx]
+            if ops.any():
+                op_idx = idx[ops]
+                lg, rg = self.child_goals(node[ops], context[ops], tree.token[op_idx])
+                goal = goal.index_copy(0, tree.left[op_idx], lg).index_copy(0, tree.right[op_idx], rg)
+        return logits
+
+    def loss(self, batch: Batch) -> torch.Tensor:
+        logits = self.node_logits(batch)
+        # A repeated number may be produced from any of its slots: train towards the one the
+        # model already prefers (as the published code does).
+        target = logits.detach().masked_fill(~batch.tree.allowed, float("-inf")).argmax(-1)
+        return F.cross_entropy(logits, target)
+
+    # --- decoding -----------------------------------------------------------------------
+
+    def decode(self, batch: Batch, beam_size: int = 1, max_length: int = 64,
+               greedy: bool = False) -> list[tuple[str, ...]]:
+        return tree_decode(self, batch, beam_size, max_length, greedy)

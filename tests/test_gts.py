@@ -1,0 +1,103 @@
+"""GTS: overfitting, decoding consistency, pinned losses, refused inputs (small models)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from psedual.data.config import DataConfig
+from psedual.data.splits import split_dataset
+from psedual.metrics import value_accuracy
+from psedual.solvers import get_solver
+from psedual.solvers.batch import collate
+from psedual.solvers.gts import GTS, GTSConfig
+from psedual.solvers.interface import Solver
+from psedual.solvers.vocab import Vocab, VocabularyError
+
+SMALL = GTSConfig(embedding_size=32, hidden_size=64, layers=1, dropout=0.0)
+
+
+@pytest.fixture(scope="module")
+def mawps(datasets):
+    return split_dataset(datasets("mawps"), DataConfig("mawps", fold=0))
+
+
+@pytest.fixture(scope="module")
+def vocab(mawps):
+    return Vocab.build(mawps.train, mawps.constants)
+
+
+def _problems(mawps, n=16):
+    """n problems with a mix of shapes, repeated numbers and constants, fixed by id."""
+    pool = [p for p in mawps.train if len(p.prefix) >= 5] + [p for p in mawps.train if len(p.prefix) < 5]
+    return pool[:n // 2] + pool[-(n - n // 2):]
+
+
+def _fit(model, batch, steps, lr=1e-2):
+    opt = torch.optim.Adam(model.parameters(), lr)
+    losses = []
+    for _ in range(steps):
+        loss = model.loss(batch)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def test_gts_is_a_solver_and_registered(vocab):
+    assert isinstance(GTS(vocab, SMALL), Solver)
+    assert get_solver("gts") == (GTS, GTSConfig)
+    with pytest.raises(ValueError, match="valid names: gts"):
+        get_solver("bert-tree-x")
+
+
+def test_overfits_16_problems(mawps, vocab):
+    torch.manual_seed(0)
+    problems = _problems(mawps)
+    assert max(len(p.prefix) for p in problems) >= 7
+    model = GTS(vocab, SMALL)
+    batch = collate(problems, vocab)
+    losses = _fit(model, batch, 200)
+    assert losses[-1] < 0.05 < losses[0]
+    assert value_accuracy(model.decode(batch, beam_size=3), problems).value == 1.0
+    assert value_accuracy(model.decode(batch, greedy=True), problems).value == 1.0
+
+
+def test_beam_one_is_greedy_and_batch_is_one_by_one(mawps, vocab):
+    torch.manual_seed(1)
+    model = GTS(vocab, SMALL)
+    problems = list(mawps.test[:24])
+    _fit(model, collate(list(mawps.train[:64]), vocab), 30)  # partly trained: decoding is not trivial
+    batch = collate(problems, vocab, with_targets=False)
+    greedy = model.decode(batch, greedy=True)
+    assert model.decode(batch, beam_size=1) == greedy
+    assert [model.decode(collate([p], vocab, with_targets=False), greedy=True)[0] for p in problems] == greedy
+    beam5 = model.decode(batch, beam_size=5)
+    assert [model.decode(collate([p], vocab, with_targets=False), beam_size=5)[0] for p in problems] == beam5
+    assert len(set(greedy)) > 1
+
+
+def test_loss_of_two_seeded_steps_is_pinned(mawps, vocab):
+    torch.manual_seed(1234)
+    model = GTS(vocab, replace(SMALL, dropout=0.5))
+    batch = collate(list(mawps.train[:32]), vocab)
+    losses = _fit(model, batch, 2, lr=1e-3)
+    assert losses == pytest.approx([2.418612241744995, 2.336639642715454], abs=1e-5)
+
+
+def test_refuses_problems_that_do_not_fit(mawps, vocab):
+    p = mawps.train[0]
+    too_many = replace(p, numbers=("1",) * (vocab.max_slots + 1), num_pos=(0,) * (vocab.max_slots + 1))
+    with pytest.raises(VocabularyError, match=f"{vocab.max_slots + 1} numbers, but the solver has {vocab.max_slots}"):
+        collate([too_many], vocab)
+    with pytest.raises(VocabularyError, match="empty problem text"):
+        collate([replace(p, tokens=())], vocab)
+    with pytest.raises(VocabularyError, match="token '42' is not in the solver's output vocabulary"):
+        collate([replace(p, prefix=("+", "N0", "42"))], vocab)
+
+
+def test_vocab_round_trips_through_json(vocab):
+    assert Vocab.from_json(vocab.to_json()) == vocab
