@@ -19,6 +19,33 @@ def _data_stats(args: argparse.Namespace) -> None:
                 min_constant_count=args.min_constant_count))
 
 
+def _train(args: argparse.Namespace) -> None:
+    from psedual.data.config import DataConfig
+    from psedual.train.config import TrainConfig
+    from psedual.train.trainer import train
+
+    data = DataConfig(args.dataset, fold=args.fold, data_root=args.data_root, user_path=args.user_path,
+                      train_size=args.train_size)
+    config = TrainConfig(data, **{k: getattr(args, k) for k in _TRAIN_FIELDS})
+    result = train(config, args.out, resume=args.resume)
+    print(f"best epoch {result.best_epoch}: valid value {100 * result.valid_value_acc:.2f}% "
+          f"expr {100 * result.valid_expr_acc:.2f}% | test value {100 * result.test_value_acc:.2f}% "
+          f"expr {100 * result.test_expr_acc:.2f}% | {result.train_seconds:.0f} s training | {result.out_dir}")
+
+
+def _solve(args: argparse.Namespace) -> None:
+    from psedual.train.solve import solve
+
+    infix, answer = solve(args.checkpoint, args.text, beam_size=args.beam_size)
+    print(f"{infix} = {answer}")
+
+
+# TrainConfig fields settable from the command line, with their types.
+_TRAIN_FIELDS = {"solver": str, "embedding_size": int, "hidden_size": int, "layers": int, "dropout": float,
+                 "epochs": int, "batch_size": int, "lr": float, "weight_decay": float, "lr_step": int,
+                 "lr_gamma": float, "min_word_count": int, "beam_size": int, "seed": int, "threads": int}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="psedual", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -31,6 +58,28 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--no-cache", action="store_true", help="process the sources again, ignoring the Parquet cache")
     st.add_argument("--min-constant-count", type=int, default=5, help="training problems a constant needs (default 5)")
     st.set_defaults(run=_data_stats)
+
+    from psedual.train.config import TrainConfig
+
+    defaults = TrainConfig()
+    tr = commands.add_parser("train", help="train one solver; test the best validation checkpoint once")
+    tr.add_argument("--dataset", default="mawps", choices=list(DATASETS))
+    tr.add_argument("--fold", type=int, help="test fold of a cross-validated dataset (mawps: 0-4)")
+    tr.add_argument("--data-root")
+    tr.add_argument("--user-path")
+    tr.add_argument("--train-size", type=int, help="train on a nested seeded subset of this size")
+    for name, kind in _TRAIN_FIELDS.items():
+        tr.add_argument(f"--{name.replace('_', '-')}", type=kind, default=getattr(defaults, name),
+                        help=f"default {getattr(defaults, name)}")
+    tr.add_argument("--out", required=True, help="run folder: checkpoints, epochs/predictions/metrics Parquet")
+    tr.add_argument("--resume", action="store_true", help="continue from OUT/last.pt")
+    tr.set_defaults(run=_train)
+
+    so = commands.add_parser("solve", help="solve one problem with a trained checkpoint")
+    so.add_argument("--checkpoint", required=True)
+    so.add_argument("--beam-size", type=int, default=5)
+    so.add_argument("text")
+    so.set_defaults(run=_solve)
     return parser
 
 
@@ -38,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.run(args)
-    except (DataFileError, ValueError) as err:
+    except (DataFileError, ValueError) as err:  # includes checkpoint and vocabulary errors
         print(f"psedual: error: {err}", file=sys.stderr)
         return 2
     return 0

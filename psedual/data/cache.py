@@ -12,13 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from psedual.atomic import atomic_write
 from psedual.data.files import DataFileError
 from psedual.data.record import PROBLEM_SCHEMA, SKIP_SCHEMA, Problem, Skip, problems_from_table, skips_from_table, to_table
 from psedual.data.registry import get_spec
@@ -135,11 +135,4 @@ def _write_cache(stem: Path, dataset: Dataset) -> None:
 
 
 def _atomic_write(table: pa.Table, path: Path) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    atomic_write(path, lambda tmp: pq.write_table(table, tmp))

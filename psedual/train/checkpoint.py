@@ -1,0 +1,67 @@
+"""Checkpoints: model, optimiser, schedule, RNG states and history, written atomically.
+
+A checkpoint carries its solver name, solver config and vocabulary, so `solve`
+needs nothing else, and loading it for a different solver or vocabulary fails
+with a message saying what differs (not a tensor-shape error).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from psedual.atomic import atomic_write
+from psedual.solvers import get_solver
+from psedual.solvers.vocab import Vocab, VocabularyError
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, unreadable, or does not fit."""
+
+
+def save(path: Path, state: dict) -> None:
+    atomic_write(path, lambda tmp: torch.save(state, tmp))
+
+
+def load(path: Path) -> dict:
+    if not path.is_file():
+        raise CheckpointError(f"{path}: checkpoint not found")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as err:  # torch raises many types for a corrupt file; name the file either way
+        raise CheckpointError(f"{path}: not a readable checkpoint ({type(err).__name__}: {err})") from None
+    missing = {"solver", "solver_config", "vocab", "model"} - set(state) if isinstance(state, dict) else {"all"}
+    if missing:
+        raise CheckpointError(f"{path}: not a PseDual checkpoint (missing {sorted(missing)})")
+    return state
+
+
+def model_state(model) -> dict:
+    return {"solver": model.name, "solver_config": asdict(model.config), "vocab": model.vocab.to_json(),
+            "model": model.state_dict()}
+
+
+def check(state: dict, path: Path, expect_solver: str | None = None, expect_vocab: Vocab | None = None) -> Vocab:
+    """The checkpoint's vocabulary, refusing one made for another solver or vocabulary."""
+    if expect_solver is not None and state["solver"] != expect_solver:
+        raise CheckpointError(f"{path}: checkpoint is for solver {state['solver']!r}, not {expect_solver!r}")
+    vocab = Vocab.from_json(state["vocab"])
+    if expect_vocab is not None and vocab != expect_vocab:
+        diff = [k for k in ("words", "constants", "max_slots", "operators")
+                if getattr(vocab, k) != getattr(expect_vocab, k)]
+        raise CheckpointError(f"{path}: checkpoint vocabulary differs from this run's in {', '.join(diff)}")
+    return vocab
+
+
+def build_model(state: dict, path: Path, expect_solver: str | None = None, expect_vocab: Vocab | None = None):
+    """The model stored in a checkpoint (see `check` for what is refused)."""
+    vocab = check(state, path, expect_solver, expect_vocab)
+    try:
+        model_cls, config_cls = get_solver(state["solver"])
+        model = model_cls(vocab, config_cls(**state["solver_config"]))
+        model.load_state_dict(state["model"])
+    except (ValueError, TypeError, RuntimeError, VocabularyError) as err:
+        raise CheckpointError(f"{path}: cannot rebuild the model ({err})") from None
+    return model

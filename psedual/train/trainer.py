@@ -1,0 +1,168 @@
+"""Train one solver on one dataset view, validate every epoch, test the best checkpoint once.
+
+Reads top to bottom: data and vocabulary, model and optimiser, (resume), epochs,
+test, outputs. Determinism: the model is initialised from `seed`; epoch e
+shuffles with its own generator seeded by (seed, e); dropout uses torch's global
+RNG, whose state is saved in every checkpoint. So a run killed after any epoch
+and resumed from `last.pt` ends with the same numbers as one never stopped:
+bit for bit with `threads=1`; with more threads, torch's CPU kernels may sum in
+another order, which moves losses in the 8th digit (two uninterrupted runs differ
+the same way).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+
+from psedual.data.cache import load_dataset
+from psedual.data.splits import split_dataset
+from psedual.metrics import expression_correct, value_correct
+from psedual.solvers import get_solver
+from psedual.solvers.batch import collate
+from psedual.solvers.vocab import Vocab
+from psedual.train import checkpoint, tables
+from psedual.train.config import TrainConfig
+
+
+@dataclass(frozen=True)
+class RunResult:
+    best_epoch: int
+    valid_value_acc: float
+    valid_expr_acc: float
+    test_value_acc: float
+    test_expr_acc: float
+    train_seconds: float
+    out_dir: str
+
+
+def evaluate(model, problems, vocab: Vocab, beam_size: int, batch_size: int) -> list[tuple[str, ...]]:
+    out: list[tuple[str, ...]] = []
+    for i in range(0, len(problems), batch_size):
+        out += model.decode(collate(problems[i:i + batch_size], vocab, with_targets=False), beam_size=beam_size)
+    return out
+
+
+def _accuracies(predicted, problems) -> tuple[float, float]:
+    n = max(len(problems), 1)
+    return (sum(value_correct(p, g) for p, g in zip(predicted, problems)) / n,
+            sum(expression_correct(p, g) for p, g in zip(predicted, problems)) / n)
+
+
+def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, stop_after_epoch: int | None = None,
+          progress: bool | None = None) -> RunResult | None:
+    """Run (or resume) training. `stop_after_epoch` ends the call early, as a kill would,
+    and returns None; the run can then be resumed."""
+    threads = torch.get_num_threads()
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    try:
+        return _train(config, Path(out_dir), resume, stop_after_epoch,
+                      sys.stderr.isatty() if progress is None else progress)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int | None,
+           show_bar: bool) -> RunResult | None:
+
+    # data and vocabulary (from the training split only)
+    splits = split_dataset(load_dataset(config.data.dataset, config.data.data_root, config.data.user_path),
+                           config.data)
+    if not splits.train:
+        raise ValueError(f"{config.data.dataset}: no training problems")
+    train_set, valid_set, test_set = list(splits.train), list(splits.valid), list(splits.test)
+    vocab = Vocab.build(train_set, splits.constants, config.min_word_count)
+
+    # model and optimiser
+    torch.manual_seed(config.seed)
+    model_cls, _ = get_solver(config.solver)
+    model = model_cls(vocab, config.solver_config())
+    opt = torch.optim.Adam(model.parameters(), config.lr, weight_decay=config.weight_decay)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=config.lr_step, gamma=config.lr_gamma)
+    history: list[dict] = []
+    best = {"epoch": -1, "valid_value_acc": -1.0, "valid_expr_acc": -1.0}
+    start_epoch, train_seconds = 0, 0.0
+
+    last, best_path = out / "last.pt", out / "best.pt"
+    if resume and last.exists():
+        state = checkpoint.load(last)
+        if state["config"] != asdict(config):
+            raise checkpoint.CheckpointError(f"{last}: saved for a different config; start a new output folder")
+        checkpoint.check(state, last, config.solver, vocab)
+        model.load_state_dict(state["model"])  # into this model: the optimiser holds its parameters
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["rng"])
+        history, best, start_epoch, train_seconds = state["history"], state["best"], state["epoch"], state["seconds"]
+    elif last.exists():
+        raise checkpoint.CheckpointError(f"{last} exists: pass resume=True (--resume) or use a new output folder")
+
+    # epochs
+    for epoch in range(start_epoch, config.epochs):
+        began = time.perf_counter()
+        model.train()
+        order = torch.randperm(len(train_set), generator=torch.Generator().manual_seed(config.seed * 1_000_003 + epoch))
+        batches = [[train_set[i] for i in order[j:j + config.batch_size].tolist()]
+                   for j in range(0, len(train_set), config.batch_size)]
+        bar = _bar(len(batches), f"epoch {epoch + 1}/{config.epochs}") if show_bar else None
+        total = 0.0
+        for problems in batches:
+            loss = model.loss(collate(problems, vocab))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(problems)
+            if bar is not None:
+                bar.set_postfix(loss=f"{loss.item():.3f}")
+                bar.update()
+        lr = opt.param_groups[0]["lr"]
+        sched.step()
+        valid_value, valid_expr = _accuracies(evaluate(model, valid_set, vocab, config.beam_size, config.batch_size),
+                                              valid_set)
+        seconds = time.perf_counter() - began
+        train_seconds += seconds
+        history.append({"epoch": epoch + 1, "train_loss": total / len(train_set), "lr": lr,
+                        "valid_value_acc": valid_value, "valid_expr_acc": valid_expr, "seconds": seconds})
+        if valid_value > best["valid_value_acc"]:
+            best = {"epoch": epoch + 1, "valid_value_acc": valid_value, "valid_expr_acc": valid_expr}
+            checkpoint.save(best_path, {**checkpoint.model_state(model), "config": asdict(config)})
+        if bar is not None:
+            bar.close()
+        line = (f"epoch {epoch + 1}/{config.epochs} loss {total / len(train_set):.4f} valid value "
+                f"{100 * valid_value:.1f}% expr {100 * valid_expr:.1f}% ({seconds:.1f} s)")
+        print(line, file=sys.stderr, flush=True)
+        checkpoint.save(last, {**checkpoint.model_state(model), "config": asdict(config),
+                               "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                               "rng": torch.get_rng_state(), "history": history, "best": best,
+                               "epoch": epoch + 1, "seconds": train_seconds})
+        if stop_after_epoch is not None and epoch + 1 >= stop_after_epoch and epoch + 1 < config.epochs:
+            return None
+
+    # test once, with the checkpoint that validated best
+    model = checkpoint.build_model(checkpoint.load(best_path), best_path, config.solver, vocab)
+    predicted = evaluate(model, test_set, vocab, config.beam_size, config.batch_size)
+    test_value, test_expr = _accuracies(predicted, test_set)
+    result = RunResult(best["epoch"], best["valid_value_acc"], best["valid_expr_acc"], test_value, test_expr,
+                       train_seconds, str(out))
+
+    # outputs
+    tables.write(history, out / "epochs.parquet", tables.EPOCHS_SCHEMA)
+    tables.write([{"id": p.id, "predicted": list(pred), "gold": list(p.prefix),
+                   "value_correct": value_correct(pred, p), "expression_correct": expression_correct(pred, p)}
+                  for pred, p in zip(predicted, test_set)], out / "predictions.parquet", tables.PREDICTIONS_SCHEMA)
+    tables.write([{**config.flat(), **asdict(result), "n_train": len(train_set), "n_valid": len(valid_set),
+                   "n_test": len(test_set)}], out / "metrics.parquet")
+    (out / "config.json").write_text(json.dumps(asdict(config), indent=2))
+    return result
+
+
+def _bar(total: int, desc: str):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, leave=False, dynamic_ncols=True)

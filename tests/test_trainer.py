@@ -1,0 +1,103 @@
+"""The trainer: resume equals an uninterrupted run, outputs, checkpoints, solve (tiny models)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import polars as pl
+import pytest
+import torch
+
+from psedual.cli import main
+from psedual.data.config import DataConfig
+from psedual.train import checkpoint
+from psedual.train.config import TrainConfig
+from psedual.train.solve import solve
+from psedual.train.trainer import train
+
+TINY = TrainConfig(DataConfig("mawps", fold=0, train_size=96), embedding_size=16, hidden_size=32, layers=1,
+                   dropout=0.2, epochs=3, batch_size=32, lr=1e-2, beam_size=2, seed=3, threads=1)
+# threads=1: multi-threaded CPU kernels may sum in another order from run to run, which
+# moves losses in the 8th digit; one thread makes runs bit-for-bit repeatable.
+
+
+THREADS_BEFORE = torch.get_num_threads()
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    return train(TINY, out), out
+
+
+def test_resume_equals_uninterrupted(finished, tmp_path):
+    whole, whole_dir = finished
+    assert train(TINY, tmp_path, stop_after_epoch=1) is None
+    resumed = train(TINY, tmp_path, resume=True)
+    assert replace(resumed, out_dir="", train_seconds=0) == replace(whole, out_dir="", train_seconds=0)
+    cols = ["epoch", "train_loss", "valid_value_acc", "valid_expr_acc", "lr"]
+    assert pl.read_parquet(tmp_path / "epochs.parquet").select(cols).equals(
+        pl.read_parquet(whole_dir / "epochs.parquet").select(cols))
+    assert pl.read_parquet(tmp_path / "predictions.parquet").equals(pl.read_parquet(whole_dir / "predictions.parquet"))
+    assert torch.get_num_threads() == THREADS_BEFORE  # the trainer gives back torch's thread setting
+
+
+def test_outputs(finished):
+    result, out = finished
+    epochs = pl.read_parquet(out / "epochs.parquet")
+    assert epochs["epoch"].to_list() == [1, 2, 3] and epochs["lr"].to_list() == [0.01] * 3
+    preds = pl.read_parquet(out / "predictions.parquet")
+    assert preds.height == 397 and preds["id"].n_unique() == 397
+    assert preds["value_correct"].mean() == pytest.approx(result.test_value_acc)
+    metrics = pl.read_parquet(out / "metrics.parquet").row(0, named=True)
+    assert metrics["data.fold"] == 0 and metrics["solver"] == "gts" and metrics["n_test"] == 397
+    assert metrics["best_epoch"] == result.best_epoch
+    assert epochs["valid_value_acc"].max() == pytest.approx(result.valid_value_acc)
+
+
+def test_refuses_to_overwrite_or_resume_another_config(finished):
+    _, out = finished
+    with pytest.raises(checkpoint.CheckpointError, match="exists: pass resume=True"):
+        train(TINY, out)
+    with pytest.raises(checkpoint.CheckpointError, match="saved for a different config"):
+        train(replace(TINY, lr=5e-3), out, resume=True)
+
+
+def test_checkpoint_for_another_solver_or_vocabulary(finished, tmp_path):
+    _, out = finished
+    state = checkpoint.load(out / "best.pt")
+    with pytest.raises(checkpoint.CheckpointError, match="is for solver 'gts', not 'dns'"):
+        checkpoint.build_model(state, out / "best.pt", expect_solver="dns")
+    other = checkpoint.build_model(state, out / "best.pt").vocab
+    other = replace(other, constants=other.constants + ("99",))
+    with pytest.raises(checkpoint.CheckpointError, match="vocabulary differs from this run's in constants"):
+        checkpoint.build_model(state, out / "best.pt", expect_vocab=other)
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(checkpoint.CheckpointError, match="junk.pt: not a readable checkpoint"):
+        checkpoint.load(tmp_path / "junk.pt")
+    torch.save({"model": {}}, tmp_path / "other.pt")
+    with pytest.raises(checkpoint.CheckpointError, match="not a PseDual checkpoint"):
+        checkpoint.load(tmp_path / "other.pt")
+
+
+def test_solve_and_its_bad_input(finished, capsys):
+    _, out = finished
+    infix, answer = solve(out / "best.pt", "Maria has 3 boxes of 7 eggs. How many eggs does she have?")
+    assert "3" in infix or "7" in infix
+    assert main(["solve", "--checkpoint", str(out / "best.pt"), "Tom has 5 apples and eats 2."]) == 0
+    assert " = " in capsys.readouterr().out
+    assert main(["solve", "--checkpoint", str(out / "best.pt"), "   "]) == 2
+    assert "empty problem text" in capsys.readouterr().err
+    many = "Add " + " and ".join(str(i) for i in range(1, 12)) + "."
+    assert main(["solve", "--checkpoint", str(out / "best.pt"), many]) == 2
+    assert "11 numbers, but the solver has" in capsys.readouterr().err
+    assert main(["solve", "--checkpoint", str(out / "missing.pt"), "x"]) == 2
+    assert "checkpoint not found" in capsys.readouterr().err
+
+
+def test_config_checks():
+    with pytest.raises(ValueError, match="valid names: gts"):
+        TrainConfig(solver="seq2seq")
+    with pytest.raises(ValueError, match="batch_size must be at least 1"):
+        TrainConfig(batch_size=0)
+    assert TrainConfig.from_dict(__import__("dataclasses").asdict(TINY)) == TINY
