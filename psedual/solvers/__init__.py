@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from psedual.solvers.dns import DNS, DNSConfig
 from psedual.solvers.gts import GTS, GTSConfig
 
-SOLVERS = {"gts": (GTS, GTSConfig)}
+SOLVERS = {"gts": (GTS, GTSConfig), "dns": (DNS, DNSConfig)}
 
 
 def get_solver(name: str):

@@ -1,4 +1,4 @@
-"""GTS: overfitting, decoding consistency, pinned losses, refused inputs (small models)."""
+"""Every solver: overfitting, decoding consistency, pinned losses, refused inputs (small models)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,29 @@ import torch
 from psedual.data.config import DataConfig
 from psedual.data.splits import split_dataset
 from psedual.metrics import value_accuracy
-from psedual.solvers import get_solver
+from psedual.solvers import SOLVERS, get_solver
 from psedual.solvers.batch import collate
 from psedual.solvers.gts import GTS, GTSConfig
 from psedual.solvers.interface import Solver
 from psedual.solvers.vocab import Vocab, VocabularyError
 
-SMALL = GTSConfig(embedding_size=32, hidden_size=64, layers=1, dropout=0.0)
+ALL = sorted(SOLVERS)
+# The exact loss of two seeded Adam steps (lr 1e-3, dropout 0.5, 32 MAWPS problems), per solver.
+PINNED = {"gts": [2.418612241744995, 2.336639642715454], "dns": [2.3541197776794434, 2.31302547454834]}
+
+
+def small(name: str, vocab: Vocab, dropout: float = 0.0):
+    model_cls, config_cls = get_solver(name)
+    return model_cls(vocab, config_cls(embedding_size=32, hidden_size=64, layers=1, dropout=dropout))
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Exact, repeatable numbers (multi-threaded CPU sums may change order)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
@@ -47,18 +63,20 @@ def _fit(model, batch, steps, lr=1e-2):
     return losses
 
 
-def test_gts_is_a_solver_and_registered(vocab):
-    assert isinstance(GTS(vocab, SMALL), Solver)
+@pytest.mark.parametrize("name", ALL)
+def test_is_a_solver_and_registered(vocab, name):
+    assert isinstance(small(name, vocab), Solver) and small(name, vocab).name == name
     assert get_solver("gts") == (GTS, GTSConfig)
-    with pytest.raises(ValueError, match="valid names: gts"):
+    with pytest.raises(ValueError, match="valid names: gts, dns"):
         get_solver("bert-tree-x")
 
 
-def test_overfits_16_problems(mawps, vocab):
+@pytest.mark.parametrize("name", ALL)
+def test_overfits_16_problems(mawps, vocab, name):
     torch.manual_seed(0)
     problems = _problems(mawps)
     assert max(len(p.prefix) for p in problems) >= 7
-    model = GTS(vocab, SMALL)
+    model = small(name, vocab)
     batch = collate(problems, vocab)
     losses = _fit(model, batch, 200)
     assert losses[-1] < 0.05 < losses[0]
@@ -66,9 +84,10 @@ def test_overfits_16_problems(mawps, vocab):
     assert value_accuracy(model.decode(batch, greedy=True), problems).value == 1.0
 
 
-def test_beam_one_is_greedy_and_batch_is_one_by_one(mawps, vocab):
+@pytest.mark.parametrize("name", ALL)
+def test_beam_one_is_greedy_and_batch_is_one_by_one(mawps, vocab, name):
     torch.manual_seed(1)
-    model = GTS(vocab, SMALL)
+    model = small(name, vocab)
     problems = list(mawps.test[:24])
     _fit(model, collate(list(mawps.train[:64]), vocab), 30)  # partly trained: decoding is not trivial
     batch = collate(problems, vocab, with_targets=False)
@@ -80,12 +99,13 @@ def test_beam_one_is_greedy_and_batch_is_one_by_one(mawps, vocab):
     assert len(set(greedy)) > 1
 
 
-def test_loss_of_two_seeded_steps_is_pinned(mawps, vocab):
+@pytest.mark.parametrize("name", ALL)
+def test_loss_of_two_seeded_steps_is_pinned(mawps, vocab, name):
     torch.manual_seed(1234)
-    model = GTS(vocab, replace(SMALL, dropout=0.5))
+    model = small(name, vocab, dropout=0.5)
     batch = collate(list(mawps.train[:32]), vocab)
     losses = _fit(model, batch, 2, lr=1e-3)
-    assert losses == pytest.approx([2.418612241744995, 2.336639642715454], abs=1e-5)
+    assert losses == pytest.approx(PINNED[name], abs=1e-6)
 
 
 def test_refuses_problems_that_do_not_fit(mawps, vocab):

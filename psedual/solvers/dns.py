@@ -1,0 +1,164 @@
+"""DNS, the deep neural solver (Wang, Liu & Shi, EMNLP 2017), as a sequence decoder.
+
+Encoder: word embeddings -> bidirectional GRU, directions summed. Decoder: an
+LSTM over output tokens (operators, constants and number slots as ordinary
+vocabulary entries), with Luong attention and input feeding, initialised from
+the encoder's final state. It writes prefix expressions; at decoding time a
+grammar mask keeps every output well formed: an operator needs two operands,
+no token follows a finished expression, and an expression that could not
+finish within `max_length` is never started. Slots the problem lacks are masked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from psedual.solvers.batch import Batch
+from psedual.solvers.vocab import Vocab
+
+NEG = -1e12
+
+
+@dataclass(frozen=True)
+class DNSConfig:
+    """Sizes of DNS."""
+
+    embedding_size: int = 128
+    """Word and output-token embedding size."""
+    hidden_size: int = 512
+    """Encoder GRU and decoder LSTM size."""
+    layers: int = 2
+    """Stacked bidirectional GRU layers in the encoder."""
+    dropout: float = 0.5
+    """Dropout on embeddings, between GRU layers and before the output layer."""
+
+    def __post_init__(self) -> None:
+        if min(self.embedding_size, self.hidden_size, self.layers) < 1:
+            raise ValueError(f"sizes must be positive: {self}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+
+
+class DNS(nn.Module):
+    name = "dns"
+
+    def __init__(self, vocab: Vocab, config: DNSConfig = DNSConfig()) -> None:
+        super().__init__()
+        self.vocab, self.config = vocab, config
+        E, H = config.embedding_size, config.hidden_size
+        V = len(vocab.output_tokens)
+        self.n_ops, self.start = len(vocab.operators), V  # the start symbol is one extra input id
+        self.drop = nn.Dropout(config.dropout)
+        self.embed = nn.Embedding(len(vocab.words), E, padding_idx=0)
+        self.gru = nn.GRU(E, H, config.layers, batch_first=True, bidirectional=True,
+                          dropout=config.dropout if config.layers > 1 else 0.0)
+        self.out_embed = nn.Embedding(V + 1, E)
+        self.cell = nn.LSTMCell(E + H, H)
+        self.attn = nn.Linear(H, H, bias=False)
+        self.combine = nn.Linear(2 * H, H)
+        self.out = nn.Linear(H, V)
+        slot0 = self.n_ops + len(vocab.constants)
+        self.register_buffer("is_op", torch.arange(V) < self.n_ops, persistent=False)
+        self.slot0 = slot0
+
+    def encode(self, batch: Batch):
+        x = self.drop(self.embed(batch.words))
+        packed = nn.utils.rnn.pack_padded_sequence(x, batch.lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, h_n = self.gru(packed)
+        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=batch.words.shape[1])
+        H = self.config.hidden_size
+        outputs = out[..., :H] + out[..., H:]
+        h = h_n[-2] + h_n[-1]
+        absent = torch.ones(len(batch.problems), len(self.vocab.output_tokens), dtype=torch.bool, device=h.device)
+        absent[:, : self.slot0] = False
+        absent[:, self.slot0: self.slot0 + batch.num_mask.shape[1]] = ~batch.num_mask
+        return outputs, batch.words != 0, (h, torch.zeros_like(h)), absent
+
+    def _step(self, token, state, feed, outputs, mask, absent):
+        """One decoder step for rows of (outputs, mask, absent): logits, new state, attentional vector."""
+        h, c = self.cell(torch.cat([self.drop(self.out_embed(token)), feed], -1), state)
+        energy = torch.bmm(self.attn(outputs), h.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, NEG)
+        context = torch.bmm(torch.softmax(energy, -1).unsqueeze(1), outputs).squeeze(1)
+        vec = torch.tanh(self.combine(torch.cat([h, context], -1)))
+        return self.out(self.drop(vec)).masked_fill(absent, NEG), (h, c), vec
+
+    def loss(self, batch: Batch) -> torch.Tensor:
+        outputs, mask, state, absent = self.encode(batch)
+        B, L = batch.targets.shape
+        allowed = torch.zeros(B, L, len(self.vocab.output_tokens), dtype=torch.bool)
+        position = torch.cat([torch.arange(n) for n in (batch.targets >= 0).sum(1).tolist()])
+        allowed[batch.tree.example, position] = batch.tree.allowed
+        token = torch.full((B,), self.start, dtype=torch.long)
+        feed = outputs.new_zeros(B, self.config.hidden_size)
+        logits = []
+        for t in range(L):
+            step_logits, state, feed = self._step(token, state, feed, outputs, mask, absent)
+            logits.append(step_logits)
+            token = batch.targets[:, t].clamp(min=0)
+        logits = torch.stack(logits, 1)[batch.targets >= 0]
+        allowed = allowed[batch.targets >= 0]
+        target = logits.detach().masked_fill(~allowed, float("-inf")).argmax(-1)
+        return F.cross_entropy(logits, target)
+
+    def decode(self, batch: Batch, beam_size: int = 1, max_length: int = 64,
+               greedy: bool = False) -> list[tuple[str, ...]]:
+        if beam_size < 1:
+            raise ValueError(f"beam_size must be at least 1, got {beam_size}")
+        was_training = self.training
+        self.eval()
+        try:
+            with torch.no_grad():
+                tokens = self._search(batch, 1 if greedy else beam_size, max_length, greedy)
+        finally:
+            self.train(was_training)
+        out = self.vocab.output_tokens
+        return [tuple(out[t] for t in seq) for seq in tokens]
+
+    def _grammar(self, need: torch.Tensor, length: int, max_length: int) -> torch.Tensor:
+        """[rows, V] True where a token may come next: operators only if the expression
+        can still close in time; nothing once it is complete."""
+        room = max_length - length
+        ok_op = (need >= 1) & (need + 1 <= room - 1)
+        ok_operand = need >= 1
+        return torch.where(self.is_op, ok_op.unsqueeze(-1), ok_operand.unsqueeze(-1))
+
+    def _search(self, batch: Batch, K: int, max_length: int, greedy: bool) -> list[list[int]]:
+        outputs, mask, (h, c), absent = self.encode(batch)
+        B, V = len(batch.problems), len(self.vocab.output_tokens)
+        rep = lambda x: x.repeat_interleave(K, 0)  # noqa: E731 - rows are (example, beam)
+        outputs, mask, absent, h, c = rep(outputs), rep(mask), rep(absent), rep(h), rep(c)
+        feed = outputs.new_zeros(B * K, self.config.hidden_size)
+        token = torch.full((B * K,), self.start, dtype=torch.long)
+        score = torch.full((B, K), float("-inf"))
+        score[:, 0] = 0.0  # all beams start identical: keep one
+        need = torch.ones(B * K, dtype=torch.long)
+        history = torch.zeros(B * K, 0, dtype=torch.long)
+        for length in range(max_length):
+            if not (need > 0).any():
+                break
+            logits, (h, c), feed = self._step(token, (h, c), feed, outputs, mask, absent)
+            logp = torch.log_softmax(logits, -1).masked_fill(~self._grammar(need, length, max_length), float("-inf"))
+            done = need == 0
+            logp[done] = float("-inf")
+            logp[done, 0] = 0.0  # a finished hypothesis carries on unchanged (its token is dropped below)
+            if greedy:
+                pick = logp.argmax(-1)
+                score = score + logp.gather(1, pick.unsqueeze(1)).view(B, K)
+                rows = torch.arange(B * K)
+            else:
+                total = (score.view(B * K, 1) + logp).view(B, K * V)
+                score, flat = total.topk(K, -1)
+                rows = (torch.arange(B).unsqueeze(1) * K + flat // V).view(-1)
+                pick = (flat % V).view(-1)
+            was_done = done[rows]
+            need = need[rows] - (~was_done).long() + 2 * (self.is_op[pick] & ~was_done).long()
+            history = torch.cat([history[rows], torch.where(was_done, -1, pick).unsqueeze(1)], 1)
+            h, c, feed = h[rows], c[rows], feed[rows]
+            token = pick
+        best = torch.where(need.view(B, K) == 0, score, score - 1e9).argmax(-1)  # finished first
+        seqs = history.view(B, K, -1)[torch.arange(B), best]
+        return [[t for t in seq.tolist() if t >= 0] for seq in seqs]
