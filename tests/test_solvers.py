@@ -18,7 +18,8 @@ from psedual.solvers.vocab import Vocab, VocabularyError
 
 ALL = sorted(SOLVERS)
 # The exact loss of two seeded Adam steps (lr 1e-3, dropout 0.5, 32 MAWPS problems), per solver.
-PINNED = {"gts": [2.418612241744995, 2.336639642715454], "dns": [2.3541197776794434, 2.31302547454834]}
+PINNED = {"gts": [2.418612241744995, 2.336639642715454], "dns": [2.3541197776794434, 2.31302547454834],
+          "graph2tree": [2.553657293319702, 2.326458692550659]}
 
 
 def small(name: str, vocab: Vocab, dropout: float = 0.0):
@@ -67,7 +68,7 @@ def _fit(model, batch, steps, lr=1e-2):
 def test_is_a_solver_and_registered(vocab, name):
     assert isinstance(small(name, vocab), Solver) and small(name, vocab).name == name
     assert get_solver("gts") == (GTS, GTSConfig)
-    with pytest.raises(ValueError, match="valid names: gts, dns"):
+    with pytest.raises(ValueError, match="valid names: gts, dns, graph2tree"):
         get_solver("bert-tree-x")
 
 
@@ -78,7 +79,7 @@ def test_overfits_16_problems(mawps, vocab, name):
     assert max(len(p.prefix) for p in problems) >= 7
     model = small(name, vocab)
     batch = collate(problems, vocab)
-    losses = _fit(model, batch, 200)
+    losses = _fit(model, batch, 300)
     assert losses[-1] < 0.05 < losses[0]
     assert value_accuracy(model.decode(batch, beam_size=3), problems).value == 1.0
     assert value_accuracy(model.decode(batch, greedy=True), problems).value == 1.0
@@ -121,3 +122,21 @@ def test_refuses_problems_that_do_not_fit(mawps, vocab):
 
 def test_vocab_round_trips_through_json(vocab):
     assert Vocab.from_json(vocab.to_json()) == vocab
+
+
+def test_graph2tree_graphs_of_a_known_problem(mawps):
+    from psedual.solvers.graph2tree import build_graphs, cells_of
+
+    p = next(q for q in mawps.train if len(q.numbers) == 3 and len(set(q.numbers)) == 3)
+    a, b, c = p.num_pos
+    assert cells_of(p) == sorted({i for x in p.num_pos for i in (x - 1, x, x + 1) if 0 <= i < len(p.tokens)})
+    adj = build_graphs(collate([p], Vocab.build([p], ())))[0] > 0
+    values = p.values()
+    for i, pi in enumerate(p.num_pos):
+        assert adj[0, pi, pi - 1] and adj[0, pi + 1, pi]  # a number and its neighbours (cell window)
+        for j, pj in enumerate(p.num_pos):
+            if i != j:
+                assert bool(adj[1, pi, pj]) == (values[i] > values[j]) != bool(adj[2, pi, pj])
+                assert adj[3, pi, pj]
+    assert adj[:, range(len(p.tokens)), range(len(p.tokens))].all()  # self loops on every word
+    assert int(adj[3].sum()) == len(p.tokens) + 6  # self loops plus the 3 numbers linked both ways

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from psedual.solvers.dns import DNS, DNSConfig
+from psedual.solvers.graph2tree import Graph2Tree
 from psedual.solvers.gts import GTS, GTSConfig
 
-SOLVERS = {"gts": (GTS, GTSConfig), "dns": (DNS, DNSConfig)}
+SOLVERS = {"gts": (GTS, GTSConfig), "dns": (DNS, DNSConfig), "graph2tree": (Graph2Tree, GTSConfig)}
 
 
 def get_solver(name: str):

@@ -94,13 +94,21 @@ class GTS(nn.Module):
     # --- encoder ------------------------------------------------------------------------
 
     def encode(self, batch: Batch) -> Encoded:
+        outputs, problem = self.encode_words(batch)
+        return self.with_candidates(batch, outputs, problem)
+
+    def encode_words(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Encoder states [B, T, H] (directions summed) and the problem vector [B, H]."""
         x = self.drop(self.embed(batch.words))
         packed = nn.utils.rnn.pack_padded_sequence(x, batch.lengths.cpu(), batch_first=True, enforce_sorted=False)
         out, h_n = self.gru(packed)
         out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=batch.words.shape[1])
         H = self.config.hidden_size
-        outputs = out[..., :H] + out[..., H:]
-        problem = h_n[-2] + h_n[-1]
+        return out[..., :H] + out[..., H:], h_n[-2] + h_n[-1]
+
+    def with_candidates(self, batch: Batch, outputs: torch.Tensor, problem: torch.Tensor) -> Encoded:
+        """Add the candidates (constants, number-slot states) and precomputed attention keys."""
+        H = self.config.hidden_size
         B, S = batch.num_pos.shape
         slots = outputs.gather(1, batch.num_pos.unsqueeze(-1).expand(B, S, H))
         pad = self.vocab.max_slots - S
