@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from psedual.solvers.dns import DNS, DNSConfig
+from psedual.solvers.config import SolverConfig
+from psedual.solvers.dns import DNS
 from psedual.solvers.graph2tree import Graph2Tree
-from psedual.solvers.gts import GTS, GTSConfig
+from psedual.solvers.gts import GTS
 
-SOLVERS = {"gts": (GTS, GTSConfig), "dns": (DNS, DNSConfig), "graph2tree": (Graph2Tree, GTSConfig)}
+# name -> (model class, config class); every solver takes a Vocab and its config.
+SOLVERS = {"gts": (GTS, SolverConfig), "dns": (DNS, SolverConfig), "graph2tree": (Graph2Tree, SolverConfig)}
 
 
 def get_solver(name: str):

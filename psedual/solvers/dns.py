@@ -11,36 +11,18 @@ finish within `max_length` is never started. Slots the problem lacks are masked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from psedual.solvers.batch import Batch
+from psedual.solvers.config import SolverConfig, inference
 from psedual.solvers.vocab import Vocab
 
 NEG = -1e12
 
 
-@dataclass(frozen=True)
-class DNSConfig:
-    """Sizes of DNS."""
-
-    embedding_size: int = 128
-    """Word and output-token embedding size."""
-    hidden_size: int = 512
-    """Encoder GRU and decoder LSTM size."""
-    layers: int = 2
-    """Stacked bidirectional GRU layers in the encoder."""
-    dropout: float = 0.5
-    """Dropout on embeddings, between GRU layers and before the output layer."""
-
-    def __post_init__(self) -> None:
-        if min(self.embedding_size, self.hidden_size, self.layers) < 1:
-            raise ValueError(f"sizes must be positive: {self}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+DNSConfig = SolverConfig
 
 
 class DNS(nn.Module):
@@ -108,13 +90,8 @@ class DNS(nn.Module):
                greedy: bool = False) -> list[tuple[str, ...]]:
         if beam_size < 1:
             raise ValueError(f"beam_size must be at least 1, got {beam_size}")
-        was_training = self.training
-        self.eval()
-        try:
-            with torch.no_grad():
-                tokens = self._search(batch, 1 if greedy else beam_size, max_length, greedy)
-        finally:
-            self.train(was_training)
+        with inference(self):
+            tokens = self._search(batch, 1 if greedy else beam_size, max_length, greedy)
         out = self.vocab.output_tokens
         return [tuple(out[t] for t in seq) for seq in tokens]
 

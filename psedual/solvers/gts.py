@@ -26,30 +26,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from psedual.solvers.batch import Batch
+from psedual.solvers.config import SolverConfig
 from psedual.solvers.tree_search import tree_decode
 from psedual.solvers.vocab import Vocab
 
 NEG = -1e12  # the published code's mask value; finite so log_softmax stays finite
 
 
-@dataclass(frozen=True)
-class GTSConfig:
-    """Sizes of GTS; defaults are the published recipe."""
-
-    embedding_size: int = 128
-    """Word and operator embedding size."""
-    hidden_size: int = 512
-    """GRU hidden size, also goal, subtree and candidate size."""
-    layers: int = 2
-    """Stacked bidirectional GRU layers."""
-    dropout: float = 0.5
-    """Dropout on embeddings, between GRU layers and inside the decoder."""
-
-    def __post_init__(self) -> None:
-        if min(self.embedding_size, self.hidden_size, self.layers) < 1:
-            raise ValueError(f"sizes must be positive: {self}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+GTSConfig = SolverConfig  # the published sizes
 
 
 @dataclass

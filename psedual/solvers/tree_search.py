@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from psedual.solvers.batch import Batch
+from psedual.solvers.config import inference
 
 
 @dataclass(frozen=True)
@@ -31,19 +32,14 @@ def tree_decode(model, batch: Batch, beam_size: int, max_length: int, greedy: bo
     every step (a separate path, so that beam 1 = greedy is a real check)."""
     if beam_size < 1:
         raise ValueError(f"beam_size must be at least 1, got {beam_size}")
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            enc = model.encode(batch)
-            beams = [[Hyp(0.0, (), (enc.problem[b],), ())] for b in range(len(batch.problems))]
-            for _ in range(max_length):
-                live = [(b, h) for b, hs in enumerate(beams) for h in hs if h.goals]
-                if not live:
-                    break
-                beams = _step(model, enc, beams, live, 1 if greedy else beam_size, greedy)
-    finally:
-        model.train(was_training)
+    with inference(model):
+        enc = model.encode(batch)
+        beams = [[Hyp(0.0, (), (enc.problem[b],), ())] for b in range(len(batch.problems))]
+        for _ in range(max_length):
+            live = [(b, h) for b, hs in enumerate(beams) for h in hs if h.goals]
+            if not live:
+                break
+            beams = _step(model, enc, beams, live, 1 if greedy else beam_size, greedy)
     out = model.vocab.output_tokens
     return [tuple(out[t] for t in _best(hs).tokens) for hs in beams]
 

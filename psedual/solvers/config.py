@@ -1,0 +1,41 @@
+"""Sizes shared by the recurrent solvers, and the decoding mode they all use."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class SolverConfig:
+    """Model sizes; defaults are the published GTS recipe."""
+
+    embedding_size: int = 128
+    """Word and output-token embedding size."""
+    hidden_size: int = 512
+    """Encoder and decoder hidden size."""
+    layers: int = 2
+    """Stacked bidirectional GRU layers in the encoder."""
+    dropout: float = 0.5
+    """Dropout on embeddings, between GRU layers and inside the decoder."""
+
+    def __post_init__(self) -> None:
+        if min(self.embedding_size, self.hidden_size, self.layers) < 1:
+            raise ValueError(f"sizes must be positive: {self}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+
+
+@contextmanager
+def inference(model: torch.nn.Module) -> Iterator[None]:
+    """Eval mode without gradients, restoring the model's mode afterwards."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(was_training)
