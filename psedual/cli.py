@@ -21,12 +21,14 @@ def _data_stats(args: argparse.Namespace) -> None:
 
 def _train(args: argparse.Namespace) -> None:
     from psedual.data.config import DataConfig
+    from psedual.solvers.config import SolverConfig
     from psedual.train.config import TrainConfig
     from psedual.train.trainer import train
 
     data = DataConfig(args.dataset, fold=args.fold, data_root=args.data_root, user_path=args.user_path,
                       train_size=args.train_size)
-    config = TrainConfig(data, **{k: getattr(args, k) for k in _TRAIN_FIELDS})
+    model = SolverConfig(**{k: getattr(args, k) for k in _MODEL_FIELDS})
+    config = TrainConfig(data, model=model, **{k: getattr(args, k) for k in _TRAIN_FIELDS})
     result = train(config, args.out, resume=args.resume)
     print(f"best epoch {result.best_epoch}: valid value {100 * result.valid_value_acc:.2f}% "
           f"expr {100 * result.valid_expr_acc:.2f}% | test value {100 * result.test_value_acc:.2f}% "
@@ -40,10 +42,11 @@ def _solve(args: argparse.Namespace) -> None:
     print(f"{infix} = {answer}")
 
 
-# TrainConfig fields settable from the command line, with their types.
-_TRAIN_FIELDS = {"solver": str, "embedding_size": int, "hidden_size": int, "layers": int, "dropout": float,
-                 "epochs": int, "batch_size": int, "lr": float, "weight_decay": float, "lr_step": int,
-                 "lr_gamma": float, "min_word_count": int, "beam_size": int, "seed": int, "threads": int}
+# TrainConfig and SolverConfig fields settable from the command line, with their types.
+_TRAIN_FIELDS = {"solver": str, "epochs": int, "batch_size": int, "lr": float, "weight_decay": float,
+                 "lr_step": int, "lr_gamma": float, "min_word_count": int, "beam_size": int, "seed": int,
+                 "threads": int}
+_MODEL_FIELDS = {"embedding_size": int, "hidden_size": int, "layers": int, "dropout": float}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,16 +64,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     from psedual.train.config import TrainConfig
 
+    from psedual.solvers.config import SolverConfig
+
     defaults = TrainConfig()
+    model_defaults = SolverConfig()
     tr = commands.add_parser("train", help="train one solver; test the best validation checkpoint once")
     tr.add_argument("--dataset", default="mawps", choices=list(DATASETS))
     tr.add_argument("--fold", type=int, help="test fold of a cross-validated dataset (mawps: 0-4)")
     tr.add_argument("--data-root")
     tr.add_argument("--user-path")
     tr.add_argument("--train-size", type=int, help="train on a nested seeded subset of this size")
-    for name, kind in _TRAIN_FIELDS.items():
-        tr.add_argument(f"--{name.replace('_', '-')}", type=kind, default=getattr(defaults, name),
-                        help=f"default {getattr(defaults, name)}")
+    for fields, source in ((_TRAIN_FIELDS, defaults), (_MODEL_FIELDS, model_defaults)):
+        for name, kind in fields.items():
+            tr.add_argument(f"--{name.replace('_', '-')}", type=kind, default=getattr(source, name),
+                            help=f"default {getattr(source, name)}")
     tr.add_argument("--out", required=True, help="run folder: checkpoints, epochs/predictions/metrics Parquet")
     tr.add_argument("--resume", action="store_true", help="continue from OUT/last.pt")
     tr.set_defaults(run=_train)

@@ -10,13 +10,13 @@ import torch
 
 from psedual.cli import main
 from psedual.data.config import DataConfig
+from psedual.solvers.config import SolverConfig
 from psedual.train import checkpoint
 from psedual.train.config import TrainConfig
 from psedual.train.solve import solve
 from psedual.train.trainer import train
 
-TINY = TrainConfig(DataConfig("mawps", fold=0, train_size=96), embedding_size=16, hidden_size=32, layers=1,
-                   dropout=0.2, epochs=3, batch_size=32, lr=1e-2, beam_size=2, seed=3, threads=1)
+TINY = TrainConfig(DataConfig("mawps", fold=0, train_size=96), model=SolverConfig(16, 32, 1, 0.2), epochs=3, batch_size=32, lr=1e-2, beam_size=2, seed=3, threads=1)
 # threads=1: multi-threaded CPU kernels may sum in another order from run to run, which
 # moves losses in the 8th digit; one thread makes runs bit-for-bit repeatable.
 
@@ -51,6 +51,7 @@ def test_outputs(finished):
     assert preds["value_correct"].mean() == pytest.approx(result.test_value_acc)
     metrics = pl.read_parquet(out / "metrics.parquet").row(0, named=True)
     assert metrics["data.fold"] == 0 and metrics["solver"] == "gts" and metrics["n_test"] == 397
+    assert metrics["model.hidden_size"] == 32
     assert metrics["best_epoch"] == result.best_epoch
     assert epochs["valid_value_acc"].max() == pytest.approx(result.valid_value_acc)
 

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 
 from psedual.data.config import DataConfig
 from psedual.solvers import get_solver
+from psedual.solvers.config import SolverConfig
 
 
 @dataclass(frozen=True)
@@ -16,14 +17,8 @@ class TrainConfig:
     """Which problems to train, validate and test on."""
     solver: str = "gts"
     """Registry name of the solver."""
-    embedding_size: int = 128
-    """Word and operator embedding size."""
-    hidden_size: int = 512
-    """Encoder and decoder hidden size."""
-    layers: int = 2
-    """Encoder GRU layers."""
-    dropout: float = 0.5
-    """Dropout probability."""
+    model: SolverConfig = field(default_factory=SolverConfig)
+    """The solver's sizes and dropout."""
     epochs: int = 80
     """Passes over the training set."""
     batch_size: int = 64
@@ -47,26 +42,23 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         get_solver(self.solver)
-        for name in ("embedding_size", "hidden_size", "layers", "epochs", "batch_size", "lr_step", "beam_size",
-                     "min_word_count"):
+        for name in ("epochs", "batch_size", "lr_step", "beam_size", "min_word_count"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.lr <= 0 or self.weight_decay < 0 or not 0 < self.lr_gamma <= 1:
             raise ValueError(f"bad optimiser settings: lr={self.lr}, weight_decay={self.weight_decay}, "
                              f"lr_gamma={self.lr_gamma}")
 
-    def solver_config(self):
-        _, config_cls = get_solver(self.solver)
-        return config_cls(self.embedding_size, self.hidden_size, self.layers, self.dropout)
-
     def flat(self) -> dict[str, object]:
-        """One level of keys (`data.fold`, `lr`, ...), for tables."""
-        out = {f"data.{k}": v for k, v in asdict(self.data).items()}
-        out.update({k: v for k, v in asdict(self).items() if k != "data"})
+        """One level of keys (`data.fold`, `model.hidden_size`, `lr`, ...), for tables."""
+        out: dict[str, object] = {}
+        for key, value in asdict(self).items():
+            if isinstance(value, dict):
+                out.update({f"{key}.{k}": v for k, v in value.items()})
+            else:
+                out[key] = value
         return out
 
     @classmethod
     def from_dict(cls, d: dict) -> TrainConfig:
-        return cls(**{**d, "data": DataConfig(**d["data"])})
+        return cls(**{**d, "data": DataConfig(**d["data"]), "model": SolverConfig(**d["model"])})

@@ -82,7 +82,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
     # model and optimiser
     torch.manual_seed(config.seed)
     model_cls, _ = get_solver(config.solver)
-    model = model_cls(vocab, config.solver_config())
+    model = model_cls(vocab, config.model)
     opt = torch.optim.Adam(model.parameters(), config.lr, weight_decay=config.weight_decay)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=config.lr_step, gamma=config.lr_gamma)
     history: list[dict] = []
