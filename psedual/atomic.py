@@ -8,6 +8,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 
 def atomic_write(path: Path, write: Callable[[str], None]) -> None:
     """Call `write(tmp_name)`, then move the result to `path`."""
@@ -20,3 +23,7 @@ def atomic_write(path: Path, write: Callable[[str], None]) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def write_parquet(table: pa.Table, path: Path) -> None:
+    atomic_write(path, lambda tmp: pq.write_table(table, tmp))

@@ -62,9 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--min-constant-count", type=int, default=5, help="training problems a constant needs (default 5)")
     st.set_defaults(run=_data_stats)
 
-    from psedual.train.config import TrainConfig
-
     from psedual.solvers.config import SolverConfig
+    from psedual.train.config import TrainConfig
 
     defaults = TrainConfig()
     model_defaults = SolverConfig()

@@ -77,6 +77,14 @@ def english_words(text: str) -> list[str]:
     return _EN_TOKEN.findall(text)
 
 
+def text_tokens(text: str, language: str) -> tuple[list[str], list[int], list[str]]:
+    """Raw problem text to tokens, slot positions and numbers as written: English is
+    tokenised here; Chinese text is expected to be segmented into space-separated words."""
+    words = english_words(text) if language == "en" else text.split()
+    tokens, num_pos, texts, _ = split_tokens(words, language)
+    return tokens, num_pos, texts
+
+
 def equation_side(equation: str) -> str:
     """The expression side of `x=expr`, `expr=x` or a bare `expr`."""
     sides = [s.strip() for s in equation.split("=")]

@@ -15,10 +15,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
-from psedual.atomic import atomic_write
+from psedual.atomic import write_parquet
 from psedual.data.files import DataFileError
 from psedual.data.record import PROBLEM_SCHEMA, SKIP_SCHEMA, Problem, Skip, problems_from_table, skips_from_table, to_table
 from psedual.data.registry import get_spec
@@ -130,9 +129,5 @@ def _write_cache(stem: Path, dataset: Dataset) -> None:
     stem.parent.mkdir(parents=True, exist_ok=True)
     problems = to_table(dataset.problems, PROBLEM_SCHEMA).replace_schema_metadata({"notes": json.dumps(dataset.notes)})
     # Skips first: a reader needs both files, and the problems file is its sign that both are complete.
-    _atomic_write(to_table(dataset.skips, SKIP_SCHEMA), stem.with_suffix(".skips.parquet"))
-    _atomic_write(problems, stem.with_suffix(".problems.parquet"))
-
-
-def _atomic_write(table: pa.Table, path: Path) -> None:
-    atomic_write(path, lambda tmp: pq.write_table(table, tmp))
+    write_parquet(to_table(dataset.skips, SKIP_SCHEMA), stem.with_suffix(".skips.parquet"))
+    write_parquet(problems, stem.with_suffix(".problems.parquet"))

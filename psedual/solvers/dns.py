@@ -17,6 +17,7 @@ from torch import nn
 
 from psedual.solvers.batch import Batch
 from psedual.solvers.config import SolverConfig, inference
+from psedual.solvers.encoder import WordEncoder
 from psedual.solvers.vocab import Vocab
 
 NEG = -1e12
@@ -35,9 +36,7 @@ class DNS(nn.Module):
         V = len(vocab.output_tokens)
         self.n_ops, self.start = len(vocab.operators), V  # the start symbol is one extra input id
         self.drop = nn.Dropout(config.dropout)
-        self.embed = nn.Embedding(len(vocab.words), E, padding_idx=0)
-        self.gru = nn.GRU(E, H, config.layers, batch_first=True, bidirectional=True,
-                          dropout=config.dropout if config.layers > 1 else 0.0)
+        self.encoder = WordEncoder(len(vocab.words), config)
         self.out_embed = nn.Embedding(V + 1, E)
         self.cell = nn.LSTMCell(E + H, H)
         self.attn = nn.Linear(H, H, bias=False)
@@ -48,13 +47,7 @@ class DNS(nn.Module):
         self.slot0 = slot0
 
     def encode(self, batch: Batch):
-        x = self.drop(self.embed(batch.words))
-        packed = nn.utils.rnn.pack_padded_sequence(x, batch.lengths.cpu(), batch_first=True, enforce_sorted=False)
-        out, h_n = self.gru(packed)
-        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=batch.words.shape[1])
-        H = self.config.hidden_size
-        outputs = out[..., :H] + out[..., H:]
-        h = h_n[-2] + h_n[-1]
+        outputs, h = self.encoder(batch)
         absent = torch.ones(len(batch.problems), len(self.vocab.output_tokens), dtype=torch.bool, device=h.device)
         absent[:, : self.slot0] = False
         absent[:, self.slot0: self.slot0 + batch.num_mask.shape[1]] = ~batch.num_mask
@@ -106,8 +99,8 @@ class DNS(nn.Module):
     def _search(self, batch: Batch, K: int, max_length: int, greedy: bool) -> list[list[int]]:
         outputs, mask, (h, c), absent = self.encode(batch)
         B, V = len(batch.problems), len(self.vocab.output_tokens)
-        rep = lambda x: x.repeat_interleave(K, 0)  # noqa: E731 - rows are (example, beam)
-        outputs, mask, absent, h, c = rep(outputs), rep(mask), rep(absent), rep(h), rep(c)
+        # rows are (example, beam)
+        outputs, mask, absent, h, c = (x.repeat_interleave(K, 0) for x in (outputs, mask, absent, h, c))
         feed = outputs.new_zeros(B * K, self.config.hidden_size)
         token = torch.full((B * K,), self.start, dtype=torch.long)
         score = torch.full((B, K), float("-inf"))

@@ -27,6 +27,7 @@ from torch import nn
 
 from psedual.solvers.batch import Batch
 from psedual.solvers.config import SolverConfig
+from psedual.solvers.encoder import WordEncoder
 from psedual.solvers.tree_search import tree_decode
 from psedual.solvers.vocab import Vocab
 
@@ -56,9 +57,7 @@ class GTS(nn.Module):
         E, H, n_ops = config.embedding_size, config.hidden_size, len(vocab.operators)
         self.n_ops = n_ops
         self.drop = nn.Dropout(config.dropout)
-        self.embed = nn.Embedding(len(vocab.words), E, padding_idx=0)
-        self.gru = nn.GRU(E, H, config.layers, batch_first=True, bidirectional=True,
-                          dropout=config.dropout if config.layers > 1 else 0.0)
+        self.encoder = WordEncoder(len(vocab.words), config)
         self.constants = nn.Parameter(torch.randn(len(vocab.constants), H) * 0.1)
         # goal gating: without / with a left sibling subtree
         self.gate_l, self.gate_lg = nn.Linear(H, H), nn.Linear(H, H)
@@ -82,13 +81,8 @@ class GTS(nn.Module):
         return self.with_candidates(batch, outputs, problem)
 
     def encode_words(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-        """Encoder states [B, T, H] (directions summed) and the problem vector [B, H]."""
-        x = self.drop(self.embed(batch.words))
-        packed = nn.utils.rnn.pack_padded_sequence(x, batch.lengths.cpu(), batch_first=True, enforce_sorted=False)
-        out, h_n = self.gru(packed)
-        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=batch.words.shape[1])
-        H = self.config.hidden_size
-        return out[..., :H] + out[..., H:], h_n[-2] + h_n[-1]
+        """Encoder states [B, T, H] and the problem vector [B, H]."""
+        return self.encoder(batch)
 
     def with_candidates(self, batch: Batch, outputs: torch.Tensor, problem: torch.Tensor) -> Encoded:
         """Add the candidates (constants, number-slot states) and precomputed attention keys."""

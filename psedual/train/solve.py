@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from psedual.data.build import english_words, split_tokens
+from psedual.data.build import text_tokens
 from psedual.data.expr import from_prefix, to_infix, try_evaluate
 from psedual.data.numbers import canonical, parse_number
 from psedual.data.record import Problem
@@ -17,8 +17,7 @@ def solve(checkpoint_path: str | Path, text: str, beam_size: int = 5) -> tuple[s
     path = Path(checkpoint_path)
     model = checkpoint.build_model(checkpoint.load(path), path)
     language = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else "en"
-    words = english_words(text) if language == "en" else text.split()
-    tokens, num_pos, texts, _ = split_tokens(words, language)
+    tokens, num_pos, texts = text_tokens(text, language)
     if not tokens:
         raise ValueError("empty problem text")
     values = [parse_number(t) for t in texts]

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from psedual.atomic import atomic_write
+from psedual.atomic import write_parquet
 
 EPOCHS_SCHEMA = pa.schema([
     ("epoch", pa.int32()), ("train_loss", pa.float64()), ("lr", pa.float64()),
@@ -20,5 +19,4 @@ PREDICTIONS_SCHEMA = pa.schema([
 
 
 def write(rows: list[dict], path: Path, schema: pa.Schema | None = None) -> None:
-    table = pa.Table.from_pylist(rows, schema=schema)
-    atomic_write(path, lambda tmp: pq.write_table(table, tmp))
+    write_parquet(pa.Table.from_pylist(rows, schema=schema), path)

@@ -22,7 +22,7 @@ import torch
 
 from psedual.data.cache import load_dataset
 from psedual.data.splits import split_dataset
-from psedual.metrics import expression_correct, value_correct
+from psedual.metrics import expression_accuracy, expression_correct, value_accuracy, value_correct
 from psedual.solvers import get_solver
 from psedual.solvers.batch import collate
 from psedual.solvers.vocab import Vocab
@@ -49,9 +49,7 @@ def evaluate(model, problems, vocab: Vocab, beam_size: int, batch_size: int) -> 
 
 
 def _accuracies(predicted, problems) -> tuple[float, float]:
-    n = max(len(problems), 1)
-    return (sum(value_correct(p, g) for p, g in zip(predicted, problems)) / n,
-            sum(expression_correct(p, g) for p, g in zip(predicted, problems)) / n)
+    return value_accuracy(predicted, problems).value, expression_accuracy(predicted, problems).value
 
 
 def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, stop_after_epoch: int | None = None,
@@ -70,7 +68,6 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, stop_a
 
 def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int | None,
            show_bar: bool) -> RunResult | None:
-
     # data and vocabulary (from the training split only)
     splits = split_dataset(load_dataset(config.data.dataset, config.data.data_root, config.data.user_path),
                            config.data)
@@ -129,16 +126,16 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
         train_seconds += seconds
         history.append({"epoch": epoch + 1, "train_loss": total / len(train_set), "lr": lr,
                         "valid_value_acc": valid_value, "valid_expr_acc": valid_expr, "seconds": seconds})
+        weights = {**checkpoint.model_state(model), "config": asdict(config)}
         if valid_value > best["valid_value_acc"]:
             best = {"epoch": epoch + 1, "valid_value_acc": valid_value, "valid_expr_acc": valid_expr}
-            checkpoint.save(best_path, {**checkpoint.model_state(model), "config": asdict(config)})
+            checkpoint.save(best_path, weights)
         if bar is not None:
             bar.close()
         line = (f"epoch {epoch + 1}/{config.epochs} loss {total / len(train_set):.4f} valid value "
                 f"{100 * valid_value:.1f}% expr {100 * valid_expr:.1f}% ({seconds:.1f} s)")
         print(line, file=sys.stderr, flush=True)
-        checkpoint.save(last, {**checkpoint.model_state(model), "config": asdict(config),
-                               "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+        checkpoint.save(last, {**weights, "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
                                "rng": torch.get_rng_state(), "history": history, "best": best,
                                "epoch": epoch + 1, "seconds": train_seconds})
         if stop_after_epoch is not None and epoch + 1 >= stop_after_epoch and epoch + 1 < config.epochs:
@@ -147,15 +144,16 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
     # test once, with the checkpoint that validated best
     model = checkpoint.build_model(checkpoint.load(best_path), best_path, config.solver, vocab)
     predicted = evaluate(model, test_set, vocab, config.beam_size, config.batch_size)
-    test_value, test_expr = _accuracies(predicted, test_set)
-    result = RunResult(best["epoch"], best["valid_value_acc"], best["valid_expr_acc"], test_value, test_expr,
-                       train_seconds, str(out))
+    rows = [{"id": p.id, "predicted": list(pred), "gold": list(p.prefix), "value_correct": value_correct(pred, p),
+             "expression_correct": expression_correct(pred, p)} for pred, p in zip(predicted, test_set)]
+    n_test = max(len(rows), 1)
+    result = RunResult(best["epoch"], best["valid_value_acc"], best["valid_expr_acc"],
+                       sum(r["value_correct"] for r in rows) / n_test,
+                       sum(r["expression_correct"] for r in rows) / n_test, train_seconds, str(out))
 
     # outputs
     tables.write(history, out / "epochs.parquet", tables.EPOCHS_SCHEMA)
-    tables.write([{"id": p.id, "predicted": list(pred), "gold": list(p.prefix),
-                   "value_correct": value_correct(pred, p), "expression_correct": expression_correct(pred, p)}
-                  for pred, p in zip(predicted, test_set)], out / "predictions.parquet", tables.PREDICTIONS_SCHEMA)
+    tables.write(rows, out / "predictions.parquet", tables.PREDICTIONS_SCHEMA)
     tables.write([{**config.flat(), **asdict(result), "n_train": len(train_set), "n_valid": len(valid_set),
                    "n_test": len(test_set)}], out / "metrics.parquet")
     (out / "config.json").write_text(json.dumps(asdict(config), indent=2))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from psedual.data.build import RecordError, english_words, make_problem, split_tokens
+from psedual.data.build import RecordError, make_problem, text_tokens
 from psedual.data.files import DataFileError, read_jsonl
 from psedual.data.sources.common import Collector, LoadResult, require
 
@@ -42,9 +42,7 @@ def load(folder: Path) -> LoadResult:
                 language = rec.get("language", "en") if isinstance(rec, dict) else "en"
                 if language not in ("en", "zh"):
                     raise RecordError("bad language", f"language {language!r}; use 'en' or 'zh'")
-                text = str(require(rec, "text"))
-                words = english_words(text) if language == "en" else text.split()
-                tokens, num_pos, texts, _ = split_tokens(words, language)
+                tokens, num_pos, texts = text_tokens(str(require(rec, "text")), language)
                 prefix = rec.get("prefix")
                 if isinstance(prefix, str):
                     prefix = prefix.split()

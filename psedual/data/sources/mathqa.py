@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from psedual.data.build import english_words, make_problem, split_tokens
+from psedual.data.build import make_problem, text_tokens
 from psedual.data.files import read_json_list
 from psedual.data.sources.common import Collector, LoadResult, require
 
@@ -29,7 +29,7 @@ def load(root: Path, train_file: Path | None = None) -> LoadResult:
             origin = f"{path}#{i}"
 
             def build(rec=rec, split=split, i=i, origin=origin):
-                tokens, num_pos, texts, _ = split_tokens(english_words(str(require(rec, "original_text"))), "en")
+                tokens, num_pos, texts = text_tokens(str(require(rec, "original_text")), "en")
                 return make_problem(dataset=NAME, source_id=f"{split}-{i}", split=split, fold=-1, language="en",
                                     tokens=tokens, num_pos=num_pos, number_texts=texts, answer=require(rec, "ans"),
                                     origin=origin, equation=str(require(rec, "equation")))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from psedual.data.build import RecordError, english_words, make_problem, split_tokens
+from psedual.data.build import RecordError, make_problem, text_tokens
 from psedual.data.files import read_json_list
 from psedual.data.sources.common import Collector, LoadResult, require
 
@@ -29,7 +29,7 @@ def _add(out: Collector, rec: object, *, split: str, fold: int, origin: str) -> 
         if answer is None:
             solutions = require(rec, "lSolutions")
             answer = solutions[0] if isinstance(solutions, list) and len(solutions) == 1 else solutions
-        tokens, num_pos, texts, _ = split_tokens(english_words(str(require(rec, "sQuestion"))), "en")
+        tokens, num_pos, texts = text_tokens(str(require(rec, "sQuestion")), "en")
         return make_problem(dataset=out.dataset, source_id=str(require(rec, "iIndex")), split=split, fold=fold,
                             language="en", tokens=tokens, num_pos=num_pos, number_texts=texts, answer=answer,
                             origin=origin, equation=str(equations[0]))
