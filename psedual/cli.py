@@ -21,18 +21,26 @@ def _data_stats(args: argparse.Namespace) -> None:
 
 def _train(args: argparse.Namespace) -> None:
     from psedual.data.config import DataConfig
+    from psedual.reexamine.config import PseDualConfig
     from psedual.solvers.config import SolverConfig
     from psedual.train.config import TrainConfig
     from psedual.train.trainer import train
 
+    model = SolverConfig(**{k: getattr(args, k) for k in _MODEL_FIELDS})
+    given = {k: getattr(args, k) for k in _PSEDUAL_FIELDS if getattr(args, k) is not None}
+    if args.psedual is None and given:
+        raise ValueError(f"--{', --'.join(k.replace('_', '-') for k in given)} need --psedual gru|gcn")
+    psedual = PseDualConfig(expression_encoder=args.psedual, **given) if args.psedual else None
     data = DataConfig(args.dataset, fold=args.fold, data_root=args.data_root, user_path=args.user_path,
                       train_size=args.train_size)
-    model = SolverConfig(**{k: getattr(args, k) for k in _MODEL_FIELDS})
-    config = TrainConfig(data, model=model, **{k: getattr(args, k) for k in _TRAIN_FIELDS})
+    config = TrainConfig(data, model=model, psedual=psedual, **{k: getattr(args, k) for k in _TRAIN_FIELDS})
     result = train(config, args.out, resume=args.resume)
+    infill = ("" if result.test_infill_acc is None else f" infilling {100 * result.test_infill_acc:.2f}% "
+              f"perfect match {100 * result.test_perfect_match:.2f}%")
     print(f"best epoch {result.best_epoch}: valid value {100 * result.valid_value_acc:.2f}% "
           f"expr {100 * result.valid_expr_acc:.2f}% | test value {100 * result.test_value_acc:.2f}% "
-          f"expr {100 * result.test_expr_acc:.2f}% | {result.train_seconds:.0f} s training | {result.out_dir}")
+          f"expr {100 * result.test_expr_acc:.2f}%{infill} | {result.train_seconds:.0f} s training | "
+          f"{result.out_dir}")
 
 
 def _solve(args: argparse.Namespace) -> None:
@@ -47,6 +55,10 @@ _TRAIN_FIELDS = {"solver": str, "epochs": int, "batch_size": int, "lr": float, "
                  "lr_step": int, "lr_gamma": float, "min_word_count": int, "beam_size": int, "seed": int,
                  "threads": int}
 _MODEL_FIELDS = {"embedding_size": int, "hidden_size": int, "layers": int, "dropout": float}
+_PSEDUAL_FIELDS = {"fusion": str, "epsilon_schedule": str, "epsilon0": float, "epsilon_decay": float,
+                   "epsilon_hold_epochs": int, "epsilon_epoch_decay": float, "tau0": float, "tau_min": float,
+                   "tau_rate": float, "tau_interval": int, "qp_gradient": str, "alpha": float,
+                   "problem_encoder": str, "token_embedding_size": int, "max_length_factor": int}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,6 +89,13 @@ def build_parser() -> argparse.ArgumentParser:
         for name, kind in fields.items():
             tr.add_argument(f"--{name.replace('_', '-')}", type=kind, default=getattr(source, name),
                             help=f"default {getattr(source, name)}")
+    from psedual.reexamine.config import EXPRESSION_ENCODERS, PseDualConfig
+
+    ps = tr.add_argument_group("PseDual (reexamining module; needs --psedual)")
+    ps.add_argument("--psedual", choices=EXPRESSION_ENCODERS, help="train with the reexamining module, reading "
+                    "expressions with this encoder (default: the solver alone)")
+    for name, kind in _PSEDUAL_FIELDS.items():
+        ps.add_argument(f"--{name.replace('_', '-')}", type=kind, help=f"default {getattr(PseDualConfig(), name)}")
     tr.add_argument("--out", required=True, help="run folder: checkpoints, epochs/predictions/metrics Parquet")
     tr.add_argument("--resume", action="store_true", help="continue from OUT/last.pt")
     tr.set_defaults(run=_train)

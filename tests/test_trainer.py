@@ -10,6 +10,7 @@ import torch
 
 from psedual.cli import main
 from psedual.data.config import DataConfig
+from psedual.reexamine import PseDualConfig
 from psedual.solvers.config import SolverConfig
 from psedual.train import checkpoint
 from psedual.train.config import TrainConfig
@@ -102,3 +103,51 @@ def test_config_checks():
     with pytest.raises(ValueError, match="batch_size must be at least 1"):
         TrainConfig(batch_size=0)
     assert TrainConfig.from_dict(__import__("dataclasses").asdict(TINY)) == TINY
+
+
+# PseDual with a fast ε decay, so that sampled expressions take part from the first step.
+TINY_PSEDUAL = replace(TINY, epochs=2, psedual=PseDualConfig(expression_encoder="gcn", epsilon_decay=0.5))
+
+
+@pytest.fixture(scope="module")
+def finished_psedual(tmp_path_factory):
+    out = tmp_path_factory.mktemp("psedual")
+    return train(TINY_PSEDUAL, out), out
+
+
+def test_psedual_resume_equals_uninterrupted(finished_psedual, tmp_path):
+    whole, whole_dir = finished_psedual
+    assert train(TINY_PSEDUAL, tmp_path, stop_after_epoch=1) is None
+    resumed = train(TINY_PSEDUAL, tmp_path, resume=True)
+    assert replace(resumed, out_dir="", train_seconds=0) == replace(whole, out_dir="", train_seconds=0)
+    cols = ["epoch", "train_loss", "infill_loss", "epsilon", "tau", "valid_value_acc"]
+    assert pl.read_parquet(tmp_path / "epochs.parquet").select(cols).equals(
+        pl.read_parquet(whole_dir / "epochs.parquet").select(cols))
+    assert pl.read_parquet(tmp_path / "predictions.parquet").equals(pl.read_parquet(whole_dir / "predictions.parquet"))
+
+
+def test_psedual_outputs(finished_psedual, finished):
+    result, out = finished_psedual
+    epochs = pl.read_parquet(out / "epochs.parquet")
+    steps = 3  # 96 training problems in batches of 32
+    assert epochs["epsilon"].to_list() == pytest.approx([0.5 ** (steps - 1), 0.5 ** (2 * steps - 1)])
+    assert epochs["tau"].to_list() == [1.0, 1.0] and (epochs["infill_loss"] > 0).all()
+    preds = pl.read_parquet(out / "predictions.parquet")
+    metrics = pl.read_parquet(out / "metrics.parquet").row(0, named=True)
+    scored = preds.filter(pl.col("infill_gold").is_not_null())
+    # 14 test golds use a constant outside the vocabulary of this 96-problem training subset
+    assert scored.height == metrics["n_test_infilled"] == 383
+    slots = scored.select(pl.col("infill_predicted").explode(), pl.col("infill_gold").explode())
+    assert metrics["test_infill_acc"] == pytest.approx((slots["infill_predicted"] == slots["infill_gold"]).mean())
+    assert result.test_infill_acc == metrics["test_infill_acc"] and metrics["psedual.fusion"] == "scheduled"
+    base = pl.read_parquet(finished[1] / "metrics.parquet").row(0, named=True)
+    assert base["test_infill_acc"] is None and base["psedual.fusion"] is None  # same columns, null
+    assert pl.read_parquet(finished[1] / "predictions.parquet")["infill_gold"].null_count() == 397
+    assert TrainConfig.from_dict(__import__("dataclasses").asdict(TINY_PSEDUAL)) == TINY_PSEDUAL
+
+
+def test_psedual_cli_flags_need_psedual(tmp_path, capsys):
+    assert main(["train", "--fusion", "predicted", "--out", str(tmp_path)]) == 2
+    assert "--fusion need --psedual gru|gcn" in capsys.readouterr().err
+    assert main(["train", "--psedual", "gcn", "--fusion", "sometimes", "--out", str(tmp_path)]) == 2
+    assert "unknown fusion 'sometimes'" in capsys.readouterr().err

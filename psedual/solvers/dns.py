@@ -11,6 +11,8 @@ finish within `max_length` is never started. Slots the problem lacks are masked.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -18,12 +20,21 @@ from torch import nn
 from psedual.solvers.batch import Batch
 from psedual.solvers.config import SolverConfig, inference
 from psedual.solvers.encoder import WordEncoder
+from psedual.solvers.rollout import Pick, Rollout, may_open_operator
 from psedual.solvers.vocab import Vocab
 
 NEG = -1e12
 
 
 DNSConfig = SolverConfig
+
+
+@dataclass
+class DNSEncoded:
+    outputs: torch.Tensor  # [B, T, H]
+    mask: torch.Tensor  # [B, T] True for real words
+    state: tuple[torch.Tensor, torch.Tensor]  # the decoder's initial (h, c)
+    absent: torch.Tensor  # [B, V] output ids the problem lacks (number slots past its count)
 
 
 class DNS(nn.Module):
@@ -46,12 +57,16 @@ class DNS(nn.Module):
         self.register_buffer("is_op", torch.arange(V) < self.n_ops, persistent=False)
         self.slot0 = slot0
 
-    def encode(self, batch: Batch):
+    def encode(self, batch: Batch) -> DNSEncoded:
         outputs, h = self.encoder(batch)
         absent = torch.ones(len(batch.problems), len(self.vocab.output_tokens), dtype=torch.bool, device=h.device)
         absent[:, : self.slot0] = False
         absent[:, self.slot0: self.slot0 + batch.num_mask.shape[1]] = ~batch.num_mask
-        return outputs, batch.words != 0, (h, torch.zeros_like(h)), absent
+        return DNSEncoded(outputs, batch.words != 0, (h, torch.zeros_like(h)), absent)
+
+    def slot_states(self, enc: DNSEncoded, batch: Batch) -> torch.Tensor:
+        B, S = batch.num_pos.shape
+        return enc.outputs.gather(1, batch.num_pos.unsqueeze(-1).expand(B, S, enc.outputs.shape[-1]))
 
     def _step(self, token, state, feed, outputs, mask, absent):
         """One decoder step for rows of (outputs, mask, absent): logits, new state, attentional vector."""
@@ -61,8 +76,9 @@ class DNS(nn.Module):
         vec = torch.tanh(self.combine(torch.cat([h, context], -1)))
         return self.out(self.drop(vec)).masked_fill(absent, NEG), (h, c), vec
 
-    def loss(self, batch: Batch) -> torch.Tensor:
-        outputs, mask, state, absent = self.encode(batch)
+    def loss(self, batch: Batch, enc: DNSEncoded | None = None) -> torch.Tensor:
+        enc = enc if enc is not None else self.encode(batch)
+        outputs, mask, state, absent = enc.outputs, enc.mask, enc.state, enc.absent
         B, L = batch.targets.shape
         allowed = torch.zeros(B, L, len(self.vocab.output_tokens), dtype=torch.bool)
         position = torch.cat([torch.arange(n) for n in (batch.targets >= 0).sum(1).tolist()])
@@ -91,13 +107,35 @@ class DNS(nn.Module):
     def _grammar(self, need: torch.Tensor, length: int, max_length: int) -> torch.Tensor:
         """[rows, V] True where a token may come next: operators only if the expression
         can still close in time; nothing once it is complete."""
-        room = max_length - length
-        ok_op = (need >= 1) & (need + 1 <= room - 1)
-        ok_operand = need >= 1
-        return torch.where(self.is_op, ok_op.unsqueeze(-1), ok_operand.unsqueeze(-1))
+        ok_op = (need >= 1) & may_open_operator(need, length, max_length)
+        return torch.where(self.is_op, ok_op.unsqueeze(-1), (need >= 1).unsqueeze(-1))
+
+    def rollout(self, batch: Batch, enc: DNSEncoded, pick: Pick, max_length: int) -> Rollout:
+        B, H = len(batch.problems), self.config.hidden_size
+        state, feed = enc.state, enc.outputs.new_zeros(B, H)
+        token = torch.full((B,), self.start, dtype=torch.long, device=feed.device)
+        need = torch.ones(B, dtype=torch.long, device=feed.device)
+        rows, ids = [], []
+        for length in range(max_length):
+            if not (need > 0).any():
+                break
+            logits, state, feed = self._step(token, state, feed, enc.outputs, enc.mask, enc.absent)
+            allowed = self._grammar(need, length, max_length)
+            y = pick(logits.masked_fill(~allowed, NEG))
+            pick_id = y.argmax(-1)
+            live = need > 0
+            rows.append(y * live.unsqueeze(-1))
+            ids.append(torch.where(live, pick_id, -1))
+            need = need - live.long() + 2 * (self.is_op[pick_id] & live).long()
+            token = pick_id
+        if not rows:
+            return Rollout(enc.outputs.new_zeros(B, 0, len(self.vocab.output_tokens)),
+                           torch.zeros(B, 0, dtype=torch.long))
+        return Rollout(torch.stack(rows, 1), torch.stack(ids, 1))
 
     def _search(self, batch: Batch, K: int, max_length: int, greedy: bool) -> list[list[int]]:
-        outputs, mask, (h, c), absent = self.encode(batch)
+        enc = self.encode(batch)
+        outputs, mask, (h, c), absent = enc.outputs, enc.mask, enc.state, enc.absent
         B, V = len(batch.problems), len(self.vocab.output_tokens)
         # rows are (example, beam)
         outputs, mask, absent, h, c = (x.repeat_interleave(K, 0) for x in (outputs, mask, absent, h, c))

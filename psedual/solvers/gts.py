@@ -28,7 +28,8 @@ from torch import nn
 from psedual.solvers.batch import Batch
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.encoder import WordEncoder
-from psedual.solvers.tree_search import tree_decode
+from psedual.solvers.rollout import Pick, Rollout
+from psedual.solvers.tree_search import tree_decode, tree_rollout
 from psedual.solvers.vocab import Vocab
 
 NEG = -1e12  # the published code's mask value; finite so log_softmax stays finite
@@ -98,6 +99,10 @@ class GTS(nn.Module):
         return Encoded(outputs, mask, problem, candidates, candidate_mask,
                        self.attn_k(outputs), self.score_k(self.drop(candidates)))
 
+    def slot_states(self, enc: Encoded, batch: Batch) -> torch.Tensor:
+        C = len(self.vocab.constants)
+        return enc.candidates[:, C: C + batch.num_mask.shape[1]]
+
     # --- decoder cells, over a flat set of nodes -----------------------------------------
 
     def predict(self, enc: Encoded, ex: torch.Tensor, goal: torch.Tensor, left: torch.Tensor,
@@ -160,8 +165,8 @@ class GTS(nn.Module):
                 goal = goal.index_copy(0, tree.left[op_idx], lg).index_copy(0, tree.right[op_idx], rg)
         return logits
 
-    def loss(self, batch: Batch) -> torch.Tensor:
-        logits = self.node_logits(batch)
+    def loss(self, batch: Batch, enc: Encoded | None = None) -> torch.Tensor:
+        logits = self.node_logits(batch, enc)
         # A repeated number may be produced from any of its slots: train towards the one the
         # model already prefers (as the published code does).
         target = logits.detach().masked_fill(~batch.tree.allowed, float("-inf")).argmax(-1)
@@ -172,3 +177,6 @@ class GTS(nn.Module):
     def decode(self, batch: Batch, beam_size: int = 1, max_length: int = 64,
                greedy: bool = False) -> list[tuple[str, ...]]:
         return tree_decode(self, batch, beam_size, max_length, greedy)
+
+    def rollout(self, batch: Batch, enc: Encoded, pick: Pick, max_length: int) -> Rollout:
+        return tree_rollout(self, batch, enc, pick, max_length)

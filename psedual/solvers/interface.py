@@ -1,26 +1,40 @@
-"""What every solver offers the trainer (and, later, the reexamining module).
+"""What every solver offers the trainer and the reexamining module.
 
-A Protocol, not a base class: a solver is any nn.Module with these methods.
+A Protocol, not a base class: a solver is any nn.Module with these methods. The
+encoded batch is the solver's own business (`encode` returns it, the other
+methods take it back), so one encoder pass serves the solver's loss, the
+reexamining module's view of the masked problem, and its sampled expression.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
 from psedual.solvers.batch import Batch
+from psedual.solvers.rollout import Pick, Rollout
 from psedual.solvers.vocab import Vocab
-
 
 @runtime_checkable
 class Solver(Protocol):
     name: str
     vocab: Vocab
 
-    def loss(self, batch: Batch) -> torch.Tensor:
+    def encode(self, batch: Batch) -> Any:
+        """Encoder pass over the batch (numbers are already the [NUM] mask in the input)."""
+
+    def slot_states(self, enc: Any, batch: Batch) -> torch.Tensor:
+        """[B, S, H] the encoder's state at each number slot (S = batch.num_mask's width)."""
+
+    def loss(self, batch: Batch, enc: Any = None) -> torch.Tensor:
         """Mean cross-entropy of the gold expressions under teacher forcing."""
+
+    def rollout(self, batch: Batch, enc: Any, pick: Pick, max_length: int) -> Rollout:
+        """Write one well-formed prefix expression per problem, choosing each token with
+        `pick`, in the model's current mode and with gradient (for the reexamining module)."""
 
     def decode(self, batch: Batch, beam_size: int = 1, max_length: int = 64,
                greedy: bool = False) -> list[tuple[str, ...]]:
         """Prefix expressions, one per problem, by beam search (or argmax with `greedy`)."""
+

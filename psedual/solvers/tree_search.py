@@ -15,6 +15,7 @@ import torch
 
 from psedual.solvers.batch import Batch
 from psedual.solvers.config import inference
+from psedual.solvers.rollout import Pick, Rollout, may_open_operator, stack_rollout
 
 
 @dataclass(frozen=True)
@@ -102,3 +103,63 @@ def _expand(model, enc, live_item, tok: int, score: float, lg: torch.Tensor, rg:
             current = model.merge(op_t, done.unsqueeze(0), current.unsqueeze(0))[0]
         pieces.append((current, True))
     return Hyp(score, (*h.tokens, tok), goals, tuple(pieces))
+
+
+def tree_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rollout:
+    """One expression per problem, each token chosen by `pick`, with gradient and in the
+    model's current mode. Like greedy decoding, but the neural work of a step, subtree
+    merges included, runs once for all unfinished problems."""
+    B, V, n_ops = len(batch.problems), len(model.vocab.output_tokens), model.n_ops
+    is_op = torch.arange(V, device=enc.problem.device) < n_ops
+    goals: list[list[torch.Tensor]] = [[enc.problem[b]] for b in range(B)]
+    pieces: list[list[tuple[torch.Tensor | int, bool]]] = [[] for _ in range(B)]
+    choices: list[list[torch.Tensor]] = [[] for _ in range(B)]
+    tokens: list[list[int]] = [[] for _ in range(B)]
+    for length in range(max_length):
+        live = [b for b in range(B) if goals[b]]
+        if not live:
+            break
+        ex = torch.tensor(live, device=enc.problem.device)
+        goal = torch.stack([goals[b][-1] for b in live])
+        has_left = torch.tensor([bool(pieces[b]) and pieces[b][-1][1] for b in live], device=goal.device)
+        left = torch.stack([pieces[b][-1][0] if hl else torch.zeros_like(goal[0])
+                            for b, hl in zip(live, has_left.tolist())])
+        scores, node, context = model.predict(enc, ex, goal, left, has_left)
+        need = torch.tensor([len(goals[b]) for b in live], device=goal.device)
+        closed = ~may_open_operator(need, length, max_length)
+        y = pick(scores.masked_fill(closed.unsqueeze(-1) & is_op, -1e12))
+        tok = y.argmax(-1)
+        op_rows = (tok < n_ops).nonzero().squeeze(1)
+        if len(op_rows):
+            lg, rg = model.child_goals(node[op_rows], context[op_rows], tok[op_rows])
+        leaf = enc.candidates[ex, (tok - n_ops).clamp(min=0)]
+        op_at = {int(j): k for k, j in enumerate(op_rows.tolist())}
+        finished: dict[int, torch.Tensor] = {}  # problem -> subtree waiting to be merged upwards
+        for j, b in enumerate(live):
+            t = int(tok[j])
+            choices[b].append(y[j])
+            tokens[b].append(t)
+            goals[b].pop()
+            if t < n_ops:
+                goals[b] += [rg[op_at[j]], lg[op_at[j]]]
+                pieces[b].append((t, False))
+            else:
+                finished[b] = leaf[j]
+        _merge_up(model, pieces, finished)
+    return stack_rollout(choices, tokens, V, enc.problem)
+
+
+def _merge_up(model, pieces: list[list], finished: dict[int, torch.Tensor]) -> None:
+    """Merge each finished subtree with its completed left siblings, all problems at once
+    per round, until it is a left child (or the whole expression)."""
+    while finished:
+        rows = [b for b in finished if pieces[b] and pieces[b][-1][1]]
+        for b in finished.keys() - set(rows):
+            pieces[b].append((finished.pop(b), True))
+        if not rows:
+            return
+        lefts = torch.stack([pieces[b].pop()[0] for b in rows])
+        ops = torch.tensor([pieces[b].pop()[0] for b in rows], device=lefts.device)
+        merged = model.merge(ops, lefts, torch.stack([finished[b] for b in rows]))
+        for k, b in enumerate(rows):
+            finished[b] = merged[k]

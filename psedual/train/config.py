@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from psedual.data.config import DataConfig
+from psedual.reexamine.config import PseDualConfig
 from psedual.solvers import get_solver
 from psedual.solvers.config import SolverConfig
 
@@ -19,6 +20,8 @@ class TrainConfig:
     """Registry name of the solver."""
     model: SolverConfig = field(default_factory=SolverConfig)
     """The solver's sizes and dropout."""
+    psedual: PseDualConfig | None = None
+    """The reexamining module and its schedules; None trains the solver alone."""
     epochs: int = 80
     """Passes over the training set."""
     batch_size: int = 64
@@ -50,9 +53,12 @@ class TrainConfig:
                              f"lr_gamma={self.lr_gamma}")
 
     def flat(self) -> dict[str, object]:
-        """One level of keys (`data.fold`, `model.hidden_size`, `lr`, ...), for tables."""
+        """One level of keys (`data.fold`, `model.hidden_size`, `psedual.fusion`, `lr`, ...), for
+        tables; a run without PseDual has the `psedual.*` keys, all None."""
         out: dict[str, object] = {}
         for key, value in asdict(self).items():
+            if key == "psedual" and value is None:
+                value = {k: None for k in asdict(PseDualConfig())}
             if isinstance(value, dict):
                 out.update({f"{key}.{k}": v for k, v in value.items()})
             else:
@@ -61,4 +67,5 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> TrainConfig:
-        return cls(**{**d, "data": DataConfig(**d["data"]), "model": SolverConfig(**d["model"])})
+        psedual = PseDualConfig(**d["psedual"]) if d.get("psedual") is not None else None
+        return cls(**{**d, "data": DataConfig(**d["data"]), "model": SolverConfig(**d["model"]), "psedual": psedual})

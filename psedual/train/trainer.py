@@ -22,9 +22,12 @@ import torch
 
 from psedual.data.cache import load_dataset
 from psedual.data.splits import split_dataset
-from psedual.metrics import expression_accuracy, expression_correct, value_accuracy, value_correct
+from psedual.metrics import (expression_accuracy, expression_correct, infilling_accuracy, perfect_match_ratio,
+                             value_accuracy, value_correct)
+from psedual.reexamine import Reexaminer
 from psedual.solvers import get_solver
 from psedual.solvers.batch import collate
+from psedual.solvers.config import inference
 from psedual.solvers.vocab import Vocab
 from psedual.train import checkpoint, tables
 from psedual.train.config import TrainConfig
@@ -37,6 +40,10 @@ class RunResult:
     valid_expr_acc: float
     test_value_acc: float
     test_expr_acc: float
+    test_infill_acc: float | None
+    """PseDual runs: share of test slots filled right from the gold expression."""
+    test_perfect_match: float | None
+    """PseDual runs: share of test problems with every slot filled right."""
     train_seconds: float
     out_dir: str
 
@@ -50,6 +57,19 @@ def evaluate(model, problems, vocab: Vocab, beam_size: int, batch_size: int) -> 
 
 def _accuracies(predicted, problems) -> tuple[float, float]:
     return value_accuracy(predicted, problems).value, expression_accuracy(predicted, problems).value
+
+
+def infill(model, reexaminer: Reexaminer, problems, vocab: Vocab, batch_size: int) -> tuple[list, list]:
+    """Predicted and right slot fillings of each problem, from its gold expression; None for
+    a problem whose gold expression uses a constant outside the vocabulary (not scored)."""
+    writable = [p for p in problems if set(p.prefix) <= set(vocab.output_tokens)]
+    fill: dict[str, tuple[list[int], list[int]]] = {}
+    with inference(model), inference(reexaminer):
+        for i in range(0, len(writable), batch_size):
+            chunk = writable[i:i + batch_size]
+            fill.update(zip((p.id for p in chunk), zip(*reexaminer.infill_gold(model, collate(chunk, vocab)))))
+    return [fill[p.id][0] if p.id in fill else None for p in problems], \
+        [fill[p.id][1] if p.id in fill else None for p in problems]
 
 
 def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, stop_after_epoch: int | None = None,
@@ -80,7 +100,9 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
     torch.manual_seed(config.seed)
     model_cls, _ = get_solver(config.solver)
     model = model_cls(vocab, config.model)
-    opt = torch.optim.Adam(model.parameters(), config.lr, weight_decay=config.weight_decay)
+    reexaminer = Reexaminer(vocab, config.model, config.psedual) if config.psedual is not None else None
+    params = list(model.parameters()) + (list(reexaminer.parameters()) if reexaminer is not None else [])
+    opt = torch.optim.Adam(params, config.lr, weight_decay=config.weight_decay)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=config.lr_step, gamma=config.lr_gamma)
     history: list[dict] = []
     best = {"epoch": -1, "valid_value_acc": -1.0, "valid_expr_acc": -1.0}
@@ -92,7 +114,9 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
         if state["config"] != asdict(config):
             raise checkpoint.CheckpointError(f"{last}: saved for a different config; start a new output folder")
         checkpoint.check(state, last, config.solver, vocab)
-        model.load_state_dict(state["model"])  # into this model: the optimiser holds its parameters
+        model.load_state_dict(state["model"])  # into these modules: the optimiser holds their parameters
+        if reexaminer is not None:
+            reexaminer.load_state_dict(state["reexaminer"])
         opt.load_state_dict(state["optimizer"])
         sched.load_state_dict(state["scheduler"])
         torch.set_rng_state(state["rng"])
@@ -104,13 +128,24 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
     for epoch in range(start_epoch, config.epochs):
         began = time.perf_counter()
         model.train()
+        if reexaminer is not None:
+            reexaminer.train()
         order = torch.randperm(len(train_set), generator=torch.Generator().manual_seed(config.seed * 1_000_003 + epoch))
         batches = [[train_set[i] for i in order[j:j + config.batch_size].tolist()]
                    for j in range(0, len(train_set), config.batch_size)]
         bar = _bar(len(batches), f"epoch {epoch + 1}/{config.epochs}") if show_bar else None
-        total = 0.0
-        for problems in batches:
-            loss = model.loss(collate(problems, vocab))
+        total = total_infill = 0.0
+        schedule: dict[str, float | None] = {"epsilon": None, "tau": None}
+        for i, problems in enumerate(batches):
+            batch = collate(problems, vocab)
+            enc = model.encode(batch)
+            loss = model.loss(batch, enc)
+            if reexaminer is not None:
+                # the step count is a function of (epoch, i), so a resumed run continues ε and τ
+                reexamined = reexaminer(model, batch, enc, epoch * len(batches) + i, epoch)
+                loss = loss + config.psedual.alpha * reexamined.loss
+                total_infill += reexamined.loss.item() * len(problems)
+                schedule = {"epsilon": reexamined.epsilon, "tau": reexamined.tau}
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -125,8 +160,11 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
         seconds = time.perf_counter() - began
         train_seconds += seconds
         history.append({"epoch": epoch + 1, "train_loss": total / len(train_set), "lr": lr,
-                        "valid_value_acc": valid_value, "valid_expr_acc": valid_expr, "seconds": seconds})
-        weights = {**checkpoint.model_state(model), "config": asdict(config)}
+                        "valid_value_acc": valid_value, "valid_expr_acc": valid_expr, "seconds": seconds,
+                        "infill_loss": total_infill / len(train_set) if reexaminer is not None else None,
+                        **schedule})
+        weights = {**checkpoint.model_state(model), "config": asdict(config),
+                   "reexaminer": reexaminer.state_dict() if reexaminer is not None else None}
         if valid_value > best["valid_value_acc"]:
             best = {"epoch": epoch + 1, "valid_value_acc": valid_value, "valid_expr_acc": valid_expr}
             checkpoint.save(best_path, weights)
@@ -142,20 +180,33 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
             return None
 
     # test once, with the checkpoint that validated best
-    model = checkpoint.build_model(checkpoint.load(best_path), best_path, config.solver, vocab)
+    best_state = checkpoint.load(best_path)
+    model = checkpoint.build_model(best_state, best_path, config.solver, vocab)
     predicted = evaluate(model, test_set, vocab, config.beam_size, config.batch_size)
+    fill: tuple[list, list] = ([None] * len(test_set), [None] * len(test_set))
+    infill_acc = perfect = None
+    if reexaminer is not None:
+        reexaminer.load_state_dict(best_state["reexaminer"])
+        fill = infill(model, reexaminer, test_set, vocab, config.batch_size)
+        scored = [(p, g) for p, g in zip(*fill) if g is not None]
+        infill_acc = infilling_accuracy(*zip(*scored)).value if scored else None
+        perfect = perfect_match_ratio(*zip(*scored)).value if scored else None
     rows = [{"id": p.id, "predicted": list(pred), "gold": list(p.prefix), "value_correct": value_correct(pred, p),
-             "expression_correct": expression_correct(pred, p)} for pred, p in zip(predicted, test_set)]
+             "expression_correct": expression_correct(pred, p), "infill_predicted": fp, "infill_gold": fg}
+            for pred, p, fp, fg in zip(predicted, test_set, *fill)]
     n_test = max(len(rows), 1)
     result = RunResult(best["epoch"], best["valid_value_acc"], best["valid_expr_acc"],
                        sum(r["value_correct"] for r in rows) / n_test,
-                       sum(r["expression_correct"] for r in rows) / n_test, train_seconds, str(out))
+                       sum(r["expression_correct"] for r in rows) / n_test, infill_acc, perfect,
+                       train_seconds, str(out))
 
     # outputs
     tables.write(history, out / "epochs.parquet", tables.EPOCHS_SCHEMA)
     tables.write(rows, out / "predictions.parquet", tables.PREDICTIONS_SCHEMA)
     tables.write([{**config.flat(), **asdict(result), "n_train": len(train_set), "n_valid": len(valid_set),
-                   "n_test": len(test_set)}], out / "metrics.parquet")
+                   "n_test": len(test_set),
+                   "n_test_infilled": sum(g is not None for g in fill[1]) if reexaminer is not None else None}],
+                 out / "metrics.parquet")
     (out / "config.json").write_text(json.dumps(asdict(config), indent=2))
     return result
 

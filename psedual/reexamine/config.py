@@ -1,0 +1,77 @@
+"""Typed configuration of the reexamining module (PseDual)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FUSIONS = ("scheduled", "teacher_forcing", "predicted")
+EPSILON_SCHEDULES = ("step", "epoch")
+QP_GRADIENTS = ("straight_through", "none")
+PROBLEM_ENCODERS = ("shared", "separate")
+EXPRESSION_ENCODERS = ("gru", "gcn")  # checked against `expression.EXPRESSION_ENCODERS` by a test
+
+
+def _choose(name: str, value: str, valid: tuple[str, ...]) -> None:
+    if value not in valid:
+        raise ValueError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
+
+
+@dataclass(frozen=True)
+class PseDualConfig:
+    """The reexamining module and its schedules; defaults follow the paper."""
+
+    expression_encoder: str = "gcn"
+    """How the infiller reads an expression: `gru` over its prefix tokens, or `gcn` over its tree."""
+    fusion: str = "scheduled"
+    """`scheduled`: Q = ε·Q_gold + (1−ε)·Q_pred; `teacher_forcing`: ε ≡ 1 (gold only, the paper's
+    table-3 ablation, no expression is sampled); `predicted`: ε ≡ 0 (sampled only)."""
+    epsilon_schedule: str = "step"
+    """`step`: ε_t = epsilon0 · epsilon_decay^t after t optimiser steps (the paper); `epoch`: the
+    published code's ε = epsilon0 for the first `epsilon_hold_epochs` epochs, then
+    multiplied by `epsilon_epoch_decay` every epoch."""
+    epsilon0: float = 1.0
+    """ε at the first step."""
+    epsilon_decay: float = 0.99999
+    """Per-step decay r of the `step` schedule."""
+    epsilon_hold_epochs: int = 20
+    """Epochs at epsilon0 in the `epoch` schedule."""
+    epsilon_epoch_decay: float = 0.99
+    """Per-epoch decay of the `epoch` schedule after the hold."""
+    tau0: float = 1.0
+    """Gumbel-softmax temperature at the first step."""
+    tau_min: float = 0.5
+    """The temperature is never annealed below this."""
+    tau_rate: float = 3e-5
+    """Annealing rate per step (applied in blocks of `tau_interval` steps)."""
+    tau_interval: int = 100
+    """Steps between temperature updates."""
+    qp_gradient: str = "straight_through"
+    """`straight_through`: the sampled expression's tokens are hard one-hots in the forward pass and
+    the Gumbel-softmax in the backward pass, so the infilling loss trains the decoder; `none`:
+    hard tokens without gradient, as the published code."""
+    alpha: float = 1.0
+    """Weight of the infilling loss: L = L_solve + alpha · L_infill."""
+    problem_encoder: str = "shared"
+    """`shared`: the masked problem is read through the solver's own encoder pass; `separate`: a
+    second word encoder of the same shape, owned by the reexamining module."""
+    token_embedding_size: int = 128
+    """Embedding size of expression tokens."""
+    max_length_factor: int = 2
+    """A sampled expression may be at most this times the batch's longest gold expression, plus one."""
+
+    def __post_init__(self) -> None:
+        _choose("expression encoder", self.expression_encoder, EXPRESSION_ENCODERS)
+        _choose("fusion", self.fusion, FUSIONS)
+        _choose("epsilon schedule", self.epsilon_schedule, EPSILON_SCHEDULES)
+        _choose("qp_gradient", self.qp_gradient, QP_GRADIENTS)
+        _choose("problem encoder", self.problem_encoder, PROBLEM_ENCODERS)
+        for name in ("epsilon0", "epsilon_decay", "epsilon_epoch_decay"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        if not 0 < self.tau_min <= self.tau0:
+            raise ValueError(f"need 0 < tau_min <= tau0, got tau_min={self.tau_min}, tau0={self.tau0}")
+        if self.tau_rate < 0 or self.alpha < 0:
+            raise ValueError(f"tau_rate and alpha must be non-negative, got {self.tau_rate}, {self.alpha}")
+        for name in ("epsilon_hold_epochs", "tau_interval", "token_embedding_size", "max_length_factor"):
+            if getattr(self, name) < (0 if name == "epsilon_hold_epochs" else 1):
+                raise ValueError(f"{name} is too small: {getattr(self, name)}")

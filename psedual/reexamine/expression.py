@@ -1,0 +1,85 @@
+"""Expression encoders: node states [B, L, H] of prefix expressions given as one-hot rows.
+
+Tokens enter as one-hot rows (`Rollout.choices`) times an embedding matrix, not as
+ids, so a straight-through sample passes gradient back to the solver's decoder.
+The tree structure comes from the hard token ids (structure has no gradient).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+from torch import nn
+
+with warnings.catch_warnings():  # torch-geometric's import uses the deprecated torch.jit.script
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from torch_geometric.nn import GCNConv
+
+
+def tree_edges(tokens: list[int], n_ops: int) -> list[tuple[int, int]]:
+    """(parent, child) positions of a prefix expression; ids below `n_ops` are binary operators.
+    An incomplete expression (cut at the length limit) keeps the edges it has."""
+    edges, open_ops = [], []  # operators still missing a child: [position, children seen]
+    for pos, tok in enumerate(tokens):
+        if open_ops:
+            edges.append((open_ops[-1][0], pos))
+            open_ops[-1][1] += 1
+            if open_ops[-1][1] == 2:
+                open_ops.pop()
+        if tok < n_ops:
+            open_ops.append([pos, 0])
+    return edges
+
+
+def batch_edge_index(tokens: torch.Tensor, n_ops: int) -> torch.Tensor:
+    """[2, E] edges of a batch's trees, both directions, over nodes numbered b·L + position."""
+    B, L = tokens.shape
+    pairs = []
+    for b, row in enumerate(tokens.tolist()):
+        ids = [t for t in row if t >= 0]
+        pairs += [(b * L + p, b * L + c) for p, c in tree_edges(ids, n_ops)]
+    if not pairs:
+        return torch.zeros(2, 0, dtype=torch.long, device=tokens.device)
+    e = torch.tensor(pairs, dtype=torch.long, device=tokens.device).t()
+    return torch.cat([e, e.flip(0)], 1)
+
+
+class GRUExpressionEncoder(nn.Module):
+    """A bidirectional GRU over the prefix tokens, directions summed (each token sees the
+    whole expression, as a tree node sees its parent and children in the GCN)."""
+
+    def __init__(self, embedding_size: int, hidden_size: int, n_ops: int, dropout: float) -> None:
+        super().__init__()
+        self.gru = nn.GRU(embedding_size, hidden_size, batch_first=True, bidirectional=True)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, embedded: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        lengths = (tokens >= 0).sum(1).clamp(min=1).cpu()
+        packed = nn.utils.rnn.pack_padded_sequence(self.drop(embedded), lengths, batch_first=True,
+                                                   enforce_sorted=False)
+        out, _ = self.gru(packed)
+        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=tokens.shape[1])
+        H = self.gru.hidden_size
+        return out[..., :H] + out[..., H:]
+
+
+class GCNExpressionEncoder(nn.Module):
+    """Two GCN layers over the expression tree: parent-child edges in both directions, self
+    loops and symmetric normalisation (GCNConv's defaults), ReLU and dropout between."""
+
+    def __init__(self, embedding_size: int, hidden_size: int, n_ops: int, dropout: float) -> None:
+        super().__init__()
+        self.n_ops = n_ops
+        self.conv1, self.conv2 = GCNConv(embedding_size, hidden_size), GCNConv(hidden_size, hidden_size)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, embedded: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        B, L, _ = embedded.shape
+        edges = batch_edge_index(tokens, self.n_ops)
+        x = self.drop(embedded).reshape(B * L, -1)  # padding positions are isolated nodes
+        x = self.drop(torch.relu(self.conv1(x, edges)))
+        return self.conv2(x, edges).view(B, L, -1)
+
+
+EXPRESSION_ENCODERS = {"gru": GRUExpressionEncoder, "gcn": GCNExpressionEncoder}

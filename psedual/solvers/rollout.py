@@ -1,0 +1,48 @@
+"""Expressions a solver writes token by token under a caller's choice rule.
+
+The reexamining module needs the solver's own expression with a gradient path
+back into the decoder. The solver does not know about Gumbel-softmax: it scores
+the next token, masks what the grammar forbids, and lets `pick` choose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch.nn.utils.rnn import pad_sequence
+
+Pick = Callable[[torch.Tensor], torch.Tensor]
+"""Maps a step's scores [R, V] (forbidden tokens at -1e12) to one-hot rows [R, V]; the
+token taken is the row's argmax. The rows may carry gradient (straight-through)."""
+
+
+@dataclass
+class Rollout:
+    """One expression per problem."""
+
+    choices: torch.Tensor
+    """[B, L, V] what `pick` returned at each step; zero rows after the expression ends."""
+    tokens: torch.Tensor
+    """[B, L] output ids in prefix order, -1 after the expression ends."""
+
+
+def greedy_pick(scores: torch.Tensor) -> torch.Tensor:
+    """The argmax as a one-hot row, without gradient."""
+    return torch.nn.functional.one_hot(scores.argmax(-1), scores.shape[-1]).to(scores.dtype)
+
+
+def may_open_operator(need: torch.Tensor, length: int, max_length: int) -> torch.Tensor:
+    """[R] whether an operator may be written at position `length` of a prefix expression
+    that still needs `need` operands: it adds one to `need`, and every needed operand
+    takes at least one of the positions left after this one."""
+    return need + 1 <= max_length - length - 1
+
+
+def stack_rollout(choices: list[list[torch.Tensor]], tokens: list[list[int]], V: int,
+                  like: torch.Tensor) -> Rollout:
+    """Pad per-problem lists of one-hot rows and token ids into a `Rollout`."""
+    rows = [torch.stack(c) if c else like.new_zeros(0, V) for c in choices]
+    ids = [torch.tensor(t, dtype=torch.long, device=like.device) for t in tokens]
+    return Rollout(pad_sequence(rows, batch_first=True), pad_sequence(ids, batch_first=True, padding_value=-1))
