@@ -63,7 +63,7 @@ def bench(solver: str, dataset: str, batches: int, warmup: int, batch_size: int,
 def _encoder_only(model, batch) -> torch.Tensor:
     """A scalar that depends on every encoder output, so backward runs the whole encoder."""
     enc = model.encode(batch)
-    parts = [enc.outputs, enc.problem, enc.candidates] if hasattr(enc, "outputs") else [enc[0], enc[2][0]]
+    parts = [enc.outputs, *([enc.problem, enc.candidates] if hasattr(enc, "problem") else [enc.state[0]])]
     return sum(p.sum() for p in parts)
 
 
