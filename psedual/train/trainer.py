@@ -15,10 +15,12 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from psedual.data.cache import load_dataset
 from psedual.data.splits import split_dataset
@@ -73,36 +75,69 @@ def infill(model, reexaminer: Reexaminer, problems, vocab: Vocab, batch_size: in
 
 
 def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, stop_after_epoch: int | None = None,
-          progress: bool | None = None) -> RunResult | None:
-    """Run (or resume) training. `stop_after_epoch` ends the call early, as a kill would,
-    and returns None; the run can then be resumed."""
+          progress: bool | None = None, on_epoch: EpochHook | None = None, test: bool = True,
+          rank: int = 0, world_size: int = 1) -> RunResult | None:
+    """Run (or resume) training, then (with `test`) evaluate `best.pt` on test once.
+
+    `stop_after_epoch` ends the call early, as a kill would, and returns None; the run
+    can then be resumed. `on_epoch(row, out_dir)` is called after each epoch's
+    checkpoint is written (Ray reports through it). With `world_size` > 1 (inside an
+    initialised torch.distributed group, as Ray Train sets up) each rank trains on its
+    share of every batch under DistributedDataParallel; only rank 0 writes files.
+    """
     threads = torch.get_num_threads()
     if config.threads:
         torch.set_num_threads(config.threads)
     try:
-        return _train(config, Path(out_dir), resume, stop_after_epoch,
-                      sys.stderr.isatty() if progress is None else progress)
+        done = _train(config, Path(out_dir), resume, stop_after_epoch,
+                      sys.stderr.isatty() if progress is None else progress, on_epoch, rank, world_size)
+        return test_run(out_dir) if done and test and rank == 0 else None
     finally:
         torch.set_num_threads(threads)
 
 
-def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int | None,
-           show_bar: bool) -> RunResult | None:
-    # data and vocabulary (from the training split only)
+EpochHook = Callable[[dict, Path], None]
+
+
+class _Step(nn.Module):
+    """One training step's loss as a forward pass, so DistributedDataParallel can wrap it."""
+
+    def __init__(self, model, reexaminer: Reexaminer | None, alpha: float) -> None:
+        super().__init__()
+        self.model, self.reexaminer, self.alpha = model, reexaminer, alpha
+
+    def forward(self, batch, step: int, epoch: int):
+        enc = self.model.encode(batch)
+        loss = self.model.loss(batch, enc)
+        if self.reexaminer is None:
+            return loss, None
+        reexamined = self.reexaminer(self.model, batch, enc, step, epoch)
+        return loss + self.alpha * reexamined.loss, reexamined
+
+
+def _data(config: TrainConfig):
     splits = split_dataset(load_dataset(config.data.dataset, config.data.data_root, config.data.user_path),
                            config.data)
     if not splits.train:
         raise ValueError(f"{config.data.dataset}: no training problems")
     train_set, valid_set, test_set = list(splits.train), list(splits.valid), list(splits.test)
-    vocab = Vocab.build(train_set, splits.constants, config.min_word_count)
+    return train_set, valid_set, test_set, Vocab.build(train_set, splits.constants, config.min_word_count)
+
+
+def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int | None, show_bar: bool,
+           on_epoch: EpochHook | None, rank: int, world_size: int) -> bool:
+    """Train to the last epoch (True) or to `stop_after_epoch` (False)."""
+    main = rank == 0
+    # data and vocabulary (from the training split only)
+    train_set, valid_set, _, vocab = _data(config)
 
     # model and optimiser
     torch.manual_seed(config.seed)
     model_cls, _ = get_solver(config.solver)
     model = model_cls(vocab, config.model)
     reexaminer = Reexaminer(vocab, config.model, config.psedual) if config.psedual is not None else None
-    params = list(model.parameters()) + (list(reexaminer.parameters()) if reexaminer is not None else [])
-    opt = torch.optim.Adam(params, config.lr, weight_decay=config.weight_decay)
+    step_fn = _Step(model, reexaminer, config.psedual.alpha if config.psedual is not None else 0.0)
+    opt = torch.optim.Adam(step_fn.parameters(), config.lr, weight_decay=config.weight_decay)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=config.lr_step, gamma=config.lr_gamma)
     history: list[dict] = []
     best = {"epoch": -1, "valid_value_acc": -1.0, "valid_expr_acc": -1.0}
@@ -121,35 +156,38 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
         sched.load_state_dict(state["scheduler"])
         torch.set_rng_state(state["rng"])
         history, best, start_epoch, train_seconds = state["history"], state["best"], state["epoch"], state["seconds"]
-    elif last.exists():
+    elif last.exists() and main:
         raise checkpoint.CheckpointError(f"{last} exists: pass resume=True (--resume) or use a new output folder")
+    if main:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.json").write_text(json.dumps(asdict(config), indent=2))
+    forward = step_fn
+    if world_size > 1:
+        from torch.nn.parallel import DistributedDataParallel
+
+        # some parameters sit out a step (the sampled expression is skipped while ε = 1)
+        forward = DistributedDataParallel(step_fn, find_unused_parameters=True)
 
     # epochs
     for epoch in range(start_epoch, config.epochs):
         began = time.perf_counter()
-        model.train()
-        if reexaminer is not None:
-            reexaminer.train()
+        step_fn.train()
         order = torch.randperm(len(train_set), generator=torch.Generator().manual_seed(config.seed * 1_000_003 + epoch))
         batches = [[train_set[i] for i in order[j:j + config.batch_size].tolist()]
                    for j in range(0, len(train_set), config.batch_size)]
-        bar = _bar(len(batches), f"epoch {epoch + 1}/{config.epochs}") if show_bar else None
+        bar = _bar(len(batches), f"epoch {epoch + 1}/{config.epochs}") if show_bar and main else None
         total = total_infill = 0.0
         schedule: dict[str, float | None] = {"epsilon": None, "tau": None}
         for i, problems in enumerate(batches):
-            batch = collate(problems, vocab)
-            enc = model.encode(batch)
-            loss = model.loss(batch, enc)
-            if reexaminer is not None:
-                # the step count is a function of (epoch, i), so a resumed run continues ε and τ
-                reexamined = reexaminer(model, batch, enc, epoch * len(batches) + i, epoch)
-                loss = loss + config.psedual.alpha * reexamined.loss
-                total_infill += reexamined.loss.item() * len(problems)
-                schedule = {"epsilon": reexamined.epsilon, "tau": reexamined.tau}
+            # the step count is a function of (epoch, i), so a resumed run continues ε and τ
+            loss, reexamined = forward(collate(problems[rank::world_size], vocab), epoch * len(batches) + i, epoch)
             opt.zero_grad()
             loss.backward()
             opt.step()
             total += loss.item() * len(problems)
+            if reexamined is not None:
+                total_infill += reexamined.loss.item() * len(problems)
+                schedule = {"epsilon": reexamined.epsilon, "tau": reexamined.tau}
             if bar is not None:
                 bar.set_postfix(loss=f"{loss.item():.3f}")
                 bar.update()
@@ -167,25 +205,40 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
                    "reexaminer": reexaminer.state_dict() if reexaminer is not None else None}
         if valid_value > best["valid_value_acc"]:
             best = {"epoch": epoch + 1, "valid_value_acc": valid_value, "valid_expr_acc": valid_expr}
-            checkpoint.save(best_path, weights)
+            if main:
+                checkpoint.save(best_path, weights)
         if bar is not None:
             bar.close()
-        line = (f"epoch {epoch + 1}/{config.epochs} loss {total / len(train_set):.4f} valid value "
-                f"{100 * valid_value:.1f}% expr {100 * valid_expr:.1f}% ({seconds:.1f} s)")
-        print(line, file=sys.stderr, flush=True)
-        checkpoint.save(last, {**weights, "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                               "rng": torch.get_rng_state(), "history": history, "best": best,
-                               "epoch": epoch + 1, "seconds": train_seconds})
+        if main:
+            print(f"epoch {epoch + 1}/{config.epochs} loss {total / len(train_set):.4f} valid value "
+                  f"{100 * valid_value:.1f}% expr {100 * valid_expr:.1f}% ({seconds:.1f} s)", file=sys.stderr, flush=True)
+            checkpoint.save(last, {**weights, "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                                   "rng": torch.get_rng_state(), "history": history, "best": best,
+                                   "epoch": epoch + 1, "seconds": train_seconds})
+            tables.write(history, out / "epochs.parquet", tables.EPOCHS_SCHEMA)
+        if on_epoch is not None:
+            on_epoch({**history[-1], "best_epoch": best["epoch"], "best_valid_value_acc": best["valid_value_acc"]}, out)
         if stop_after_epoch is not None and epoch + 1 >= stop_after_epoch and epoch + 1 < config.epochs:
-            return None
+            return False
+    return True
 
-    # test once, with the checkpoint that validated best
+
+def test_run(out_dir: str | Path) -> RunResult:
+    """Evaluate a run folder's `best.pt` on test, once; write `predictions.parquet` and
+    `metrics.parquet` there. Needs `config.json`, `best.pt` and `last.pt` (the history)."""
+    out = Path(out_dir)
+    config = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))
+    train_set, valid_set, test_set, vocab = _data(config)
+    train_state = checkpoint.load(out / "last.pt")
+    best, train_seconds = train_state["best"], train_state["seconds"]
+    best_path = out / "best.pt"
     best_state = checkpoint.load(best_path)
     model = checkpoint.build_model(best_state, best_path, config.solver, vocab)
     predicted = evaluate(model, test_set, vocab, config.beam_size, config.batch_size)
     fill: tuple[list, list] = ([None] * len(test_set), [None] * len(test_set))
     infill_acc = perfect = None
-    if reexaminer is not None:
+    if config.psedual is not None:
+        reexaminer = Reexaminer(vocab, config.model, config.psedual)
         reexaminer.load_state_dict(best_state["reexaminer"])
         fill = infill(model, reexaminer, test_set, vocab, config.batch_size)
         scored = [(p, g) for p, g in zip(*fill) if g is not None]
@@ -199,15 +252,11 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
                        sum(r["value_correct"] for r in rows) / n_test,
                        sum(r["expression_correct"] for r in rows) / n_test, infill_acc, perfect,
                        train_seconds, str(out))
-
-    # outputs
-    tables.write(history, out / "epochs.parquet", tables.EPOCHS_SCHEMA)
     tables.write(rows, out / "predictions.parquet", tables.PREDICTIONS_SCHEMA)
-    tables.write([{**config.flat(), **asdict(result), "n_train": len(train_set), "n_valid": len(valid_set),
-                   "n_test": len(test_set),
-                   "n_test_infilled": sum(g is not None for g in fill[1]) if reexaminer is not None else None}],
+    tables.write([{**config.flat(), **asdict(result), "n_train": len(train_set),
+                   "n_valid": len(valid_set), "n_test": len(test_set),
+                   "n_test_infilled": sum(g is not None for g in fill[1]) if config.psedual is not None else None}],
                  out / "metrics.parquet")
-    (out / "config.json").write_text(json.dumps(asdict(config), indent=2))
     return result
 
 

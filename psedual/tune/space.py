@@ -1,0 +1,181 @@
+"""Sweep specifications: a YAML file → a typed, validated `SweepSpec`, before any trial starts.
+
+A spec names TrainConfig fields by dotted keys (`lr`, `data.fold`, `model.hidden_size`,
+`psedual.epsilon_decay`) plus one special key, `variant`: `base` (the solver alone) or
+`gru`/`gcn` (PseDual with that expression encoder). `psedual.*` keys apply to PseDual
+trials only. Every value a sweep can produce is checked by building its TrainConfig.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import yaml
+
+from psedual.data.config import DataConfig
+from psedual.reexamine.config import PseDualConfig
+from psedual.solvers.config import SolverConfig
+from psedual.train.config import TrainConfig
+
+VARIANTS = ("base", "gru", "gcn")
+DISTRIBUTIONS = ("uniform", "loguniform", "int", "choice")
+MODES = ("optuna", "grid")
+
+
+class SpecError(ValueError):
+    """A sweep file that cannot be run; the message names the file and the key."""
+
+
+def _keys() -> dict[str, type]:
+    out = {f.name: f.type for f in fields(TrainConfig) if f.name not in ("data", "model", "psedual")}
+    for prefix, cls in (("data", DataConfig), ("model", SolverConfig), ("psedual", PseDualConfig)):
+        out.update({f"{prefix}.{f.name}": f.type for f in fields(cls)})
+    out["variant"] = str
+    return out
+
+
+SWEEPABLE = _keys()
+
+
+@dataclass(frozen=True)
+class Resources:
+    """Where and how each trial trains."""
+
+    num_workers: int = 1
+    """Ray Train workers per trial (DDP ranks)."""
+    use_gpu: bool = False
+    """One GPU per worker."""
+    cpus_per_worker: float = 1.0
+    """CPUs reserved per worker."""
+    in_process: bool = True
+    """With 1 worker and no GPU, train inside the Tune trial instead of starting Train workers
+    (saves ~20 s per trial on CPU)."""
+    max_concurrent: int = 1
+    """Trials running at once."""
+    max_failures: int = 2
+    """Retries of a trial whose worker died, from its last checkpoint."""
+
+    def __post_init__(self) -> None:
+        if self.num_workers < 1 or self.cpus_per_worker <= 0 or self.max_concurrent < 1 or self.max_failures < 0:
+            raise ValueError(f"bad resources: {self}")
+
+    @property
+    def uses_train_workers(self) -> bool:
+        return not (self.in_process and self.num_workers == 1 and not self.use_gpu)
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """One experiment: fixed values, what is searched (or gridded), how, and where it runs."""
+
+    name: str
+    """Experiment name: the results partition and the `--resume` handle."""
+    mode: str = "optuna"
+    """`optuna` (TPE, seeded, with ASHA) or `grid` (every combination, no sampler, no early stop)."""
+    num_samples: int = 1
+    """optuna: number of trials; grid: repeats of the whole grid."""
+    seed: int = 0
+    """Seed of the Optuna sampler."""
+    grace_period: int = 1
+    """ASHA: epochs every trial gets before it may be stopped."""
+    reduction_factor: int = 2
+    """ASHA: keep the top 1/reduction_factor at each rung."""
+    fixed: dict = field(default_factory=dict)
+    """Dotted TrainConfig keys → values shared by all trials."""
+    search: dict = field(default_factory=dict)
+    """optuna: key → {uniform|loguniform|int: [low, high]} or {choice: [values]}."""
+    grid: dict = field(default_factory=dict)
+    """grid: key → list of values; every combination is a trial."""
+    resources: Resources = field(default_factory=Resources)
+
+    def trial_configs(self) -> list[dict]:
+        """Representative flat configs: every grid combination, or each range's ends and each choice."""
+        if self.mode == "grid":
+            keys = list(self.grid)
+            return [{**self.fixed, **dict(zip(keys, combo))} for combo in itertools.product(*self.grid.values())]
+        points = [dict(self.fixed)]
+        for key, dist in self.search.items():
+            (kind, values), = dist.items()
+            points += [{**self.fixed, key: v} for v in values]
+        return points
+
+
+def make_config(flat: dict) -> TrainConfig:
+    """The TrainConfig of one trial from its flat dotted keys (unknown keys fail)."""
+    unknown = sorted(set(flat) - set(SWEEPABLE))
+    if unknown:
+        raise ValueError(f"unknown keys {unknown}; valid: {', '.join(sorted(SWEEPABLE))}")
+    parts: dict[str, dict] = {"": {}, "data": {}, "model": {}, "psedual": {}}
+    for key, value in flat.items():
+        prefix, _, name = key.rpartition(".")
+        if key != "variant":
+            parts[prefix][name] = value
+    variant = flat.get("variant", "base")
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; valid: {', '.join(VARIANTS)}")
+    psedual = None if variant == "base" else PseDualConfig(**{**parts["psedual"], "expression_encoder": variant})
+    return TrainConfig(data=DataConfig(**parts["data"]), model=SolverConfig(**parts["model"]), psedual=psedual,
+                       **parts[""])
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Read and validate a sweep YAML; every problem is a SpecError naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"{path}: sweep file not found")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise SpecError(f"{path}: not valid YAML ({err})") from None
+    if not isinstance(raw, dict):
+        raise SpecError(f"{path}: expected a mapping at the top level")
+    allowed = {f.name for f in fields(SweepSpec)}
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise SpecError(f"{path}: unknown top-level keys {unknown}; valid: {', '.join(sorted(allowed))}")
+    try:
+        spec = SweepSpec(**{**raw, "resources": Resources(**(raw.get("resources") or {}))})
+    except TypeError as err:
+        raise SpecError(f"{path}: {err}") from None
+    except ValueError as err:
+        raise SpecError(f"{path}: resources: {err}") from None
+    _check(spec, path)
+    return spec
+
+
+def _check(spec: SweepSpec, path: Path) -> None:
+    if spec.mode not in MODES:
+        raise SpecError(f"{path}: unknown mode {spec.mode!r}; valid: {', '.join(MODES)}")
+    if spec.num_samples < 1 or spec.grace_period < 1 or spec.reduction_factor < 2:
+        raise SpecError(f"{path}: num_samples, grace_period must be >= 1 and reduction_factor >= 2")
+    section = "grid" if spec.mode == "grid" else "search"
+    other = spec.search if spec.mode == "grid" else spec.grid
+    if other:
+        raise SpecError(f"{path}: mode {spec.mode} takes `{section}:`, not `{'search' if section == 'grid' else 'grid'}:`")
+    for where, keys in (("fixed", spec.fixed), (section, getattr(spec, section))):
+        if not isinstance(keys, dict):
+            raise SpecError(f"{path}: {where}: expected a mapping")
+        unknown = sorted(set(keys) - set(SWEEPABLE))
+        if unknown:
+            raise SpecError(f"{path}: {where}: unknown keys {unknown}; valid: {', '.join(sorted(SWEEPABLE))}")
+    for key, values in spec.grid.items():
+        if not isinstance(values, list) or not values:
+            raise SpecError(f"{path}: grid.{key}: expected a non-empty list of values")
+    for key, dist in spec.search.items():
+        if not isinstance(dist, dict) or len(dist) != 1 or next(iter(dist)) not in DISTRIBUTIONS:
+            raise SpecError(f"{path}: search.{key}: expected one of {', '.join(DISTRIBUTIONS)} with its values")
+        (kind, values), = dist.items()
+        if kind == "choice":
+            if not isinstance(values, list) or not values:
+                raise SpecError(f"{path}: search.{key}: choice needs a non-empty list")
+        elif not (isinstance(values, list) and len(values) == 2 and all(isinstance(v, (int, float)) for v in values)
+                  and values[0] < values[1] and (kind != "loguniform" or values[0] > 0)):
+            raise SpecError(f"{path}: search.{key}: {kind} needs [low, high] with low < high"
+                            f"{' and low > 0' if kind == 'loguniform' else ''}, got {values}")
+    for flat in spec.trial_configs():
+        try:
+            make_config(flat)
+        except (ValueError, TypeError) as err:
+            raise SpecError(f"{path}: a trial config is invalid ({err}): {flat}") from None

@@ -1,0 +1,136 @@
+"""Run a sweep with Ray Tune: Optuna (TPE, seeded) + ASHA, or a plain grid; resume a killed one.
+
+Returns what each trial left: its config, status, last validation metrics and the
+checkpoint holding `best.pt`. Test evaluation and tables are `psedual.results`' job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import ray
+import ray.tune
+from ray.train import Checkpoint
+
+from psedual.train.config import TrainConfig
+from psedual.tune.space import SweepSpec, make_config
+from psedual.tune.trial import METRIC, trainable
+
+# Tune's own columns in a trial's reported metrics, which we do not keep
+_TUNE_KEYS = {"timestamp", "checkpoint_dir_name", "done", "training_iteration", "trial_id", "date", "time_this_iter_s",
+              "time_total_s", "pid", "hostname", "node_ip", "time_since_restore", "iterations_since_restore",
+              "config", "experiment_tag", "checkpoint_path", "should_checkpoint"}
+
+
+@dataclass
+class TrialOutcome:
+    trial: str
+    """Tune's trial id."""
+    flat: dict
+    """The trial's config as dotted keys (see `space.make_config`)."""
+    status: str
+    """`completed`, `stopped` (by ASHA before its last epoch) or `error`."""
+    metrics: dict
+    """Last reported validation metrics (empty if none)."""
+    checkpoint: Checkpoint | None
+    error: str | None
+
+
+def check_ray_default() -> None:
+    """ASHA stopping a Ray Train trial leaves its workers' placement group reserved unless the
+    dashboard and State API of `ray[default]` are installed; refuse to start without them."""
+    try:
+        import aiohttp  # noqa: F401  (a ray[default] dependency the dashboard needs)
+        import ray.dashboard  # noqa: F401
+        from ray.util.state import list_placement_groups  # noqa: F401
+    except ImportError as err:
+        raise RuntimeError(f"Ray Train sweeps need ray[default] (dashboard, State API): {err}") from None
+
+
+def storage_uri(storage: str) -> str:
+    """An absolute local path, or a pyarrow filesystem URI (s3://, gs://, ...) as given."""
+    return storage if "://" in storage else str(Path(storage).expanduser().resolve())
+
+
+def param_space(spec: SweepSpec) -> dict:
+    space = dict(spec.fixed)
+    if spec.mode == "grid":
+        space.update({k: ray.tune.grid_search(v) for k, v in spec.grid.items()})
+        return space
+    makers = {"uniform": ray.tune.uniform, "loguniform": ray.tune.loguniform,
+              "int": lambda lo, hi: ray.tune.randint(lo, hi + 1)}
+    for key, dist in spec.search.items():
+        (kind, values), = dist.items()
+        space[key] = ray.tune.choice(values) if kind == "choice" else makers[kind](*values)
+    return space
+
+
+def ensure_ray(address: str | None) -> None:
+    """Attach to `address`, or start a local Ray in-process (the default: never a running cluster
+    by accident)."""
+    if not ray.is_initialized():
+        ray.init(address=address or "local", include_dashboard=False if not address else None,
+                 log_to_driver=os.environ.get("CI") is None, configure_logging=True)
+
+
+def run_sweep(spec: SweepSpec, storage: str, resume: bool = False, address: str | None = None,
+              verbose: int = 1) -> list[TrialOutcome]:
+    check_ray_default()
+    ensure_ray(address)
+    if address in (None, "local") and spec.resources.uses_train_workers:
+        cpus = ray.cluster_resources().get("CPU", 0)
+        need = spec.resources.num_workers * spec.resources.cpus_per_worker
+        if need > cpus:
+            raise ValueError(f"a trial needs {need:g} CPUs for its workers; this Ray has {cpus:g}")
+    storage = storage_uri(storage)
+    fn = trainable(spec.resources, storage)
+    path = f"{storage.rstrip('/')}/{spec.name}"
+    if resume:
+        if not ray.tune.Tuner.can_restore(path):
+            raise ValueError(f"no sweep to resume at {path}")
+        tuner = ray.tune.Tuner.restore(path, trainable=fn, resume_errored=True, resume_unfinished=True)
+    else:
+        if "://" not in path and (Path(path) / "tuner.pkl").exists():
+            raise ValueError(f"{path} holds a sweep already: --resume {spec.name}, or choose another name")
+        tuner = ray.tune.Tuner(fn, param_space=param_space(spec), tune_config=_tune_config(spec),
+                               run_config=ray.tune.RunConfig(
+                                   name=spec.name, storage_path=storage, verbose=verbose,
+                                   failure_config=ray.tune.FailureConfig(max_failures=spec.resources.max_failures),
+                                   checkpoint_config=ray.tune.CheckpointConfig(num_to_keep=2)))
+    grid = tuner.fit()
+    return [_outcome(r) for r in grid]
+
+
+def _tune_config(spec: SweepSpec) -> ray.tune.TuneConfig:
+    common = dict(metric=METRIC, mode="max", num_samples=spec.num_samples,
+                  max_concurrent_trials=spec.resources.max_concurrent)
+    if spec.mode == "grid":
+        return ray.tune.TuneConfig(**common)
+    from ray.tune.schedulers import ASHAScheduler
+    from ray.tune.search.optuna import OptunaSearch
+
+    import optuna
+
+    epochs = spec.fixed.get("epochs", TrainConfig().epochs)
+    return ray.tune.TuneConfig(**common, search_alg=OptunaSearch(sampler=optuna.samplers.TPESampler(seed=spec.seed)),
+                               scheduler=ASHAScheduler(time_attr="epoch", max_t=epochs, grace_period=spec.grace_period,
+                                                       reduction_factor=spec.reduction_factor))
+
+
+def _outcome(result) -> TrialOutcome:
+    metrics = {k: v for k, v in (result.metrics or {}).items() if k not in _TUNE_KEYS}
+    checkpoint = result.checkpoint
+    if checkpoint is None and (result.metrics or {}).get("checkpoint_path"):
+        checkpoint = Checkpoint(result.metrics["checkpoint_path"])  # reported by Ray Train workers
+    flat = dict(result.config)
+    epochs = make_config(flat).epochs
+    if result.error is not None:
+        status = "error"
+    else:
+        status = "completed" if metrics.get("epoch", 0) >= epochs else "stopped"
+    trial_id = (result.metrics or {}).get("trial_id") or hashlib.sha1(result.path.encode()).hexdigest()[:12]
+    return TrialOutcome(trial_id, flat, status, metrics, checkpoint,
+                        None if result.error is None else f"{type(result.error).__name__}: {result.error}")

@@ -1,0 +1,107 @@
+"""One Tune trial: train a TrainConfig, reporting validation metrics and a checkpoint per epoch.
+
+In-process (1 worker, no GPU, `resources.in_process`): the trainer runs inside the
+trial. Otherwise the trial is the driver of a Ray Train `TorchTrainer` (DDP over
+`num_workers` ranks), whose reports reach Tune through `TuneReportCallback` (the
+Ray Train V2 pattern; `Tuner(TorchTrainer)` is gone). Either way a restarted trial
+or worker resumes from its last reported checkpoint, which holds `last.pt`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import ray.train
+import ray.tune
+from ray.train import Checkpoint
+
+from psedual.train.trainer import train
+from psedual.tune.space import Resources, make_config
+
+FILES = ("config.json", "last.pt", "best.pt", "epochs.parquet")
+METRIC = "valid_value_acc"
+
+
+def _restore(checkpoint: Checkpoint | None, out: Path) -> bool:
+    """Copy a reported checkpoint's files into `out`; True if there was one."""
+    if checkpoint is None:
+        return False
+    with checkpoint.as_directory() as d:
+        for name in FILES:
+            if (Path(d) / name).exists():
+                shutil.copy2(Path(d) / name, out / name)
+    return True
+
+
+def _report(report, row: dict, out: Path, with_checkpoint: bool) -> None:
+    metrics = {k: v for k, v in row.items() if v is not None}
+    if not with_checkpoint:
+        report(metrics)
+        return
+    with tempfile.TemporaryDirectory() as d:
+        for name in FILES:
+            if (out / name).exists():
+                shutil.copy2(out / name, Path(d) / name)
+        report(metrics, checkpoint=Checkpoint.from_directory(d))
+
+
+def train_in_process(flat: dict) -> None:
+    """Tune function trainable: the trainer inside the trial."""
+    config = make_config(flat)
+    out = Path(tempfile.mkdtemp(prefix="psedual-trial-"))
+    try:
+        resumed = _restore(ray.tune.get_checkpoint(), out)
+        train(config, out, resume=resumed, progress=False, test=False,
+              on_epoch=lambda row, d: _report(ray.tune.report, row, d, True))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def train_worker(loop_config: dict) -> None:
+    """Ray Train worker: one DDP rank."""
+    config = make_config(loop_config["flat"])
+    context = ray.train.get_context()
+    rank, world = context.get_world_rank(), context.get_world_size()
+    out = Path(tempfile.mkdtemp(prefix=f"psedual-rank{rank}-"))
+    try:
+        resumed = _restore(ray.train.get_checkpoint(), out)
+        train(config, out, resume=resumed, progress=False, test=False, rank=rank, world_size=world,
+              on_epoch=lambda row, d: _report(ray.train.report, row, d, rank == 0))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def train_with_workers(flat: dict, resources: Resources, storage: str) -> None:
+    """Tune function trainable driving a TorchTrainer."""
+    from ray.train.torch import TorchTrainer
+    from ray.tune.integration.ray_train import TuneReportCallback
+
+    trial = ray.tune.get_context()
+    trainer = TorchTrainer(
+        train_worker,
+        train_loop_config={"flat": flat},
+        scaling_config=ray.train.ScalingConfig(num_workers=resources.num_workers, use_gpu=resources.use_gpu,
+                                               resources_per_worker={"CPU": resources.cpus_per_worker}),
+        run_config=ray.train.RunConfig(
+            name=f"{trial.get_experiment_name()}-{trial.get_trial_id()}",
+            storage_path=storage,
+            callbacks=[TuneReportCallback()],
+            # Ray's default controller failure limit is infinite: a trial that cannot be placed
+            # would retry forever. Worker failures resume from the last checkpoint.
+            failure_config=ray.train.FailureConfig(max_failures=resources.max_failures, controller_failure_limit=2),
+            checkpoint_config=ray.train.CheckpointConfig(num_to_keep=2),
+        ),
+    )
+    trainer.fit()
+
+
+def trainable(resources: Resources, storage: str):
+    """The function Tune runs for each trial, with the resources it reserves."""
+    if not resources.uses_train_workers:
+        return ray.tune.with_resources(train_in_process, {"cpu": resources.cpus_per_worker})
+    # The driver only waits on its workers: it reserves no CPU, else with 2 CPUs a driver (1)
+    # plus 2 workers (1 each) can never all be placed and the trial hangs.
+    fn = ray.tune.with_parameters(train_with_workers, resources=resources, storage=storage)
+    return ray.tune.with_resources(fn, {"cpu": 0})
