@@ -101,7 +101,8 @@ def trainable(resources: Resources, storage: str):
     """The function Tune runs for each trial, with the resources it reserves."""
     if not resources.uses_train_workers:
         return ray.tune.with_resources(train_in_process, {"cpu": resources.cpus_per_worker})
-    # The driver only waits on its workers: it reserves no CPU, else with 2 CPUs a driver (1)
-    # plus 2 workers (1 each) can never all be placed and the trial hangs.
+    # The driver only waits on its workers: it reserves a sliver of a CPU, else with 2 CPUs a
+    # driver (1) plus 2 workers (1 each) can never all be placed and the trial hangs. (Ray
+    # refuses an empty request, so not 0.)
     fn = ray.tune.with_parameters(train_with_workers, resources=resources, storage=storage)
-    return ray.tune.with_resources(fn, {"cpu": 0})
+    return ray.tune.with_resources(fn, {"cpu": 0.01})

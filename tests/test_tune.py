@@ -1,0 +1,130 @@
+"""The platform: sweep files, cluster files, and a smoke sweep on a local Ray (both trial paths)."""
+
+from __future__ import annotations
+
+import glob
+from dataclasses import replace
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from psedual.results import tables
+from psedual.results.collect import collect
+from psedual.tune.space import SpecError, load_spec, make_config
+
+ROOT = Path(__file__).parent.parent
+SPACES = sorted(glob.glob(str(ROOT / "search_spaces" / "*.yaml")))
+CLUSTERS = sorted(glob.glob(str(ROOT / "clusters" / "*.yaml")))
+
+
+@pytest.mark.parametrize("path", SPACES, ids=lambda p: Path(p).name)
+def test_every_sweep_file_loads_and_names_its_command(path):
+    assert Path(path).read_text().startswith("# python tune.py") or "pytest" in Path(path).read_text().splitlines()[0]
+    spec = load_spec(path)
+    assert spec.name == Path(path).stem
+    for flat in spec.trial_configs():
+        make_config(flat)
+
+
+@pytest.mark.parametrize("path", CLUSTERS, ids=lambda p: Path(p).name)
+def test_every_cluster_file_passes_rays_validation(path):
+    from ray.autoscaler._private.util import prepare_config, validate_config
+
+    assert Path(path).read_text().startswith("# ")
+    config = yaml.safe_load(Path(path).read_text())
+    validate_config(prepare_config(config))
+    config["max_workerz"] = 1  # and the validation can fail
+    with pytest.raises(Exception, match="max_workerz"):
+        validate_config(prepare_config(config))
+
+
+BAD = {
+    "unknown_top.yaml": ("name: x\nsearchh: {}\n", "unknown top-level keys \\['searchh'\\]"),
+    "unknown_key.yaml": ("name: x\nsearch:\n  learning_rate: {uniform: [0.1, 0.2]}\n", "search: unknown keys \\['learning_rate'\\]"),
+    "bad_range.yaml": ("name: x\nsearch:\n  lr: {loguniform: [0.0, 0.1]}\n", "search.lr: loguniform needs \\[low, high\\]"),
+    "bad_solver.yaml": ("name: x\nmode: grid\nfixed: {data.fold: 0}\ngrid:\n  solver: [gts, seq2seq]\n", "valid names: gts"),
+    "bad_variant.yaml": ("name: x\nmode: grid\nfixed: {data.fold: 0}\ngrid:\n  variant: [base, lstm]\n", "unknown variant 'lstm'"),
+    "bad_encoder.yaml": ("name: x\nmode: grid\nfixed: {data.fold: 0}\ngrid:\n  variant: [gcn]\n  psedual.fusion: [sometimes]\n",
+                         "unknown fusion 'sometimes'"),
+    "bad_mode.yaml": ("name: x\nmode: random\n", "unknown mode 'random'"),
+    "bad_yaml.yaml": ("name: [x\n", "not valid YAML"),
+    "bad_resources.yaml": ("name: x\nresources: {num_workers: 0}\n", "resources: bad resources"),
+    "grid_in_optuna.yaml": ("name: x\ngrid:\n  lr: [0.1]\n", "mode optuna takes `search:`"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+def test_bad_sweep_files_fail_clearly(tmp_path, name):
+    text, message = BAD[name]
+    (tmp_path / name).write_text(text)
+    with pytest.raises(SpecError, match=message) as err:
+        load_spec(tmp_path / name)
+    assert name in str(err.value)
+    with pytest.raises(SpecError, match="sweep file not found"):
+        load_spec(tmp_path / "missing.yaml")
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    import ray
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def _check_tables(root: Path, experiment: str, n_trials: int) -> dict[str, pl.DataFrame]:
+    out = {}
+    for table in tables.TABLES:
+        files = sorted((root / table / f"experiment={experiment}").glob("*.parquet"))
+        assert len(files) == n_trials
+        assert all(pq.read_schema(f) == tables.SCHEMAS[table] for f in files)
+        out[table] = pl.scan_parquet(root / table / "**/*.parquet", hive_partitioning=True).filter(
+            pl.col("experiment") == experiment).collect()
+    return out
+
+
+def test_smoke_sweep_writes_the_three_tables(local_ray, tmp_path):
+    from psedual.tune.sweep import run_sweep
+
+    spec = load_spec(ROOT / "search_spaces" / "smoke.yaml")
+    outcomes = run_sweep(spec, str(tmp_path), verbose=0)
+    runs = collect(outcomes, str(tmp_path), spec.name)
+    assert sorted(runs["variant"]) == ["base", "gcn"] and (runs["status"] == "completed").all()
+    got = _check_tables(tmp_path, "smoke", 2)
+    assert got["runs"].height == 2 and got["epochs"].height == 2 and got["predictions"].height == 2 * 397
+    gcn = got["runs"].filter(pl.col("variant") == "gcn").row(0, named=True)
+    assert gcn["test_infill_acc"] is not None and gcn["psedual.expression_encoder"] == "gcn"
+    assert gcn["n_test"] == 397 and gcn["epochs_done"] == 1 and gcn["code_version"]
+    per_trial = got["predictions"].group_by("trial").agg(pl.col("value_correct").mean())
+    joined = got["runs"].join(per_trial, on="trial")
+    assert (joined["test_value_acc"] - joined["value_correct"]).abs().max() < 1e-12
+    # collecting again (as after --resume) replaces each trial's files: no duplicate rows
+    collect(outcomes, str(tmp_path), spec.name)
+    assert _check_tables(tmp_path, "smoke", 2)["predictions"].height == 2 * 397
+    assert not list(tmp_path.rglob("*.tmp"))
+    with pytest.raises(ValueError, match="holds a sweep already"):
+        run_sweep(spec, str(tmp_path), verbose=0)
+
+
+def test_trial_through_ray_train_workers(local_ray, tmp_path):
+    from psedual.tune.space import Resources
+    from psedual.tune.sweep import run_sweep
+
+    spec = load_spec(ROOT / "search_spaces" / "smoke.yaml")
+    spec = replace(spec, name="workers", grid={"variant": ["gcn"]}, resources=Resources(in_process=False))
+    runs = collect(run_sweep(spec, str(tmp_path), verbose=0), str(tmp_path), spec.name)
+    assert runs.height == 1 and runs["status"][0] == "completed" and runs["test_infill_acc"][0] is not None
+    assert _check_tables(tmp_path, "workers", 1)["predictions"].height == 397
+
+
+def test_a_trial_that_cannot_be_placed_is_refused(local_ray, tmp_path):
+    from psedual.tune.space import Resources
+    from psedual.tune.sweep import run_sweep
+
+    spec = replace(load_spec(ROOT / "search_spaces" / "smoke.yaml"), resources=Resources(num_workers=3, in_process=False))
+    with pytest.raises(ValueError, match="needs 3 CPUs for its workers; this Ray has 2"):
+        run_sweep(spec, str(tmp_path), verbose=0)
