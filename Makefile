@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed
 
 demo: install
-	$(BIN)/psedual data stats
+	RAY_AUTH_MODE=disabled $(BIN)/python tune.py
 
 test: install
 	RAY_AUTH_MODE=disabled $(BIN)/python -m pytest

@@ -35,7 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--storage", default="results", help="local folder or pyarrow URI (default ./results)")
     parser.add_argument("--address", help="Ray cluster to attach to (`auto` on a cluster); default: a local Ray")
     args = parser.parse_args(argv)
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled") if args.address is None else None
+    if args.address is None:  # a Ray started here, for this process only: no token to manage
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
     spec = load_spec(args.space)
     if args.resume and args.resume != spec.name:

@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 
 import pytest
+import torch
 
 from psedual.data.cache import find_data_root, load_dataset
+from psedual.data.config import DataConfig
+from psedual.data.splits import split_dataset
+from psedual.solvers.vocab import Vocab
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -38,3 +42,23 @@ def datasets(private_cache):
         return cache[name]
 
     return get
+
+
+@pytest.fixture
+def one_thread():
+    """Exact, repeatable numbers (multi-threaded CPU sums may change order)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def mawps(datasets):
+    """MAWPS fold 0's splits."""
+    return split_dataset(datasets("mawps"), DataConfig("mawps", fold=0))
+
+
+@pytest.fixture(scope="session")
+def vocab(mawps):
+    return Vocab.build(mawps.train, mawps.constants)

@@ -8,8 +8,6 @@ from dataclasses import replace
 import pytest
 import torch
 
-from psedual.data.config import DataConfig
-from psedual.data.splits import split_dataset
 from psedual.metrics import infilling_accuracy, perfect_match_ratio
 from psedual.reexamine import PseDualConfig, Reexaminer
 from psedual.reexamine import config as reexamine_config
@@ -22,25 +20,11 @@ from psedual.solvers.config import SolverConfig, inference
 from psedual.solvers.vocab import Vocab
 
 ALL = sorted(SOLVERS)
+pytestmark = pytest.mark.usefixtures("one_thread")
 SMALL = SolverConfig(embedding_size=32, hidden_size=64, layers=1, dropout=0.0)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
-
-@pytest.fixture(scope="module")
-def mawps(datasets):
-    return split_dataset(datasets("mawps"), DataConfig("mawps", fold=0))
-
-
-@pytest.fixture(scope="module")
-def vocab(mawps):
-    return Vocab.build(mawps.train, mawps.constants)
 
 
 def build(name, vocab, seed=0, **psedual):

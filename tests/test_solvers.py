@@ -7,8 +7,6 @@ from dataclasses import replace
 import pytest
 import torch
 
-from psedual.data.config import DataConfig
-from psedual.data.splits import split_dataset
 from psedual.metrics import value_accuracy
 from psedual.solvers import SOLVERS, get_solver
 from psedual.solvers.batch import collate
@@ -17,6 +15,7 @@ from psedual.solvers.interface import Solver
 from psedual.solvers.vocab import Vocab, VocabularyError
 
 ALL = sorted(SOLVERS)
+pytestmark = pytest.mark.usefixtures("one_thread")
 # The exact loss of two seeded Adam steps (lr 1e-3, dropout 0.5, 32 MAWPS problems), per solver.
 PINNED = {"gts": [2.418612241744995, 2.336639642715454], "dns": [2.3541197776794434, 2.31302547454834],
           "graph2tree": [2.553657293319702, 2.326458692550659]}
@@ -27,23 +26,7 @@ def small(name: str, vocab: Vocab, dropout: float = 0.0):
     return model_cls(vocab, config_cls(embedding_size=32, hidden_size=64, layers=1, dropout=dropout))
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Exact, repeatable numbers (multi-threaded CPU sums may change order)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
-
-@pytest.fixture(scope="module")
-def mawps(datasets):
-    return split_dataset(datasets("mawps"), DataConfig("mawps", fold=0))
-
-
-@pytest.fixture(scope="module")
-def vocab(mawps):
-    return Vocab.build(mawps.train, mawps.constants)
 
 
 def _problems(mawps, n=16):

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import ray.train
 import ray.tune
-from ray.train import Checkpoint
 
 from psedual.train.trainer import train
 from psedual.tune.space import Resources, make_config
@@ -24,7 +23,7 @@ FILES = ("config.json", "last.pt", "best.pt", "epochs.parquet")
 METRIC = "valid_value_acc"
 
 
-def _restore(checkpoint: Checkpoint | None, out: Path) -> bool:
+def _restore(checkpoint, out: Path) -> bool:
     """Copy a reported checkpoint's files into `out`; True if there was one."""
     if checkpoint is None:
         return False
@@ -35,7 +34,9 @@ def _restore(checkpoint: Checkpoint | None, out: Path) -> bool:
     return True
 
 
-def _report(report, row: dict, out: Path, with_checkpoint: bool) -> None:
+def _report(report, checkpoint_cls, row: dict, out: Path, with_checkpoint: bool) -> None:
+    """Report an epoch's metrics, with the run folder as a checkpoint (`checkpoint_cls` is
+    ray.tune's Checkpoint in a Tune function, ray.train's in a Train worker)."""
     metrics = {k: v for k, v in row.items() if v is not None}
     if not with_checkpoint:
         report(metrics)
@@ -44,7 +45,7 @@ def _report(report, row: dict, out: Path, with_checkpoint: bool) -> None:
         for name in FILES:
             if (out / name).exists():
                 shutil.copy2(out / name, Path(d) / name)
-        report(metrics, checkpoint=Checkpoint.from_directory(d))
+        report(metrics, checkpoint=checkpoint_cls.from_directory(d))
 
 
 def train_in_process(flat: dict) -> None:
@@ -54,7 +55,7 @@ def train_in_process(flat: dict) -> None:
     try:
         resumed = _restore(ray.tune.get_checkpoint(), out)
         train(config, out, resume=resumed, progress=False, test=False,
-              on_epoch=lambda row, d: _report(ray.tune.report, row, d, True))
+              on_epoch=lambda row, d: _report(ray.tune.report, ray.tune.Checkpoint, row, d, True))
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
@@ -68,7 +69,7 @@ def train_worker(loop_config: dict) -> None:
     try:
         resumed = _restore(ray.train.get_checkpoint(), out)
         train(config, out, resume=resumed, progress=False, test=False, rank=rank, world_size=world,
-              on_epoch=lambda row, d: _report(ray.train.report, row, d, rank == 0))
+              on_epoch=lambda row, d: _report(ray.train.report, ray.train.Checkpoint, row, d, rank == 0))
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
