@@ -52,6 +52,8 @@ BAD = {
     "bad_mode.yaml": ("name: x\nmode: random\n", "unknown mode 'random'"),
     "bad_yaml.yaml": ("name: [x\n", "not valid YAML"),
     "bad_resources.yaml": ("name: x\nresources: {num_workers: 0}\n", "resources: bad resources"),
+    "bad_points.yaml": ("name: x\nsearch:\n  lr: {uniform: [0.1, 0.2]}\npoints:\n  - {seed: 1}\n",
+                        "points\\[0\\]: give a value for each search key \\(lr\\)"),
     "grid_in_optuna.yaml": ("name: x\ngrid:\n  lr: [0.1]\n", "mode optuna takes `search:`"),
 }
 

@@ -88,6 +88,9 @@ class SweepSpec:
     """optuna: key → {uniform|loguniform|int: [low, high]} or {choice: [values]}."""
     grid: dict = field(default_factory=dict)
     """grid: key → list of values; every combination is a trial."""
+    points: list = field(default_factory=list)
+    """optuna: trials to run first, each a mapping of every `search` key to a value (e.g. the
+    base solver, so that a sweep always has its baseline); the sampler takes over after."""
     resources: Resources = field(default_factory=Resources)
 
     def trial_configs(self) -> list[dict]:
@@ -95,7 +98,7 @@ class SweepSpec:
         if self.mode == "grid":
             keys = list(self.grid)
             return [{**self.fixed, **dict(zip(keys, combo))} for combo in itertools.product(*self.grid.values())]
-        points = [dict(self.fixed)]
+        points = [dict(self.fixed)] + [{**self.fixed, **p} for p in self.points]
         for key, dist in self.search.items():
             (kind, values), = dist.items()
             points += [{**self.fixed, key: v} for v in values]
@@ -160,6 +163,9 @@ def _check(spec: SweepSpec, path: Path) -> None:
         unknown = sorted(set(keys) - set(SWEEPABLE))
         if unknown:
             raise SpecError(f"{path}: {where}: unknown keys {unknown}; valid: {', '.join(sorted(SWEEPABLE))}")
+    for i, point in enumerate(spec.points):
+        if not isinstance(point, dict) or set(point) != set(spec.search):
+            raise SpecError(f"{path}: points[{i}]: give a value for each search key ({', '.join(spec.search)})")
     for key, values in spec.grid.items():
         if not isinstance(values, list) or not values:
             raise SpecError(f"{path}: grid.{key}: expected a non-empty list of values")

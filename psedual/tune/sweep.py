@@ -115,7 +115,8 @@ def _tune_config(spec: SweepSpec) -> ray.tune.TuneConfig:
     import optuna
 
     epochs = spec.fixed.get("epochs", TrainConfig().epochs)
-    return ray.tune.TuneConfig(**common, search_alg=OptunaSearch(sampler=optuna.samplers.TPESampler(seed=spec.seed)),
+    return ray.tune.TuneConfig(**common, search_alg=OptunaSearch(sampler=optuna.samplers.TPESampler(seed=spec.seed),
+                                                                       points_to_evaluate=spec.points or None),
                                scheduler=ASHAScheduler(time_attr="epoch", max_t=epochs, grace_period=spec.grace_period,
                                                        reduction_factor=spec.reduction_factor))
 
