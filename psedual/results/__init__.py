@@ -1,0 +1,1 @@
+"""Experiment results as Parquet tables: `runs`, `epochs`, `predictions`, partitioned by experiment."""

@@ -1,0 +1,55 @@
+"""After a sweep: evaluate each trial's chosen checkpoint on test once, and write the tables."""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+
+from psedual.results import tables
+from psedual.train.trainer import test_run
+from psedual.tune.space import make_config
+from psedual.tune.sweep import TrialOutcome
+
+
+def code_version() -> str:
+    """`git describe` of the checkout when there is one, else the package version."""
+    try:
+        return subprocess.run(["git", "describe", "--always", "--dirty"], cwd=Path(__file__).parent,
+                              capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        from importlib.metadata import version
+
+        return version("psedual")
+
+
+def collect(outcomes: list[TrialOutcome], root: str, experiment: str) -> pl.DataFrame:
+    """Write `runs`, `epochs` and `predictions` for every trial; return the runs rows."""
+    version = code_version()
+    runs = []
+    for o in outcomes:
+        config = make_config(o.flat)
+        row = {"trial": o.trial, "variant": o.flat.get("variant", "base"), "status": o.status, "error": o.error,
+               "code_version": version, **config.flat(), "epochs_done": o.metrics.get("epoch", 0)}
+        if o.checkpoint is not None:
+            with tempfile.TemporaryDirectory() as d:
+                o.checkpoint.to_directory(d)
+                began = time.perf_counter()
+                result = test_run(d)
+                row.update({**asdict(result), "test_seconds": time.perf_counter() - began})
+                metrics = pl.read_parquet(Path(d) / "metrics.parquet").row(0, named=True)
+                row.update({k: metrics[k] for k in ("n_train", "n_valid", "n_test", "n_test_infilled")})
+                # the checkpoint may be older than the last report; its history is what it holds
+                epochs = pl.read_parquet(Path(d) / "epochs.parquet").to_dicts()
+                predictions = pl.read_parquet(Path(d) / "predictions.parquet").to_dicts()
+            tables.write(root, "epochs", experiment, o.trial, [{"trial": o.trial, **e} for e in epochs])
+            tables.write(root, "predictions", experiment, o.trial, [{"trial": o.trial, **p} for p in predictions])
+        tables.write(root, "runs", experiment, o.trial, [row])
+        runs.append(row)
+    schema = tables.RUNS_SCHEMA
+    return pl.from_arrow(pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in runs], schema=schema))

@@ -1,0 +1,87 @@
+"""The three result tables, their explicit schemas, and atomic, idempotent writes.
+
+Layout under a storage root (a local folder or any pyarrow filesystem URI):
+
+    <root>/runs/experiment=<name>/<trial>.parquet         one row per trial
+    <root>/epochs/experiment=<name>/<trial>.parquet       one row per trial and epoch
+    <root>/predictions/experiment=<name>/<trial>.parquet  one row per trial and test example
+
+One file per trial, written under a temporary name and moved into place: a killed
+writer leaves no half file, and writing a trial again (after `--resume`) replaces
+its file, so rows are never duplicated. The `experiment` column comes from the
+folder name (hive partitioning), as Polars and pyarrow datasets read it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import fields
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from psedual.train import tables as run_tables
+from psedual.train.config import TrainConfig
+
+TABLES = ("runs", "epochs", "predictions")
+_TYPES = {"int": pa.int64(), "float": pa.float64(), "str": pa.string(), "bool": pa.bool_()}
+
+
+def _arrow_type(annotation: str) -> pa.DataType:
+    for name, kind in _TYPES.items():
+        if name in str(annotation).split(" | ")[0]:
+            return kind
+    return pa.string()
+
+
+def _config_fields() -> list[pa.Field]:
+    from psedual.data.config import DataConfig
+    from psedual.reexamine.config import PseDualConfig
+    from psedual.solvers.config import SolverConfig
+
+    hints = {f.name: f.type for f in fields(TrainConfig)}
+    out = [pa.field(k, _arrow_type(hints[k])) for k in hints if k not in ("data", "model", "psedual")]
+    for prefix, cls in (("data", DataConfig), ("model", SolverConfig), ("psedual", PseDualConfig)):
+        out += [pa.field(f"{prefix}.{f.name}", _arrow_type(f.type)) for f in fields(cls)]
+    return out
+
+
+RUNS_SCHEMA = pa.schema([
+    ("trial", pa.string()), ("variant", pa.string()), ("status", pa.string()), ("error", pa.string()),
+    ("code_version", pa.string()), *_config_fields(),
+    ("epochs_done", pa.int64()), ("best_epoch", pa.int64()), ("valid_value_acc", pa.float64()),
+    ("valid_expr_acc", pa.float64()), ("test_value_acc", pa.float64()), ("test_expr_acc", pa.float64()),
+    ("test_infill_acc", pa.float64()), ("test_perfect_match", pa.float64()), ("n_train", pa.int64()),
+    ("n_valid", pa.int64()), ("n_test", pa.int64()), ("n_test_infilled", pa.int64()),
+    ("train_seconds", pa.float64()), ("test_seconds", pa.float64()),
+])
+EPOCHS_SCHEMA = pa.schema([("trial", pa.string()), *run_tables.EPOCHS_SCHEMA])
+PREDICTIONS_SCHEMA = pa.schema([("trial", pa.string()), *run_tables.PREDICTIONS_SCHEMA])
+SCHEMAS = {"runs": RUNS_SCHEMA, "epochs": EPOCHS_SCHEMA, "predictions": PREDICTIONS_SCHEMA}
+
+
+def filesystem(root: str) -> tuple[pafs.FileSystem, str]:
+    """(filesystem, path) of a storage root: a local folder or a URI such as s3://bucket/prefix."""
+    if "://" in root:
+        return pafs.FileSystem.from_uri(root)
+    from pathlib import Path
+
+    return pafs.LocalFileSystem(), str(Path(root).expanduser().resolve())
+
+
+def write(root: str, table: str, experiment: str, trial: str, rows: list[dict]) -> str:
+    """Write one trial's rows of `table` atomically; returns the file's path."""
+    if table not in SCHEMAS:
+        raise ValueError(f"unknown table {table!r}; valid: {', '.join(TABLES)}")
+    fs, base = filesystem(root)
+    folder = f"{base}/{table}/experiment={experiment}"
+    fs.create_dir(folder, recursive=True)
+    final, tmp = f"{folder}/{trial}.parquet", f"{folder}/.{trial}.{uuid.uuid4().hex}.tmp"
+    schema = SCHEMAS[table]
+    data = pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema)
+    with fs.open_output_stream(tmp) as f:
+        pq.write_table(data, f)
+    fs.move(tmp, final)
+    return final
+
