@@ -9,7 +9,9 @@ or worker resumes from its last reported checkpoint, which holds `last.pt`.
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -60,16 +62,37 @@ def train_in_process(flat: dict) -> None:
         shutil.rmtree(out, ignore_errors=True)
 
 
+KILL_AFTER_EPOCH = "PSEDUAL_KILL_WORKER_AFTER_EPOCH"
+"""Fault injection for bench/fault_tolerance.py: `<epoch>:<marker file>` makes rank 0 kill its
+own process right after reporting that epoch, once (the marker file records that it did)."""
+
+
+def _maybe_die(row: dict) -> None:
+    spec = os.environ.get(KILL_AFTER_EPOCH)
+    if not spec:
+        return
+    epoch, marker = spec.split(":", 1)
+    if row["epoch"] == int(epoch) and not Path(marker).exists():
+        Path(marker).write_text(str(os.getpid()))
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def train_worker(loop_config: dict) -> None:
     """Ray Train worker: one DDP rank."""
     config = make_config(loop_config["flat"])
     context = ray.train.get_context()
     rank, world = context.get_world_rank(), context.get_world_size()
     out = Path(tempfile.mkdtemp(prefix=f"psedual-rank{rank}-"))
+
+    def on_epoch(row: dict, d: Path) -> None:
+        _report(ray.train.report, ray.train.Checkpoint, row, d, rank == 0)
+        if rank == 0:
+            _maybe_die(row)
+
     try:
         resumed = _restore(ray.train.get_checkpoint(), out)
         train(config, out, resume=resumed, progress=False, test=False, rank=rank, world_size=world,
-              on_epoch=lambda row, d: _report(ray.train.report, ray.train.Checkpoint, row, d, rank == 0))
+              on_epoch=on_epoch)
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
