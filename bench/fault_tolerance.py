@@ -74,7 +74,10 @@ def worker_killed(work: Path) -> None:
     for m in METRICS:
         print(f"  {m:<18} killed-and-retried {killed[m][0]!s:<22} uninterrupted {whole[m][0]}")
     same = killed.select(METRICS).equals(whole.select(METRICS))
-    print(f"  same metrics: {same}")
+    tables = {t: [pl.read_parquet(work / "results" / t / f"experiment={e}" / "*.parquet").drop("trial")
+                  for e in ("killed", "whole")] for t in ("epochs", "predictions")}
+    print(f"  same metrics: {same}; same per-epoch losses: {tables['epochs'][0].drop('seconds').equals(tables['epochs'][1].drop('seconds'))}; "
+          f"same predictions: {tables['predictions'][0].equals(tables['predictions'][1])}")
 
 
 def driver_killed(work: Path) -> None:
