@@ -151,3 +151,13 @@ def test_psedual_cli_flags_need_psedual(tmp_path, capsys):
     assert "--fusion need --psedual gru|gcn" in capsys.readouterr().err
     assert main(["train", "--psedual", "gcn", "--fusion", "sometimes", "--out", str(tmp_path)]) == 2
     assert "unknown fusion 'sometimes'" in capsys.readouterr().err
+
+
+def test_resumes_a_checkpoint_saved_before_the_psedual_field(finished, tmp_path):
+    whole, whole_dir = finished
+    state = checkpoint.load(whole_dir / "last.pt")
+    del state["config"]["psedual"]  # as written before PseDual existed
+    checkpoint.save(tmp_path / "last.pt", state)
+    (tmp_path / "best.pt").write_bytes((whole_dir / "best.pt").read_bytes())
+    resumed = train(TINY, tmp_path, resume=True)
+    assert replace(resumed, out_dir="", train_seconds=0) == replace(whole, out_dir="", train_seconds=0)

@@ -146,7 +146,8 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
     last, best_path = out / "last.pt", out / "best.pt"
     if resume and last.exists():
         state = checkpoint.load(last)
-        if state["config"] != asdict(config):
+        # compared as configs, so a checkpoint saved before a field existed (at its default) still fits
+        if TrainConfig.from_dict(state["config"]) != config:
             raise checkpoint.CheckpointError(f"{last}: saved for a different config; start a new output folder")
         checkpoint.check(state, last, config.solver, vocab)
         model.load_state_dict(state["model"])  # into these modules: the optimiser holds their parameters
