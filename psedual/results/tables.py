@@ -15,7 +15,6 @@ folder name (hive partitioning), as Polars and pyarrow datasets read it.
 from __future__ import annotations
 
 import uuid
-from dataclasses import fields
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -23,6 +22,7 @@ import pyarrow.parquet as pq
 
 from psedual.train import tables as run_tables
 from psedual.train.config import TrainConfig
+from psedual.tune.sweep import storage_uri
 
 TABLES = ("runs", "epochs", "predictions")
 _TYPES = {"int": pa.int64(), "float": pa.float64(), "str": pa.string(), "bool": pa.bool_()}
@@ -30,21 +30,13 @@ _TYPES = {"int": pa.int64(), "float": pa.float64(), "str": pa.string(), "bool": 
 
 def _arrow_type(annotation: str) -> pa.DataType:
     for name, kind in _TYPES.items():
-        if name in str(annotation).split(" | ")[0]:
+        if name in annotation.split(" | ")[0]:
             return kind
     return pa.string()
 
 
 def _config_fields() -> list[pa.Field]:
-    from psedual.data.config import DataConfig
-    from psedual.reexamine.config import PseDualConfig
-    from psedual.solvers.config import SolverConfig
-
-    hints = {f.name: f.type for f in fields(TrainConfig)}
-    out = [pa.field(k, _arrow_type(hints[k])) for k in hints if k not in ("data", "model", "psedual")]
-    for prefix, cls in (("data", DataConfig), ("model", SolverConfig), ("psedual", PseDualConfig)):
-        out += [pa.field(f"{prefix}.{f.name}", _arrow_type(f.type)) for f in fields(cls)]
-    return out
+    return [pa.field(k, _arrow_type(t)) for k, t in TrainConfig.field_types().items()]
 
 
 RUNS_SCHEMA = pa.schema([
@@ -63,11 +55,7 @@ SCHEMAS = {"runs": RUNS_SCHEMA, "epochs": EPOCHS_SCHEMA, "predictions": PREDICTI
 
 def filesystem(root: str) -> tuple[pafs.FileSystem, str]:
     """(filesystem, path) of a storage root: a local folder or a URI such as s3://bucket/prefix."""
-    if "://" in root:
-        return pafs.FileSystem.from_uri(root)
-    from pathlib import Path
-
-    return pafs.LocalFileSystem(), str(Path(root).expanduser().resolve())
+    return pafs.FileSystem.from_uri(storage_uri(root))
 
 
 def write(root: str, table: str, experiment: str, trial: str, rows: list[dict]) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from psedual.data.config import DataConfig
 from psedual.reexamine.config import PseDualConfig
@@ -63,6 +63,16 @@ class TrainConfig:
                 out.update({f"{key}.{k}": v for k, v in value.items()})
             else:
                 out[key] = value
+        return out
+
+    @classmethod
+    def field_types(cls) -> dict[str, str]:
+        """The keys of `flat()` with their annotations (`"int | None"`, ...), for sweep
+        validation and table schemas."""
+        nested = {"data": DataConfig, "model": SolverConfig, "psedual": PseDualConfig}
+        out = {f.name: str(f.type) for f in fields(cls) if f.name not in nested}
+        for prefix, sub in nested.items():
+            out.update({f"{prefix}.{f.name}": str(f.type) for f in fields(sub)})
         return out
 
     @classmethod

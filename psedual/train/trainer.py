@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import torch
 from torch import nn
 
@@ -64,7 +65,8 @@ def _accuracies(predicted, problems) -> tuple[float, float]:
 def infill(model, reexaminer: Reexaminer, problems, vocab: Vocab, batch_size: int) -> tuple[list, list]:
     """Predicted and right slot fillings of each problem, from its gold expression; None for
     a problem whose gold expression uses a constant outside the vocabulary (not scored)."""
-    writable = [p for p in problems if set(p.prefix) <= set(vocab.output_tokens)]
+    tokens = set(vocab.output_tokens)
+    writable = [p for p in problems if set(p.prefix) <= tokens]
     fill: dict[str, tuple[list[int], list[int]]] = {}
     with inference(model), inference(reexaminer):
         for i in range(0, len(writable), batch_size):
@@ -162,6 +164,8 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
     if main:
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.json").write_text(json.dumps(asdict(config), indent=2))
+        if history:  # a resumed folder may predate per-epoch tables; test_run reads this one
+            tables.write(history, out / "epochs.parquet", tables.EPOCHS_SCHEMA)
     forward = step_fn
     if world_size > 1:
         from torch.nn.parallel import DistributedDataParallel
@@ -226,12 +230,14 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
 
 def test_run(out_dir: str | Path) -> RunResult:
     """Evaluate a run folder's `best.pt` on test, once; write `predictions.parquet` and
-    `metrics.parquet` there. Needs `config.json`, `best.pt` and `last.pt` (the history)."""
+    `metrics.parquet` there. Needs `config.json`, `best.pt` and `epochs.parquet`."""
     out = Path(out_dir)
     config = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))
     train_set, valid_set, test_set, vocab = _data(config)
-    train_state = checkpoint.load(out / "last.pt")
-    best, train_seconds = train_state["best"], train_state["seconds"]
+    # the best epoch is the first with the highest validation value accuracy, as training keeps it
+    history = pq.read_table(out / "epochs.parquet").to_pylist()
+    best = max(history, key=lambda row: (row["valid_value_acc"], -row["epoch"]))
+    train_seconds = sum(row["seconds"] for row in history)
     best_path = out / "best.pt"
     best_state = checkpoint.load(best_path)
     model = checkpoint.build_model(best_state, best_path, config.solver, vocab)

@@ -28,15 +28,8 @@ class SpecError(ValueError):
     """A sweep file that cannot be run; the message names the file and the key."""
 
 
-def _keys() -> dict[str, type]:
-    out = {f.name: f.type for f in fields(TrainConfig) if f.name not in ("data", "model", "psedual")}
-    for prefix, cls in (("data", DataConfig), ("model", SolverConfig), ("psedual", PseDualConfig)):
-        out.update({f"{prefix}.{f.name}": f.type for f in fields(cls)})
-    out["variant"] = str
-    return out
-
-
-SWEEPABLE = _keys()
+SWEEPABLE = {**TrainConfig.field_types(), "variant": "str"}
+"""Dotted keys a sweep file may set."""
 
 
 @dataclass(frozen=True)
