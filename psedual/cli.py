@@ -105,6 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
     so.add_argument("--beam-size", type=int, default=5)
     so.add_argument("text")
     so.set_defaults(run=_solve)
+
+    from analysis.cli import add_commands  # torch-free: reads the results tables only
+
+    add_commands(commands)
     return parser
 
 
@@ -112,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.run(args)
-    except (DataFileError, ValueError) as err:  # includes checkpoint and vocabulary errors
+    except (DataFileError, ValueError, FileNotFoundError) as err:  # checkpoint, vocabulary, guardrail errors too
         print(f"psedual: error: {err}", file=sys.stderr)
         return 2
     return 0

@@ -1,0 +1,13 @@
+"""Analysis of PseDual Lab's result tables: Polars queries, significance checks, paper tables.
+
+Reads the Parquet tables that `tune.py` writes (`<root>/{runs,epochs,predictions}/experiment=<name>/`)
+with Polars, tests differences with scipy, and prints Markdown/LaTeX tables and a PNG figure.
+It imports neither torch nor the `psedual` package, so it runs where only the tables are.
+
+    read.py      lazy scans of the tables and selection by config
+    stats.py     the paired, across-seed and interval computations (scipy)
+    multiple.py  Holm and Benjamini-Hochberg over a family of comparisons
+    claims.py    one claim row per comparison, with the guardrails
+    report.py    Markdown / LaTeX tables, the training-size figure
+    cli.py       `psedual analyze table1|table3|infill|curve|compare`
+"""

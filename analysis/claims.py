@@ -1,0 +1,308 @@
+"""One claim row per comparison of a treatment arm against a base arm, with the guardrails.
+
+A comparison pairs runs that differ only in the arm column (e.g. `variant`: base vs gcn) within
+a cell (e.g. one dataset and solver). Within a cell:
+- each (arm, seed, fold) slot keeps one run; a sweep's several trials in a slot are reduced to
+  the best by a validation metric (picking by a test metric is flagged as test-selected);
+- a dataset's folds (MAWPS's five) are pooled: each fold's test predictions are out-of-fold,
+  so their union is one paired table over the whole dataset; fold scores stay descriptive;
+- with one seed the unit is the example (exact McNemar, paired bootstrap CI, permutation test);
+  with several the unit is the seed (paired t-test, Wilcoxon, bootstrap CI of the mean difference).
+Runs whose test example sets or folds differ are refused (GuardrailError names them).
+P-values are adjusted over the whole family (every claim built in one call).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from analysis import read
+from analysis.multiple import METHODS, adjust
+from analysis.stats import across_seeds, paired, seed_warning
+
+METRICS = {"value": "value_correct", "expression": "expression_correct"}
+FOLD, SEED = "data.fold", "seed"
+SHOWN_IDS = 5
+
+CLAIMS_SCHEMA = {
+    "family": pl.String, "correction": pl.String, "n_family": pl.Int64, "cell": pl.String,
+    "dataset": pl.String, "solver": pl.String, "metric": pl.String, "arm": pl.String,
+    "base_arm": pl.String, "psedual_arm": pl.String, "n_examples": pl.Int64, "n_seeds": pl.Int64,
+    "seeds": pl.List(pl.Int64), "folds": pl.List(pl.Int64), "base": pl.Float64, "psedual": pl.Float64,
+    "base_sd": pl.Float64, "psedual_sd": pl.Float64, "delta": pl.Float64, "ci_low": pl.Float64,
+    "ci_high": pl.Float64, "test": pl.String, "p": pl.Float64, "p_adjusted": pl.Float64,
+    "test_secondary": pl.String, "p_secondary": pl.Float64, "only_base": pl.Int64, "only_psedual": pl.Int64,
+    "n_resamples": pl.Int64, "rng_seed": pl.Int64, "base_fold_acc": pl.List(pl.Float64),
+    "psedual_fold_acc": pl.List(pl.Float64), "base_trials": pl.List(pl.String),
+    "psedual_trials": pl.List(pl.String), "verdict": pl.String, "flags": pl.List(pl.String),
+}
+
+
+class GuardrailError(ValueError):
+    """Two arms cannot be compared: their test examples, folds or seeds do not line up."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What to compare, and how."""
+
+    family: str
+    """name of the family of comparisons the p-values are adjusted over (printed and stored)"""
+    arm: str = "variant"
+    """the column whose values are the arms (`variant`, `psedual.fusion`, ...)"""
+    base: str = "base"
+    """the reference arm's value"""
+    treatments: tuple[str, ...] = ("gru", "gcn")
+    """the arms compared against `base`"""
+    by: tuple[str, ...] = ("data.dataset", "solver")
+    """one cell per distinct combination of these columns"""
+    metrics: tuple[str, ...] = ("value",)
+    """per-example metrics compared: value and/or expression accuracy"""
+    select_by: str = "valid_value_acc"
+    """when a slot holds several trials, keep the one with the highest value of this column"""
+    correction: str = "holm"
+    """multiple-comparison correction over the family: holm, bh or none"""
+    alpha: float = 0.05
+    """significance level of the verdict, applied to the adjusted p"""
+    n_resamples: int = 10_000
+    """bootstrap and permutation resamples"""
+    rng_seed: int = 0
+    """seed of the resampling RNGs"""
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in self.metrics if m not in METRICS]
+        if unknown or not self.metrics:
+            raise ValueError(f"metrics {list(self.metrics)}: valid: {', '.join(METRICS)}")
+        if self.correction not in METHODS:
+            raise ValueError(f"unknown correction {self.correction!r}; valid: {', '.join(METHODS)}")
+        if not self.treatments or self.base in self.treatments:
+            raise ValueError(f"treatments {list(self.treatments)} must be non-empty and exclude base {self.base!r}")
+        if not 0 < self.alpha < 1:
+            raise ValueError(f"alpha must lie in (0, 1), got {self.alpha}")
+        if self.n_resamples < 100:
+            raise ValueError(f"n_resamples must be >= 100, got {self.n_resamples}")
+
+
+@dataclass
+class Claims:
+    """The claim rows and what the reader must be told about them."""
+
+    rows: pl.DataFrame
+    notes: list[str]
+    """skipped runs, dropped seeds, warnings: each counted and said"""
+
+
+def cell_label(row: dict, keys: list[str]) -> str:
+    return ", ".join(f"{k}={row[k]}" for k in keys)
+
+
+def _usable(runs: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
+    bad = runs.filter((pl.col("status") == "error") | pl.col("test_value_acc").is_null())
+    if bad.height:
+        names = ", ".join(f"{r['experiment']}/{r['trial']} ({r['status']})" for r in bad.iter_rows(named=True))
+        notes.append(f"skipped {bad.height} run(s) with no test result: {names}")
+    return runs.join(bad.select(read.KEY), on=list(read.KEY), how="anti")
+
+
+def _selection_flags(runs: pl.DataFrame, epochs: pl.DataFrame) -> dict[tuple[str, str], list[str]]:
+    """Per run, the reasons to suspect its checkpoint was chosen on test rather than validation."""
+    flags: dict[tuple[str, str], list[str]] = {}
+    argmax = (epochs.sort("epoch").group_by(list(read.KEY), maintain_order=True)
+              .agg(pl.col("epoch").get(pl.col("valid_value_acc").arg_max()).alias("valid_best")))
+    checked = runs.join(argmax, on=list(read.KEY), how="left")
+    for r in checked.iter_rows(named=True):
+        name = f"{r['experiment']}/{r['trial']}"
+        reasons = []
+        if not r["n_valid"]:
+            reasons.append(f"test-selected? {name} has no validation split")
+        if r["valid_best"] is not None and r["best_epoch"] != r["valid_best"]:
+            reasons.append(f"test-selected? {name}: best_epoch {r['best_epoch']} is not the validation "
+                           f"argmax {r['valid_best']}")
+        if reasons:
+            flags[(r["experiment"], r["trial"])] = reasons
+    return flags
+
+
+def _select(runs: pl.DataFrame, slot: list[str], select_by: str, notes: list[str]) -> tuple[pl.DataFrame, list[str]]:
+    """One run per slot: the best by `select_by`; flag the slots where that was a test metric."""
+    ranked = runs.sort([select_by, "trial"], descending=[True, False], nulls_last=True)
+    picked = ranked.group_by(slot, maintain_order=True).agg(pl.all().first(), pl.len().alias("_k"))
+    several = picked.filter(pl.col("_k") > 1)
+    flags = []
+    if several.height:
+        notes.append(f"{several.height} slot(s) held several trials; kept the best by {select_by}")
+        if select_by.startswith("test"):
+            flags = [f"test-selected: best of {r['_k']} trials by {select_by} ({cell_label(r, slot)})"
+                     for r in several.iter_rows(named=True)]
+    return picked.drop("_k"), flags
+
+
+def _arm_layout(rows: pl.DataFrame) -> dict[int, dict[int, tuple[str, str]]]:
+    out: dict[int, dict[int, tuple[str, str]]] = {}
+    for r in rows.iter_rows(named=True):
+        out.setdefault(r[SEED], {})[r[FOLD]] = (r["experiment"], r["trial"])
+    return out
+
+
+def _check_folds(cell: str, base_arm: str, treat: str, base: dict, other: dict) -> list[int]:
+    """The folds both arms cover, the same for every seed; else a GuardrailError."""
+    folds = None
+    for seed in sorted(base):
+        fb, ft = sorted(base[seed]), sorted(other[seed])
+        if fb != ft:
+            raise GuardrailError(f"{cell}: seed {seed}: {base_arm} has folds {fb} but {treat} has folds {ft}; "
+                                 f"compare the same folds")
+        if folds is not None and fb != folds:
+            raise GuardrailError(f"{cell}: seeds cover different folds ({folds} vs {fb} for seed {seed}); "
+                                 f"pooled accuracies would be over different examples")
+        folds = fb
+    return folds or []
+
+
+def _fold_table(preds: dict[tuple[str, str], pl.DataFrame], key: tuple[str, str]) -> pl.DataFrame:
+    if key not in preds:
+        raise GuardrailError(f"{key[0]}/{key[1]}: no rows in the predictions table")
+    table = preds[key]
+    dup = table.filter(pl.col("id").is_duplicated())["id"].unique().sort().to_list()
+    if dup:
+        raise GuardrailError(f"{key[0]}/{key[1]}: test example id(s) repeated: {dup[:SHOWN_IDS]}")
+    return table
+
+
+def _pair_fold(cell: str, fold: int, kb: tuple[str, str], kt: tuple[str, str], tb: pl.DataFrame,
+               tt: pl.DataFrame) -> pl.DataFrame:
+    ib, it = set(tb["id"].to_list()), set(tt["id"].to_list())
+    if ib != it:
+        only_b, only_t = sorted(ib - it), sorted(it - ib)
+        raise GuardrailError(
+            f"{cell}: fold {fold}: {kb[0]}/{kb[1]} and {kt[0]}/{kt[1]} answered different test examples: "
+            f"{len(only_b)} only in the first {only_b[:SHOWN_IDS]}, {len(only_t)} only in the second "
+            f"{only_t[:SHOWN_IDS]}")
+    return tb.join(tt, on="id", suffix="_t")
+
+
+def _pooled(cell: str, folds: list[int], kb: dict, kt: dict, preds: dict) -> pl.DataFrame:
+    """One seed's paired table over all its folds, rows in id order."""
+    parts = [_pair_fold(cell, f, kb[f], kt[f], _fold_table(preds, kb[f]), _fold_table(preds, kt[f])).with_columns(
+        pl.lit(f).alias("fold")) for f in folds]
+    pooled = pl.concat(parts)
+    dup = pooled.filter(pl.col("id").is_duplicated())["id"].unique().sort().to_list()
+    if dup:
+        raise GuardrailError(f"{cell}: test example(s) {dup[:SHOWN_IDS]} appear in more than one fold; "
+                             f"folds are not out-of-fold")
+    return pooled.sort("id")
+
+
+def _one(cmp: Comparison, cell: str, metric: str, treat: str, seeds: list[int], folds: list[int],
+         tables: dict[int, pl.DataFrame]) -> dict:
+    col = METRICS[metric]
+    fold_acc = {arm: [100.0 * float(np.mean([tables[s].filter(pl.col("fold") == f)[c].mean() for s in seeds]))
+                      for f in folds] for arm, c in (("base", col), ("treat", f"{col}_t"))}
+    row = {"metric": metric, "psedual_arm": treat, "n_examples": tables[seeds[0]].height, "n_seeds": len(seeds),
+           "seeds": seeds, "folds": folds, "base_fold_acc": fold_acc["base"],
+           "psedual_fold_acc": fold_acc["treat"], "n_resamples": cmp.n_resamples, "rng_seed": cmp.rng_seed}
+    if len(seeds) == 1:
+        t = tables[seeds[0]]
+        r = paired(t[col].to_numpy(), t[f"{col}_t"].to_numpy(), cmp.n_resamples, cmp.rng_seed)
+        row |= {"base": r.acc_a, "psedual": r.acc_b, "delta": r.delta, "ci_low": r.ci_low, "ci_high": r.ci_high,
+                "test": "mcnemar_exact", "p": r.p_mcnemar, "test_secondary": "permutation",
+                "p_secondary": r.p_permutation, "only_base": r.only_a, "only_psedual": r.only_b}
+    else:
+        a = {s: 100.0 * tables[s][col].mean() for s in seeds}
+        b = {s: 100.0 * tables[s][f"{col}_t"].mean() for s in seeds}
+        r = across_seeds(a, b, cmp.n_resamples, cmp.rng_seed)
+        row |= {"base": r.mean_a, "psedual": r.mean_b, "base_sd": r.sd_a, "psedual_sd": r.sd_b, "delta": r.delta,
+                "ci_low": r.ci_low, "ci_high": r.ci_high, "test": "paired_t_seeds", "p": r.p_ttest,
+                "test_secondary": "wilcoxon", "p_secondary": r.p_wilcoxon}
+    return row
+
+
+def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, cmp: Comparison) -> Claims:
+    """Every claim of `cmp` over the given runs (rows of the runs table, any experiments)."""
+    notes: list[str] = []
+    arm = read.column(cmp.arm, runs.columns)
+    by = [read.column(k, runs.columns) for k in cmp.by]
+    select_by = read.column(cmp.select_by, runs.columns)
+    runs = _usable(runs.filter(pl.col(arm).is_in([cmp.base, *cmp.treatments])), notes)
+    if runs.is_empty():
+        raise GuardrailError(f"no finished runs with {arm} in {[cmp.base, *cmp.treatments]}")
+    runs, selection_flags = _select(runs, [*by, arm, SEED, FOLD], select_by, notes)
+    run_flags = _selection_flags(runs, read.for_trials(epochs, runs).collect())
+    keep = list(read.KEY) + ["id", *METRICS.values()]
+    preds = read.for_trials(predictions, runs).select(keep).collect().partition_by(list(read.KEY), as_dict=True)
+
+    rows = []
+    for cell_runs in runs.partition_by(by, maintain_order=True):
+        first = cell_runs.row(0, named=True)
+        cell = cell_label(first, by)
+        base = _arm_layout(cell_runs.filter(pl.col(arm) == cmp.base))
+        for treat in cmp.treatments:
+            other = _arm_layout(cell_runs.filter(pl.col(arm) == treat))
+            if not base or not other:
+                notes.append(f"{cell}: no {cmp.base if not base else treat} runs; {treat} vs {cmp.base} skipped")
+                continue
+            seeds = sorted(set(base) & set(other))
+            flags = [*selection_flags]
+            dropped = sorted(set(base) ^ set(other))
+            if dropped:
+                flags.append(f"unpaired seeds dropped: {dropped}")
+            if not seeds:
+                notes.append(f"{cell}: {treat} and {cmp.base} share no seed; skipped")
+                continue
+            folds = _check_folds(cell, cmp.base, treat, {s: base[s] for s in seeds}, {s: other[s] for s in seeds})
+            tables = {s: _pooled(cell, folds, base[s], other[s], preds) for s in seeds}
+            ids = tables[seeds[0]]["id"]
+            for s in seeds[1:]:
+                if not tables[s]["id"].equals(ids):
+                    raise GuardrailError(f"{cell}: seed {s} was tested on other examples than seed {seeds[0]}")
+            trials = {a: [f"{e}/{t}" for s in seeds for f in folds for e, t in [layout[s][f]]]
+                      for a, layout in (("base", base), ("treat", other))}
+            flags += [f for s in seeds for lay in (base, other) for f0 in folds
+                      for f in run_flags.get(lay[s][f0], [])]
+            datasets = sorted({str(v) for v in cell_runs["data.dataset"].to_list()})
+            if datasets == ["mawps"] and len(folds) < 5:
+                flags.append(f"MAWPS folds {folds} of 5: not the 5-fold protocol")
+            warning = seed_warning(len(seeds))
+            if warning:
+                flags.append(warning)
+            for metric in cmp.metrics:
+                row = _one(cmp, cell, metric, treat, seeds, folds, tables)
+                rows.append(row | {"cell": cell, "dataset": ",".join(datasets),
+                                   "solver": ",".join(sorted(set(cell_runs["solver"].to_list()))),
+                                   "arm": arm, "base_arm": cmp.base, "base_trials": trials["base"],
+                                   "psedual_trials": trials["treat"], "flags": flags})
+    if not rows:
+        raise GuardrailError(f"nothing to compare: {'; '.join(notes) or 'no runs'}")
+    adjusted = adjust([r["p"] for r in rows], cmp.correction)
+    members = sum(p is not None for p in adjusted)
+    for r, p_adj in zip(rows, adjusted):
+        if p_adj is None:
+            verdict = "untested"
+        elif p_adj < cmp.alpha:
+            verdict = "better" if r["delta"] > 0 else "worse"
+        else:
+            verdict = "not significant"
+        r |= {"family": cmp.family, "correction": cmp.correction, "n_family": members, "p_adjusted": p_adj,
+              "verdict": verdict}
+    frame = pl.DataFrame([{k: r.get(k) for k in CLAIMS_SCHEMA} for r in rows], schema=CLAIMS_SCHEMA)
+    return Claims(frame, notes)
+
+
+def write(claims: pl.DataFrame, root: str, name: str) -> str:
+    """Write the claim rows to <root>/claims/<name>.parquet atomically; returns the path."""
+    uri = root if "://" in root else str(Path(root).resolve())
+    fs, base = pafs.FileSystem.from_uri(uri)
+    folder = f"{base}/claims"
+    fs.create_dir(folder, recursive=True)
+    final, tmp = f"{folder}/{name}.parquet", f"{folder}/.{name}.{uuid.uuid4().hex}.tmp"
+    with fs.open_output_stream(tmp) as f:
+        pq.write_table(claims.to_arrow(), f)
+    fs.move(tmp, final)
+    return f"{root.rstrip('/')}/claims/{name}.parquet"

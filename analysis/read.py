@@ -1,0 +1,89 @@
+"""Lazy Polars scans of the result tables, and selection of runs by their config.
+
+Layout (written by `psedual.results.tables`; `experiment` comes from the folder name):
+
+    <root>/runs/experiment=<name>/<trial>.parquet          one row per trial, flattened config
+    <root>/epochs/experiment=<name>/<trial>.parquet        one row per trial and epoch
+    <root>/predictions/experiment=<name>/<trial>.parquet   one row per trial and test example
+
+A trial is named by (experiment, trial): trial ids are unique only within an experiment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+TABLES = ("runs", "epochs", "predictions")
+KEY = ("experiment", "trial")
+# short names users type for the flattened config columns
+ALIASES = {
+    "dataset": "data.dataset", "fold": "data.fold", "train_size": "data.train_size",
+    "encoder": "psedual.expression_encoder", "fusion": "psedual.fusion",
+}
+
+
+def _is_local(root: str) -> bool:
+    return "://" not in root or root.startswith("file://")
+
+
+def scan(root: str, table: str, experiments: list[str] | None = None) -> pl.LazyFrame:
+    """Every row of `table` under `root` (a folder or a URI Polars can read), optionally only
+    those of the named experiments."""
+    if table not in TABLES:
+        raise ValueError(f"unknown table {table!r}; valid: {', '.join(TABLES)}")
+    folder = f"{root.rstrip('/')}/{table}"
+    if _is_local(root):
+        local = Path(folder.removeprefix("file://"))
+        found = sorted({p.parent.name.removeprefix("experiment=") for p in local.glob("experiment=*/*.parquet")})
+        if not found:
+            raise FileNotFoundError(f"{local}: no {table} table here (expected experiment=<name>/*.parquet); "
+                                    f"run `python tune.py` or pass --root")
+        missing = sorted(set(experiments or []) - set(found))
+        if missing:
+            raise FileNotFoundError(f"{local}: no experiment {', '.join(missing)}; present: {', '.join(found)}")
+    lf = pl.scan_parquet(f"{folder}/experiment=*/*.parquet", hive_partitioning=True,
+                         hive_schema={"experiment": pl.String})
+    return lf.filter(pl.col("experiment").is_in(experiments)) if experiments else lf
+
+
+def column(name: str, columns: list[str]) -> str:
+    """The table column a user's key names (an alias such as `fold`, or the column itself)."""
+    resolved = ALIASES.get(name, name)
+    if resolved not in columns:
+        raise ValueError(f"unknown column {name!r}; valid: {', '.join(sorted([*ALIASES, *columns]))}")
+    return resolved
+
+
+def parse_where(items: list[str]) -> dict[str, str]:
+    """`["solver=gts", "fold=0"]` -> {"solver": "gts", "fold": "0"}."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--where {item!r}: expected KEY=VALUE, e.g. solver=gts")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def select(lf: pl.LazyFrame, where: dict[str, object]) -> pl.LazyFrame:
+    """Rows whose config matches every KEY=VALUE (values are cast to the column's type;
+    `null` matches a missing value, e.g. the full training set's `train_size`)."""
+    schema = lf.collect_schema()
+    for key, value in where.items():
+        name = column(key, schema.names())
+        if value is None or value == "null":
+            lf = lf.filter(pl.col(name).is_null())
+            continue
+        try:
+            typed = pl.Series([value]).cast(schema[name], strict=True)[0]
+        except pl.exceptions.InvalidOperationError as err:
+            raise ValueError(f"{key}={value!r}: not a {schema[name]} value") from err
+        lf = lf.filter(pl.col(name) == typed)
+    return lf
+
+
+def for_trials(lf: pl.LazyFrame, trials: pl.DataFrame) -> pl.LazyFrame:
+    """Rows of a per-trial table (epochs, predictions) for the (experiment, trial) pairs given."""
+    return lf.join(trials.select(KEY).lazy(), on=list(KEY), how="semi")

@@ -1,0 +1,133 @@
+"""Paper-style tables (Markdown or LaTeX) from claim rows, and the training-size figure."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import polars as pl
+
+FORMATS = ("markdown", "latex")
+ARM_LABELS = {"base": "base", "gru": "PseDual-GRU", "gcn": "PseDual-GCN",
+              "teacher_forcing": "teacher forcing", "scheduled": "scheduled fusion", "predicted": "predicted only"}
+
+
+def label(arm: str) -> str:
+    return ARM_LABELS.get(arm, arm)
+
+
+def mark(p_adjusted: float | None) -> str:
+    if p_adjusted is None or math.isnan(p_adjusted):
+        return ""
+    return "**" if p_adjusted < 0.01 else "*" if p_adjusted < 0.05 else ""
+
+
+def _score(mean: float, sd: float | None) -> str:
+    return f"{mean:.2f}" if sd is None else f"{mean:.2f} ± {sd:.2f}"
+
+
+def render(header: list[str], body: list[list[str]], fmt: str) -> str:
+    """A table as Markdown (pipes) or LaTeX (booktabs)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; valid: {', '.join(FORMATS)}")
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+        return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
+
+    def tex(cell: str) -> str:
+        for a, b in (("\\", r"\textbackslash{}"), ("_", r"\_"), ("%", r"\%"), ("&", r"\&"), ("#", r"\#"),
+                     ("±", r"$\pm$"), ("Δ", r"$\Delta$"), ("−", "$-$")):
+            cell = cell.replace(a, b)
+        return cell
+
+    lines = [r"\begin{tabular}{" + "l" * 2 + "r" * (len(header) - 2) + "}", r"\toprule",
+             " & ".join(tex(h) for h in header) + r" \\", r"\midrule"]
+    lines += [" & ".join(tex(c) for c in row) + r" \\" for row in body]
+    return "\n".join(lines + [r"\bottomrule", r"\end{tabular}"])
+
+
+def grid(claims: pl.DataFrame, fmt: str) -> str:
+    """Rows: solver × arm (the base first); columns: dataset × metric. A treatment's cell shows
+    its score, then Δ against the base with the significance mark of its adjusted p."""
+    columns = claims.select("dataset", "metric").unique(maintain_order=True).rows()
+    header = ["solver", claims["arm"][0]] + [f"{d} {m} (%)" for d, m in columns]
+    body = []
+    for solver in claims["solver"].unique(maintain_order=True):
+        mine = claims.filter(pl.col("solver") == solver)
+        arms = [mine["base_arm"][0], *mine["psedual_arm"].unique(maintain_order=True)]
+        for i, arm in enumerate(arms):
+            row = [solver if i == 0 else "", label(arm)]
+            for dataset, metric in columns:
+                cell = mine.filter((pl.col("dataset") == dataset) & (pl.col("metric") == metric))
+                if i == 0:
+                    row.append(_score(cell["base"][0], cell["base_sd"][0]) if cell.height else "–")
+                    continue
+                c = cell.filter(pl.col("psedual_arm") == arm)
+                if c.is_empty():
+                    row.append("–")
+                    continue
+                r = c.row(0, named=True)
+                delta = f"{r['delta']:+.2f}".replace("-", "−")
+                row.append(f"{_score(r['psedual'], r['psedual_sd'])} (Δ {delta}{mark(r['p_adjusted'])})")
+            body.append(row)
+    return render(header, body, fmt)
+
+
+def claim_lines(claims: pl.DataFrame, fmt: str) -> str:
+    """The claim rows themselves: one line per claim with n, Δ, CI, test and p."""
+    header = ["cell", "metric", "comparison", "n ex", "seeds", "base", "treatment", "Δ", "95% CI", "test", "p",
+              "p adj", "discordant", "verdict"]
+    body = []
+    for r in claims.iter_rows(named=True):
+        ci = "–" if r["ci_low"] is None else f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]"
+        disc = "–" if r["only_base"] is None else f"{r['only_base']}/{r['only_psedual']}"
+        p = "–" if r["p"] is None else f"{r['p']:.3g}"
+        p_adj = "–" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3g}"
+        body.append([r["cell"], r["metric"], f"{label(r['psedual_arm'])} vs {label(r['base_arm'])}",
+                     str(r["n_examples"]), str(r["n_seeds"]), _score(r["base"], r["base_sd"]),
+                     _score(r["psedual"], r["psedual_sd"]), f"{r['delta']:+.2f}", ci, r["test"], p, p_adj, disc,
+                     r["verdict"]])
+    return render(header, body, fmt)
+
+
+def footer(claims: pl.DataFrame, notes: list[str]) -> str:
+    """What the marks mean, which family was corrected, and every flag and note."""
+    r = claims.row(0, named=True)
+    tests = sorted(set(claims["test"].to_list()))
+    lines = [f"Δ = treatment − {label(r['base_arm'])}, in points. Marks: * p < 0.05, ** p < 0.01 after "
+             f"{r['correction']} correction over family '{r['family']}' ({r['n_family']} comparisons). "
+             f"Tests: {', '.join(tests)} (mcnemar_exact: one seed, examples paired; paired_t_seeds: "
+             f"seeds paired, ± is the sd over seeds). CIs: paired bootstrap, {r['n_resamples']} resamples, "
+             f"seed {r['rng_seed']}."]
+    flags = sorted({f for fs in claims["flags"].to_list() for f in fs})
+    lines += [f"flag: {f}" for f in flags]
+    lines += [f"note: {n}" for n in notes]
+    return "\n".join(lines)
+
+
+def figure(points: pl.DataFrame, path: str, title: str) -> str:
+    """Value accuracy vs training size, one line per arm with its 95% CI band; a star above a treatment's
+    point where its difference from the base is significant after correction. `points` columns: arm, n_train, acc, low,
+    high, star."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: no display on a cluster or in CI
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=150)
+    for arm in points["arm"].unique(maintain_order=True):
+        p = points.filter(pl.col("arm") == arm).sort("n_train")
+        ax.plot(p["n_train"], p["acc"], marker="o", label=label(arm))
+        ax.fill_between(p["n_train"], p["low"], p["high"], alpha=0.2)
+    for r in points.filter(pl.col("star") != "").iter_rows(named=True):
+        ax.annotate(r["star"], (r["n_train"], r["high"]), ha="center", va="bottom", fontsize=12)
+    ax.set_xlabel("training problems")
+    ax.set_ylabel("test value accuracy (%)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path

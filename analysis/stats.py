@@ -1,0 +1,196 @@
+"""The statistics behind a claim, each a thin, checked call into scipy.
+
+Two kinds of pairing:
+- per example: two runs answered the same test examples; the unit is the example
+  (exact McNemar, paired bootstrap CI of the accuracy difference, paired permutation test);
+- per seed: each arm was trained with the same seeds; the unit is the seed
+  (mean ± sd, bootstrap CI of the mean difference, paired t-test, Wilcoxon signed-rank).
+Accuracies and differences are in percentage points.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+MIN_SEEDS = 6  # with 5 paired seeds the smallest two-sided exact sign/Wilcoxon p is 2/32 = 0.0625
+CONFIDENCE = 0.95
+
+
+def _as_bool(x, name: str) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.ndim != 1:
+        raise ValueError(f"{name}: expected one flag per example, got shape {arr.shape}")
+    if arr.dtype != bool:
+        if not np.isin(arr, (0, 1)).all():
+            raise ValueError(f"{name}: per-example correctness must be 0/1 or bool")
+        arr = arr.astype(bool)
+    return arr
+
+
+@dataclass(frozen=True)
+class PairedResult:
+    """Two runs on the same n test examples (a = base, b = treatment)."""
+
+    n: int
+    """examples compared"""
+    acc_a: float
+    """accuracy of a, in %"""
+    acc_b: float
+    """accuracy of b, in %"""
+    only_a: int
+    """discordant: a right, b wrong"""
+    only_b: int
+    """discordant: b right, a wrong"""
+    delta: float
+    """acc_b - acc_a, in points"""
+    ci_low: float
+    """paired bootstrap (percentile) 95% CI of delta"""
+    ci_high: float
+    p_mcnemar: float
+    """exact McNemar: two-sided binomial test of only_b among only_a + only_b"""
+    p_permutation: float
+    """paired permutation test of delta (swapping a/b within examples)"""
+    n_resamples: int
+    """bootstrap and permutation resamples"""
+    rng_seed: int
+    """seed of both resampling RNGs"""
+
+
+def mcnemar_exact(only_a: int, only_b: int) -> float:
+    """Exact two-sided McNemar p from the discordant counts; 1.0 when there are none."""
+    if only_a < 0 or only_b < 0:
+        raise ValueError(f"discordant counts must be >= 0, got {only_a}, {only_b}")
+    if only_a + only_b == 0:
+        return 1.0
+    return float(stats.binomtest(only_b, only_a + only_b, 0.5).pvalue)
+
+
+def _mean_diff(x, y, axis=-1):
+    return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+
+
+def paired(a, b, n_resamples: int = 10_000, seed: int = 0) -> PairedResult:
+    """Compare per-example correctness `b` against `a` (same examples, same order)."""
+    a, b = _as_bool(a, "a"), _as_bool(b, "b")
+    if a.shape != b.shape:
+        raise ValueError(f"paired test needs the same examples: {a.size} vs {b.size}")
+    if a.size == 0:
+        raise ValueError("paired test needs at least one example")
+    n = a.size
+    only_a, only_b = int((a & ~b).sum()), int((b & ~a).sum())
+    delta = 100.0 * (only_b - only_a) / n
+    xb, xa = b.astype(float), a.astype(float)
+    if only_a + only_b == 0:
+        # every resample of identical pairs gives delta 0, and every relabelling too;
+        # scipy would warn about degenerate data, so state the known answer
+        ci, p_perm = (delta, delta), 1.0
+    else:
+        boot = stats.bootstrap((xb, xa), _mean_diff, paired=True, vectorized=True, n_resamples=n_resamples,
+                               confidence_level=CONFIDENCE, method="percentile", rng=np.random.default_rng(seed))
+        ci = (100.0 * boot.confidence_interval.low, 100.0 * boot.confidence_interval.high)
+        perm = stats.permutation_test((xb, xa), _mean_diff, permutation_type="samples", vectorized=True,
+                                      n_resamples=n_resamples, alternative="two-sided",
+                                      rng=np.random.default_rng(seed))
+        p_perm = float(perm.pvalue)
+    return PairedResult(n=n, acc_a=100.0 * xa.mean(), acc_b=100.0 * xb.mean(), only_a=only_a, only_b=only_b,
+                        delta=delta, ci_low=float(ci[0]), ci_high=float(ci[1]),
+                        p_mcnemar=mcnemar_exact(only_a, only_b), p_permutation=p_perm,
+                        n_resamples=n_resamples, rng_seed=seed)
+
+
+@dataclass(frozen=True)
+class SeedResult:
+    """Two arms trained with the same seeds; one score per arm and seed."""
+
+    seeds: tuple[int, ...]
+    """the paired seeds, in order"""
+    mean_a: float
+    sd_a: float | None
+    """sample sd (ddof 1); None with one seed"""
+    mean_b: float
+    sd_b: float | None
+    delta: float
+    """mean over seeds of b - a"""
+    ci_low: float | None
+    """bootstrap (percentile) 95% CI of the mean difference; None with one seed"""
+    ci_high: float | None
+    p_ttest: float | None
+    """paired t-test; None with one seed"""
+    p_wilcoxon: float | None
+    """Wilcoxon signed-rank (exact for small n); None with one seed"""
+    n_resamples: int
+    rng_seed: int
+    warning: str | None
+    """set when there are fewer than MIN_SEEDS seeds"""
+
+
+def seed_warning(n: int) -> str | None:
+    if n >= MIN_SEEDS:
+        return None
+    if n == 1:
+        return "1 seed: seed-to-seed variation is not measured"
+    return f"{n} seeds (< {MIN_SEEDS}): an exact sign or Wilcoxon test cannot reach p < 0.05"
+
+
+def across_seeds(a: dict[int, float], b: dict[int, float], n_resamples: int = 10_000, seed: int = 0) -> SeedResult:
+    """Compare per-seed scores `b` against `a`; both must hold the same seeds."""
+    if set(a) != set(b):
+        raise ValueError(f"across-seed test needs paired seeds: only in a {sorted(set(a) - set(b))}, "
+                         f"only in b {sorted(set(b) - set(a))}")
+    if not a:
+        raise ValueError("across-seed test needs at least one seed")
+    seeds = tuple(sorted(a))
+    xa, xb = np.array([a[s] for s in seeds], float), np.array([b[s] for s in seeds], float)
+    d = xb - xa
+    n = len(seeds)
+    sd = (lambda x: float(np.std(x, ddof=1))) if n > 1 else (lambda x: None)
+    ci_low = ci_high = p_t = p_w = None
+    if n > 1:
+        if np.all(d == d[0]):
+            # no spread: the bootstrap has one value; the t statistic is 0/0 or infinite,
+            # which scipy answers with nan or 0, so state the limits (1 for no change)
+            ci_low = ci_high = float(d[0])
+            p_t = 1.0 if d[0] == 0 else 0.0
+            p_w = 1.0 if d[0] == 0 else float(stats.wilcoxon(d).pvalue)
+        else:
+            boot = stats.bootstrap((d,), np.mean, vectorized=True, n_resamples=n_resamples,
+                                   confidence_level=CONFIDENCE, method="percentile",
+                                   rng=np.random.default_rng(seed))
+            ci_low, ci_high = float(boot.confidence_interval.low), float(boot.confidence_interval.high)
+            p_t = float(stats.ttest_rel(xb, xa).pvalue)
+            p_w = float(stats.wilcoxon(xb, xa).pvalue)
+    return SeedResult(seeds=seeds, mean_a=float(xa.mean()), sd_a=sd(xa), mean_b=float(xb.mean()), sd_b=sd(xb),
+                      delta=float(d.mean()), ci_low=ci_low, ci_high=ci_high, p_ttest=p_t, p_wilcoxon=p_w,
+                      n_resamples=n_resamples, rng_seed=seed, warning=seed_warning(n))
+
+
+def proportion_ci(k: int, n: int) -> tuple[float, float]:
+    """Wilson 95% interval of k successes in n, in %."""
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=CONFIDENCE, method="wilson")
+    return 100.0 * ci.low, 100.0 * ci.high
+
+
+def mean_ci(values) -> tuple[float, float]:
+    """Student-t 95% interval of a mean over seeds; (nan, nan) with one value."""
+    x = np.asarray(values, float)
+    if x.size < 2:
+        return math.nan, math.nan
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, x.size - 1) * stats.sem(x)
+    return float(x.mean() - half), float(x.mean() + half)
+
+
+def ratio_ci(num, den, n_resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
+    """Bootstrap (percentile) 95% CI of sum(num)/sum(den) in %, resampling the units in pairs
+    (e.g. correct slots / slots, with the example as the unit)."""
+    num, den = np.asarray(num, float), np.asarray(den, float)
+    if num.size < 2 or np.all(num * den.sum() == den * num.sum()):
+        value = 100.0 * num.sum() / den.sum()
+        return value, value
+    boot = stats.bootstrap((num, den), lambda x, y, axis=-1: x.sum(axis) / y.sum(axis), paired=True,
+                           vectorized=True, n_resamples=n_resamples, confidence_level=CONFIDENCE,
+                           method="percentile", rng=np.random.default_rng(seed))
+    return 100.0 * boot.confidence_interval.low, 100.0 * boot.confidence_interval.high

@@ -1,0 +1,76 @@
+"""Per-arm summaries that are not pairwise claims: infilling accuracy and the training-size curve."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from analysis import read
+from analysis.claims import FOLD, SEED, cell_label
+from analysis.report import mark
+from analysis.stats import mean_ci, proportion_ci, ratio_ci
+
+
+def _per_example_infill(preds: pl.DataFrame) -> pl.DataFrame:
+    """Per test example with gold infilling: its slots, the slots filled right, and whether all were."""
+    rows = preds.filter(pl.col("infill_gold").is_not_null())
+    correct = [int(np.sum(np.asarray(p) == np.asarray(g))) for p, g in
+               zip(rows["infill_predicted"].to_list(), rows["infill_gold"].to_list())]
+    return rows.select(*read.KEY, "id").with_columns(
+        slots=rows["infill_gold"].list.len().cast(pl.Int64), correct=pl.Series(correct, dtype=pl.Int64)
+    ).with_columns(perfect=pl.col("correct") == pl.col("slots"))
+
+
+def infill(runs: pl.DataFrame, predictions: pl.LazyFrame, by: list[str], n_resamples: int, seed: int) -> pl.DataFrame:
+    """Infilling accuracy (all slots) and perfect-match ratio per cell of `by`, folds pooled.
+    One seed: bootstrap over examples (slots) and Wilson (perfect match); several: mean ± sd over
+    seeds with a t interval."""
+    runs = runs.filter(pl.col("test_infill_acc").is_not_null())
+    if runs.is_empty():
+        raise ValueError("no PseDual runs with infilling results (test_infill_acc) in the selection")
+    ex = _per_example_infill(read.for_trials(predictions, runs).collect())
+    ex = ex.join(runs.select(*read.KEY, *by, SEED, FOLD), on=list(read.KEY))
+    out = []
+    for part in ex.partition_by(by, maintain_order=True):
+        first = part.row(0, named=True)
+        per_seed = part.group_by(SEED).agg(acc=100 * pl.col("correct").sum() / pl.col("slots").sum(),
+                                           pmr=100 * pl.col("perfect").mean(), n=pl.len()).sort(SEED)
+        row = {**{k: first[k] for k in by}, "n_seeds": per_seed.height, "n_examples": int(per_seed["n"][0]),
+               "folds": sorted(set(part[FOLD].to_list()))}
+        if per_seed.height == 1:
+            acc_ci = ratio_ci(part["correct"].to_numpy(), part["slots"].to_numpy(), n_resamples, seed)
+            pmr_ci = proportion_ci(int(part["perfect"].sum()), part.height)
+            row |= {"infill_acc": per_seed["acc"][0], "infill_sd": None, "pmr": per_seed["pmr"][0], "pmr_sd": None}
+        else:
+            acc_ci, pmr_ci = mean_ci(per_seed["acc"]), mean_ci(per_seed["pmr"])
+            row |= {"infill_acc": per_seed["acc"].mean(), "infill_sd": per_seed["acc"].std(),
+                    "pmr": per_seed["pmr"].mean(), "pmr_sd": per_seed["pmr"].std()}
+        out.append(row | {"infill_low": acc_ci[0], "infill_high": acc_ci[1], "pmr_low": pmr_ci[0],
+                          "pmr_high": pmr_ci[1]})
+    return pl.DataFrame(out)
+
+
+def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: list[str], by: list[str],
+                claims: pl.DataFrame) -> pl.DataFrame:
+    """Test value accuracy per arm and training size (folds pooled, mean over seeds) with a 95% CI,
+    and the significance mark of that size's claim."""
+    runs = runs.filter(pl.col(arm).is_in(arms) & pl.col("test_value_acc").is_not_null())
+    preds = read.for_trials(predictions, runs).select(*read.KEY, "value_correct").collect()
+    per_run = preds.group_by(read.KEY).agg(k=pl.col("value_correct").sum(), n=pl.len())
+    per_run = per_run.join(runs.select(*read.KEY, arm, SEED, "n_train", *by), on=list(read.KEY))
+    marks = {(r["cell"], r["psedual_arm"]): r["p_adjusted"] for r in claims.iter_rows(named=True)}
+    out = []
+    for part in per_run.partition_by([*by, arm], maintain_order=True):
+        first = part.row(0, named=True)
+        # pooled folds train on different problems: a seed's training size is their mean
+        per_seed = part.group_by(SEED).agg(pl.col("k").sum(), pl.col("n").sum(), pl.col("n_train").mean()).sort(SEED)
+        accs = (100 * per_seed["k"] / per_seed["n"]).to_list()
+        if len(accs) == 1:
+            low, high = proportion_ci(int(per_seed["k"][0]), int(per_seed["n"][0]))
+        else:
+            low, high = mean_ci(accs)
+        p_adj = marks.get((cell_label(first, by), first[arm]))  # None for the base arm
+        out.append({"arm": first[arm], "n_train": float(per_seed["n_train"].mean()),
+                    "acc": float(np.mean(accs)), "low": low, "high": high, "n_seeds": len(accs),
+                    "p_adjusted": p_adj, "star": mark(p_adj), **{k: first[k] for k in by}})
+    return pl.DataFrame(out)
