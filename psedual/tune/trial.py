@@ -46,8 +46,18 @@ def _report(report, checkpoint_cls, row: dict, out: Path, with_checkpoint: bool)
     with tempfile.TemporaryDirectory() as d:
         for name in FILES:
             if (out / name).exists():
-                shutil.copy2(out / name, Path(d) / name)
+                _snapshot(out / name, Path(d) / name)
         report(metrics, checkpoint=checkpoint_cls.from_directory(d))
+
+
+def _snapshot(src: Path, dst: Path) -> None:
+    """Hard-link `src` at `dst` (a copy across file systems). A link is a true snapshot here:
+    the trainer replaces its files by rename, never rewrites them, and Ray copies the
+    checkpoint to storage before `report` returns; it saves one copy of the weights per epoch."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
 
 
 def train_in_process(flat: dict) -> None:
