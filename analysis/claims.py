@@ -32,7 +32,7 @@ FOLD, SEED = "data.fold", "seed"
 SHOWN_IDS = 5
 
 CLAIMS_SCHEMA = {
-    "family": pl.String, "correction": pl.String, "n_family": pl.Int64, "cell": pl.String,
+    "family": pl.String, "correction": pl.String, "n_family": pl.Int64, "cell": pl.String, "group": pl.String,
     "dataset": pl.String, "solver": pl.String, "metric": pl.String, "arm": pl.String,
     "base_arm": pl.String, "psedual_arm": pl.String, "n_examples": pl.Int64, "n_seeds": pl.Int64,
     "seeds": pl.List(pl.Int64), "folds": pl.List(pl.Int64), "base": pl.Float64, "psedual": pl.Float64,
@@ -274,7 +274,8 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
                 flags.append(warning)
             for metric in cmp.metrics:
                 row = _one(cmp, cell, metric, treat, seeds, folds, tables)
-                rows.append(row | {"cell": cell, "dataset": ",".join(datasets),
+                rows.append(row | {"cell": cell, "group": " / ".join(str(first[k]) for k in by if k != "data.dataset"),
+                                   "dataset": ",".join(datasets),
                                    "solver": ",".join(sorted(set(cell_runs["solver"].to_list()))),
                                    "arm": arm, "base_arm": cmp.base, "base_trials": trials["base"],
                                    "psedual_trials": trials["treat"], "flags": flags})

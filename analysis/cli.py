@@ -22,11 +22,11 @@ from analysis import read, report, summaries
 from analysis.claims import Comparison
 from analysis.multiple import METHODS
 
-# (arm column, base, treatments) of the paper's comparisons
+# (arm column, base, treatments, cells) of the paper's comparisons
 PRESETS = {
-    "table1": ("variant", "base", ("gru", "gcn")),
-    "table3": ("psedual.fusion", "teacher_forcing", ("scheduled",)),
-    "curve": ("variant", "base", ("gcn", "gru")),
+    "table1": ("variant", "base", ("gru", "gcn"), ("data.dataset", "solver")),
+    "table3": ("psedual.fusion", "teacher_forcing", ("scheduled",), ("data.dataset", "solver", "variant")),
+    "curve": ("variant", "base", ("gcn", "gru"), ("data.dataset", "solver", "data.train_size")),
 }
 
 
@@ -56,16 +56,16 @@ def _claims(args, cmp: Comparison, runs: pl.DataFrame) -> claims_mod.Claims:
 
 
 def _paper_table(args, command: str) -> None:
-    arm, base, treatments = PRESETS[command]
+    arm, base, treatments, by = PRESETS[command]
     runs = _runs(args)
     present = set(runs[read.column(arm, runs.columns)].drop_nulls().to_list())
     treatments = tuple(t for t in treatments if t in present) or treatments
-    built = _claims(args, _comparison(args, _family(args, command), arm, base, treatments,
-                                      ("data.dataset", "solver", *args.by)), runs)
+    by = (*by, *args.by)
+    built = _claims(args, _comparison(args, _family(args, command), arm, base, treatments, by), runs)
     title = {"table1": "Table 1: test accuracy, solver × PseDual variant",
              "table3": "Table 3: teacher forcing vs scheduled fusion"}[command]
     print(f"{title} (experiments: {', '.join(args.experiment or ['all'])})\n")
-    print(report.grid(built.rows, args.format))
+    print(report.grid(built.rows, args.format, " / ".join(k for k in by if k != "data.dataset")))
     print()
     print(report.claim_lines(built.rows, args.format))
     print()
@@ -94,8 +94,8 @@ def _infill(args) -> None:
                              args.rng_seed)
     header = [*by, "seeds", "examples", "infilling acc (%)", "95% CI", "perfect match (%)", "95% CI"]
     body = [[*(str(r[k]) for k in by), str(r["n_seeds"]), str(r["n_examples"]),
-             report._score(r["infill_acc"], r["infill_sd"]), f"[{r['infill_low']:.2f}, {r['infill_high']:.2f}]",
-             report._score(r["pmr"], r["pmr_sd"]), f"[{r['pmr_low']:.2f}, {r['pmr_high']:.2f}]"]
+             report.score(r["infill_acc"], r["infill_sd"]), f"[{r['infill_low']:.2f}, {r['infill_high']:.2f}]",
+             report.score(r["pmr"], r["pmr_sd"]), f"[{r['pmr_low']:.2f}, {r['pmr_high']:.2f}]"]
             for r in table.iter_rows(named=True)]
     print(report.render(header, body, args.format))
     print("\nInfilling: every masked number slot of the test problems, filled from the gold expression; "
@@ -104,7 +104,7 @@ def _infill(args) -> None:
 
 
 def _curve(args) -> None:
-    arm, base, treatments = PRESETS["curve"]
+    arm, base, treatments, by = PRESETS["curve"]
     runs = _runs(args)
     for key in ("data.dataset", "solver"):
         values = runs[key].unique().to_list()
@@ -114,7 +114,6 @@ def _curve(args) -> None:
     treatments = tuple(t for t in treatments if t in present)
     if base not in present or not treatments:
         raise ValueError(f"the figure needs {arm}={base} and a PseDual variant; present: {sorted(present)}")
-    by = ("data.dataset", "solver", "data.train_size")
     built = _claims(args, _comparison(args, _family(args, "curve"), arm, base, treatments, by), runs)
     points = summaries.size_points(runs, read.scan(args.root, "predictions", args.experiment), arm,
                                    [base, *treatments], list(by), built.rows)

@@ -22,7 +22,7 @@ def mark(p_adjusted: float | None) -> str:
     return "**" if p_adjusted < 0.01 else "*" if p_adjusted < 0.05 else ""
 
 
-def _score(mean: float, sd: float | None) -> str:
+def score(mean: float, sd: float | None) -> str:
     return f"{mean:.2f}" if sd is None else f"{mean:.2f} ± {sd:.2f}"
 
 
@@ -46,21 +46,22 @@ def render(header: list[str], body: list[list[str]], fmt: str) -> str:
     return "\n".join(lines + [r"\bottomrule", r"\end{tabular}"])
 
 
-def grid(claims: pl.DataFrame, fmt: str) -> str:
-    """Rows: solver × arm (the base first); columns: dataset × metric. A treatment's cell shows
-    its score, then Δ against the base with the significance mark of its adjusted p."""
+def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
+    """Rows: each group (the cell less its dataset, e.g. the solver) × arm, the base first;
+    columns: dataset × metric. A treatment's cell shows its score, then Δ against the base with
+    the significance mark of its adjusted p."""
     columns = claims.select("dataset", "metric").unique(maintain_order=True).rows()
-    header = ["solver", claims["arm"][0]] + [f"{d} {m} (%)" for d, m in columns]
+    header = [group_name, claims["arm"][0]] + [f"{d} {m} (%)" for d, m in columns]
     body = []
-    for solver in claims["solver"].unique(maintain_order=True):
-        mine = claims.filter(pl.col("solver") == solver)
+    for group in claims["group"].unique(maintain_order=True):
+        mine = claims.filter(pl.col("group") == group)
         arms = [mine["base_arm"][0], *mine["psedual_arm"].unique(maintain_order=True)]
         for i, arm in enumerate(arms):
-            row = [solver if i == 0 else "", label(arm)]
+            row = [group if i == 0 else "", label(arm)]
             for dataset, metric in columns:
                 cell = mine.filter((pl.col("dataset") == dataset) & (pl.col("metric") == metric))
                 if i == 0:
-                    row.append(_score(cell["base"][0], cell["base_sd"][0]) if cell.height else "–")
+                    row.append(score(cell["base"][0], cell["base_sd"][0]) if cell.height else "–")
                     continue
                 c = cell.filter(pl.col("psedual_arm") == arm)
                 if c.is_empty():
@@ -68,7 +69,7 @@ def grid(claims: pl.DataFrame, fmt: str) -> str:
                     continue
                 r = c.row(0, named=True)
                 delta = f"{r['delta']:+.2f}".replace("-", "−")
-                row.append(f"{_score(r['psedual'], r['psedual_sd'])} (Δ {delta}{mark(r['p_adjusted'])})")
+                row.append(f"{score(r['psedual'], r['psedual_sd'])} (Δ {delta}{mark(r['p_adjusted'])})")
             body.append(row)
     return render(header, body, fmt)
 
@@ -84,8 +85,8 @@ def claim_lines(claims: pl.DataFrame, fmt: str) -> str:
         p = "–" if r["p"] is None else f"{r['p']:.3g}"
         p_adj = "–" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3g}"
         body.append([r["cell"], r["metric"], f"{label(r['psedual_arm'])} vs {label(r['base_arm'])}",
-                     str(r["n_examples"]), str(r["n_seeds"]), _score(r["base"], r["base_sd"]),
-                     _score(r["psedual"], r["psedual_sd"]), f"{r['delta']:+.2f}", ci, r["test"], p, p_adj, disc,
+                     str(r["n_examples"]), str(r["n_seeds"]), score(r["base"], r["base_sd"]),
+                     score(r["psedual"], r["psedual_sd"]), f"{r['delta']:+.2f}", ci, r["test"], p, p_adj, disc,
                      r["verdict"]])
     return render(header, body, fmt)
 

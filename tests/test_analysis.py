@@ -360,3 +360,21 @@ def test_infill_summary_known_answer(tmp_path, capsys):
     assert row["n_examples"] == 2 and row["infill_low"] <= 60.0 <= row["infill_high"]
     assert analyze(["analyze", "infill", "--root", str(tmp_path), "--resamples", "500"]) == 0
     assert "| mawps | gts | gcn | 1 | 2 | 60.00 |" in capsys.readouterr().out
+
+
+def test_table3_command_compares_fusion_modes_per_variant(tmp_path, capsys):
+    rng = np.random.default_rng(8)
+    runs, preds = [], {}
+    for variant in ("gru", "gcn"):
+        a, b = _pairs(rng, 300, 0.05, 0.05)
+        for fusion, c in (("teacher_forcing", a), ("scheduled", b)):
+            trial = f"{variant}-{fusion}"
+            runs.append({"trial": trial, "variant": variant, "solver": "gts", "seed": 0, "psedual.fusion": fusion})
+            preds[trial] = _preds([f"mawps:{i}" for i in range(300)], c)
+    _write_tables(tmp_path, "t3", runs, preds)
+    assert analyze(["analyze", "table3", "--root", str(tmp_path), "--resamples", "300"]) == 0
+    out = capsys.readouterr().out
+    assert "| solver / variant | psedual.fusion | mawps value (%) |" in out
+    assert "| gts / gru | teacher forcing |" in out and "| gts / gcn | teacher forcing |" in out
+    saved = pl.read_parquet(tmp_path / "claims" / "table3_all.parquet")
+    assert sorted(saved["group"]) == ["gts / gcn", "gts / gru"] and saved["n_family"].to_list() == [2, 2]
