@@ -69,6 +69,8 @@ def _paper_table(args, command: str) -> None:
     print()
     print(report.claim_lines(built.rows, args.format))
     print()
+    if built.rows["folds"].list.len().max() > 1:
+        print(report.fold_scores(built.rows))
     print(report.footer(built.rows, built.notes))
 
 
@@ -78,12 +80,8 @@ def _compare(args) -> None:
                       tuple(args.by) or ("data.dataset", "solver"))
     built = _claims(args, cmp, runs)
     print(report.claim_lines(built.rows, args.format))
-    print("\nfold scores (descriptive only; the tests pool the folds' out-of-fold predictions):")
-    for r in built.rows.iter_rows(named=True):
-        folds = ", ".join(f"fold {f}: {a:.2f} → {b:.2f}" for f, a, b in
-                          zip(r["folds"], r["base_fold_acc"], r["psedual_fold_acc"]))
-        print(f"  {r['cell']} {r['metric']} {r['psedual_arm']}: {folds}")
     print()
+    print(report.fold_scores(built.rows))
     print(report.footer(built.rows, built.notes))
 
 

@@ -91,6 +91,16 @@ def claim_lines(claims: pl.DataFrame, fmt: str) -> str:
     return render(header, body, fmt)
 
 
+def fold_scores(claims: pl.DataFrame) -> str:
+    """Each claim's per-fold accuracies (mean over seeds), base → treatment: descriptive only."""
+    lines = ["fold scores (descriptive only; the tests pool the folds' out-of-fold predictions):"]
+    for r in claims.iter_rows(named=True):
+        folds = ", ".join(f"fold {f}: {a:.2f} → {b:.2f}" for f, a, b in
+                          zip(r["folds"], r["base_fold_acc"], r["psedual_fold_acc"]))
+        lines.append(f"  {r['cell']}, {r['metric']}, {label(r['psedual_arm'])}: {folds}")
+    return "\n".join(lines) + "\n"
+
+
 def footer(claims: pl.DataFrame, notes: list[str]) -> str:
     """What the marks mean, which family was corrected, and every flag and note."""
     r = claims.row(0, named=True)

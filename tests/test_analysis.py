@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -207,6 +208,9 @@ def test_claims_pool_folds_and_detect_a_planted_effect(tmp_path):
     assert r["n_examples"] == 1000 and r["folds"] == [0, 1, 2, 3, 4] and r["test"] == "mcnemar_exact"
     assert r["delta"] > 4 and r["p"] < 1e-6 and r["verdict"] == "better" and len(r["base_fold_acc"]) == 5
     assert r["delta"] == pytest.approx(100 * (r["only_psedual"] - r["only_base"]) / 1000)
+    from analysis import report
+
+    assert len(re.findall(r"fold \d: \d+\.\d\d → \d+\.\d\d", report.fold_scores(rows))) == 5
     assert not any("folds" in f for f in r["flags"])  # all five MAWPS folds: the protocol
 
 
