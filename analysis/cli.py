@@ -116,7 +116,7 @@ def _curve(args) -> None:
     points = summaries.size_points(runs, read.scan(args.root, "predictions", args.experiment), arm,
                                    [base, *treatments], list(by), built.rows)
     title = (f"{runs['solver'][0]} on {runs['data.dataset'][0]}: test value accuracy vs training size\n"
-             f"95% CI bands; * / ** p < .05 / .01 ({args.correction}, {built.rows['n_family'][0]} sizes)")
+             f"bands: 95% CI (t over seeds; Wilson for 1 seed); * / ** {args.correction}-adjusted p < .05 / .01")
     path = report.figure(points, args.png, title)
     header = ["training problems", "arm", "seeds", "value acc (%)", "95% CI", "p adj"]
     body = [[f"{r['n_train']:.0f}", report.label(r["arm"]), str(r["n_seeds"]), f"{r['acc']:.2f}",

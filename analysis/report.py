@@ -117,9 +117,10 @@ def footer(claims: pl.DataFrame, notes: list[str]) -> str:
 
 
 def figure(points: pl.DataFrame, path: str, title: str) -> str:
-    """Value accuracy vs training size, one line per arm with its 95% CI band; a star above a treatment's
+    """Value accuracy vs training size, one line per arm with its 95% CI band and a dot per seed;
+    a star above a treatment's
     point where its difference from the base is significant after correction. `points` columns: arm, n_train, acc, low,
-    high, star."""
+    high, seed_accs, star."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display on a cluster or in CI
@@ -128,12 +129,15 @@ def figure(points: pl.DataFrame, path: str, title: str) -> str:
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=150)
     for arm in points["arm"].unique(maintain_order=True):
         p = points.filter(pl.col("arm") == arm).sort("n_train")
-        ax.plot(p["n_train"], p["acc"], marker="o", label=label(arm))
-        ax.fill_between(p["n_train"], p["low"], p["high"], alpha=0.2)
+        line, = ax.plot(p["n_train"], p["acc"], marker="o", label=f"{label(arm)} (mean; dots: seeds)")
+        ax.fill_between(p["n_train"], p["low"], p["high"], alpha=0.2, color=line.get_color())
+        seeds = p.explode("seed_accs")
+        ax.scatter(seeds["n_train"], seeds["seed_accs"], s=12, alpha=0.6, color=line.get_color())
     for r in points.filter(pl.col("star") != "").iter_rows(named=True):
         ax.annotate(r["star"], (r["n_train"], r["high"]), ha="center", va="bottom", fontsize=12)
     ax.set_xlabel("training problems")
     ax.set_ylabel("test value accuracy (%)")
+    ax.set_ylim(max(0.0, points["low"].min() - 5), min(100.0, points["high"].max() + 8))
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend()

@@ -67,10 +67,10 @@ def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: l
         accs = (100 * per_seed["k"] / per_seed["n"]).to_list()
         if len(accs) == 1:
             low, high = proportion_ci(int(per_seed["k"][0]), int(per_seed["n"][0]))
-        else:
-            low, high = mean_ci(accs)
+        else:  # a t interval over few seeds can pass the scale's ends: clip it to accuracies
+            low, high = (min(100.0, max(0.0, x)) for x in mean_ci(accs))
         p_adj = marks.get((cell_label(first, by), first[arm]))  # None for the base arm
         out.append({"arm": first[arm], "n_train": float(per_seed["n_train"].mean()),
-                    "acc": float(np.mean(accs)), "low": low, "high": high, "n_seeds": len(accs),
+                    "acc": float(np.mean(accs)), "low": low, "high": high, "n_seeds": len(accs), "seed_accs": accs,
                     "p_adjusted": p_adj, "star": mark(p_adj), **{k: first[k] for k in by}})
     return pl.DataFrame(out)
