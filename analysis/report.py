@@ -77,17 +77,18 @@ def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
 def claim_lines(claims: pl.DataFrame, fmt: str) -> str:
     """The claim rows themselves: one line per claim with n, Δ, CI, test and p."""
     header = ["cell", "metric", "comparison", "n ex", "seeds", "base", "treatment", "Δ", "95% CI", "test", "p",
-              "p adj", "discordant", "verdict"]
+              "p adj", "second test", "discordant", "verdict"]
     body = []
     for r in claims.iter_rows(named=True):
         ci = "–" if r["ci_low"] is None else f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]"
         disc = "–" if r["only_base"] is None else f"{r['only_base']}/{r['only_psedual']}"
         p = "–" if r["p"] is None else f"{r['p']:.3g}"
         p_adj = "–" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3g}"
+        second = "–" if r["p_secondary"] is None else f"{r['test_secondary']} p {r['p_secondary']:.3g}"
         body.append([r["cell"], r["metric"], f"{label(r['psedual_arm'])} vs {label(r['base_arm'])}",
                      str(r["n_examples"]), str(r["n_seeds"]), score(r["base"], r["base_sd"]),
-                     score(r["psedual"], r["psedual_sd"]), f"{r['delta']:+.2f}", ci, r["test"], p, p_adj, disc,
-                     r["verdict"]])
+                     score(r["psedual"], r["psedual_sd"]), f"{r['delta']:+.2f}", ci, r["test"], p, p_adj,
+                     second, disc, r["verdict"]])
     return render(header, body, fmt)
 
 
@@ -110,6 +111,10 @@ def footer(claims: pl.DataFrame, notes: list[str]) -> str:
              f"Tests: {', '.join(tests)} (mcnemar_exact: one seed, examples paired; paired_t_seeds: "
              f"seeds paired, ± is the sd over seeds). CIs: paired bootstrap, {r['n_resamples']} resamples, "
              f"seed {r['rng_seed']}."]
+    few = claims.filter((pl.col("test") == "paired_t_seeds") & (pl.col("n_seeds") < 10))
+    if few.height:
+        lines.append("With fewer than 10 seeds a percentile bootstrap CI of the mean Δ is too narrow (it "
+                     "undercovers at small n); the verdict is the paired t-test's adjusted p.")
     flags = sorted({f for fs in claims["flags"].to_list() for f in fs})
     lines += [f"flag: {f}" for f in flags]
     lines += [f"note: {n}" for n in notes]
