@@ -130,18 +130,20 @@ def _selection_flags(runs: pl.DataFrame, epochs: pl.DataFrame) -> dict[tuple[str
     return flags
 
 
-def _select(runs: pl.DataFrame, slot: list[str], select_by: str, notes: list[str]) -> tuple[pl.DataFrame, list[str]]:
-    """One run per slot: the best by `select_by`; flag the slots where that was a test metric."""
+def _select(runs: pl.DataFrame, slot: list[str], select_by: str, notes: list[str],
+            flags: dict[tuple[str, str], list[str]]) -> pl.DataFrame:
+    """One run per slot: the best by `select_by`. A run that won its slot on a test metric is
+    flagged as test-selected (in `flags`, by run)."""
     ranked = runs.sort([select_by, "trial"], descending=[True, False], nulls_last=True)
     picked = ranked.group_by(slot, maintain_order=True).agg(pl.all().first(), pl.len().alias("_k"))
     several = picked.filter(pl.col("_k") > 1)
-    flags = []
     if several.height:
         notes.append(f"{several.height} slot(s) held several trials; kept the best by {select_by}")
         if select_by.startswith("test"):
-            flags = [f"test-selected: best of {r['_k']} trials by {select_by} ({cell_label(r, slot)})"
-                     for r in several.iter_rows(named=True)]
-    return picked.drop("_k"), flags
+            for r in several.iter_rows(named=True):
+                flags.setdefault((r["experiment"], r["trial"]), []).append(
+                    f"test-selected: {r['experiment']}/{r['trial']} is the best of {r['_k']} trials by {select_by}")
+    return picked.drop("_k")
 
 
 def _arm_layout(rows: pl.DataFrame) -> dict[int, dict[int, tuple[str, str]]]:
@@ -233,8 +235,11 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
     runs = _usable(runs.filter(pl.col(arm).is_in([cmp.base, *cmp.treatments])), notes)
     if runs.is_empty():
         raise GuardrailError(f"no finished runs with {arm} in {[cmp.base, *cmp.treatments]}")
-    runs, selection_flags = _select(runs, [*by, arm, SEED, FOLD], select_by, notes)
+    selected: dict[tuple[str, str], list[str]] = {}
+    runs = _select(runs, [*by, arm, SEED, FOLD], select_by, notes, selected)
     run_flags = _selection_flags(runs, read.for_trials(epochs, runs).collect())
+    for key, reasons in selected.items():
+        run_flags.setdefault(key, []).extend(reasons)
     keep = list(read.KEY) + ["id", *METRICS.values()]
     preds = read.for_trials(predictions, runs).select(keep).collect().partition_by(list(read.KEY), as_dict=True)
 
@@ -249,7 +254,7 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
                 notes.append(f"{cell}: no {cmp.base if not base else treat} runs; {treat} vs {cmp.base} skipped")
                 continue
             seeds = sorted(set(base) & set(other))
-            flags = [*selection_flags]
+            flags = []
             dropped = sorted(set(base) ^ set(other))
             if dropped:
                 flags.append(f"unpaired seeds dropped: {dropped}")

@@ -263,10 +263,10 @@ def test_guardrail_flags_test_selected_runs(tmp_path):
     # b0's best_epoch 2 is not where its validation accuracy peaked (epoch 1)
     assert any("x/b0: best_epoch 2 is not the validation argmax 1" in f for f in flags)
     assert by_valid.rows["psedual_trials"][0].to_list() == ["x/g1"]  # the better validation score
-    assert not any("test-selected: best of" in f for f in flags)
+    assert not any("is the best of" in f for f in flags)
     by_test = _build(tmp_path, select_by="test_value_acc")
     flags = by_test.rows["flags"][0].to_list()
-    assert any(f.startswith("test-selected: best of 2 trials by test_value_acc") for f in flags)
+    assert "test-selected: x/g1 is the best of 2 trials by test_value_acc" in flags
     runs[2]["valid_value_acc"] = 0.1  # now g0 (no validation split) wins the slot
     _write_tables(tmp_path, "x", runs, {"b0": p, "g0": p, "g1": p})
     assert any("x/g0 has no validation split" in f for f in _build(tmp_path).rows["flags"][0].to_list())
