@@ -96,7 +96,7 @@ def paired(a, b, n_resamples: int = 10_000, seed: int = 0) -> PairedResult:
                                       n_resamples=n_resamples, alternative="two-sided",
                                       rng=np.random.default_rng(seed))
         p_perm = float(perm.pvalue)
-    return PairedResult(n=n, acc_a=100.0 * xa.mean(), acc_b=100.0 * xb.mean(), only_a=only_a, only_b=only_b,
+    return PairedResult(n=n, acc_a=float(100.0 * xa.mean()), acc_b=float(100.0 * xb.mean()), only_a=only_a, only_b=only_b,
                         delta=delta, ci_low=float(ci[0]), ci_high=float(ci[1]),
                         p_mcnemar=mcnemar_exact(only_a, only_b), p_permutation=p_perm,
                         n_resamples=n_resamples, rng_seed=seed)
