@@ -267,7 +267,7 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
             for s in seeds[1:]:
                 if not tables[s]["id"].equals(ids):
                     raise GuardrailError(f"{cell}: seed {s} was tested on other examples than seed {seeds[0]}")
-            trials = {a: [f"{e}/{t}" for s in seeds for f in folds for e, t in [layout[s][f]]]
+            trials = {a: ["/".join(layout[s][f]) for s in seeds for f in folds]
                       for a, layout in (("base", base), ("treat", other))}
             flags += [f for s in seeds for lay in (base, other) for f0 in folds
                       for f in run_flags.get(lay[s][f0], [])]
