@@ -27,7 +27,10 @@ from analysis import read
 from analysis.multiple import METHODS, adjust
 from analysis.stats import across_seeds, paired, seed_warning
 
-METRICS = {"value": "value_correct", "expression": "expression_correct"}
+# per-example columns of the predictions table: value accuracy, strict expression accuracy (slot
+# names), and expression accuracy by values (the published definition)
+METRICS = {"value": "value_correct", "expression": "expression_correct",
+           "expression_values": "expression_correct_values"}
 FOLD, SEED = "data.fold", "seed"
 SHOWN_IDS = 5
 
@@ -64,7 +67,7 @@ class Comparison:
     by: tuple[str, ...] = ("data.dataset", "solver")
     """one cell per distinct combination of these columns"""
     metrics: tuple[str, ...] = ("value",)
-    """per-example metrics compared: value and/or expression accuracy"""
+    """per-example metrics compared: value, expression (strict) and/or expression_values accuracy"""
     select_by: str = "valid_value_acc"
     """when a slot holds several trials, keep the one with the highest value of this column"""
     correction: str = "holm"
@@ -240,7 +243,7 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
     run_flags = _selection_flags(runs, read.for_trials(epochs, runs).collect())
     for key, reasons in selected.items():
         run_flags.setdefault(key, []).extend(reasons)
-    keep = list(read.KEY) + ["id", *METRICS.values()]
+    keep = list(read.KEY) + ["id", *(METRICS[m] for m in cmp.metrics)]
     preds = read.for_trials(predictions, runs).select(keep).collect().partition_by(list(read.KEY), as_dict=True)
 
     rows = []

@@ -89,15 +89,18 @@ def _infill(args) -> None:
     runs = _runs(args)
     by = [read.column(k, runs.columns) for k in ("data.dataset", "solver", "variant", *args.by)]
     table = summaries.infill(runs, read.scan(args.root, "predictions", args.experiment), by, args.resamples,
-                             args.rng_seed)
+                             args.rng_seed, used_only=args.slots == "used")
     header = [*by, "seeds", "examples", "infilling acc (%)", "95% CI", "perfect match (%)", "95% CI"]
     body = [[*(str(r[k]) for k in by), str(r["n_seeds"]), str(r["n_examples"]),
              report.score(r["infill_acc"], r["infill_sd"]), f"[{r['infill_low']:.2f}, {r['infill_high']:.2f}]",
              report.score(r["pmr"], r["pmr_sd"]), f"[{r['pmr_low']:.2f}, {r['pmr_high']:.2f}]"]
             for r in table.iter_rows(named=True)]
     print(report.render(header, body, args.format))
-    print("\nInfilling: every masked number slot of the test problems, filled from the gold expression; "
-          "perfect match: all of a problem's slots right. One seed: bootstrap over examples "
+    scored = ("every masked number slot of the test problems (a slot the expression does not use must be "
+              "filled 'unused')" if args.slots == "all" else
+              "the masked slots whose numbers the gold expression uses (the paper's Table 4)")
+    print(f"\nInfilling: {scored}, filled from the gold expression; "
+          "perfect match: all of a problem's scored slots right. One seed: bootstrap over examples "
           f"({args.resamples} resamples, seed {args.rng_seed}) and Wilson; several: mean ± sd, t interval.")
 
 
@@ -166,7 +169,10 @@ def add_commands(commands) -> None:
     cu = subs.add_parser("curve", parents=[common, claims_args], help="training-size figure (PNG)")
     cu.add_argument("--png", default="training_size.png", help="figure path (default training_size.png)")
     cu.set_defaults(run=_curve)
-    subs.add_parser("infill", parents=[common], help="infilling accuracy and perfect match").set_defaults(run=_infill)
+    inf = subs.add_parser("infill", parents=[common], help="infilling accuracy and perfect match")
+    inf.add_argument("--slots", choices=("all", "used"), default="all",
+                     help="score every masked slot, or only those the gold expression uses (the paper's Table 4)")
+    inf.set_defaults(run=_infill)
 
 
 def main(argv: list[str] | None = None) -> int:

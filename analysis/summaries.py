@@ -11,24 +11,36 @@ from analysis.report import mark
 from analysis.stats import mean_ci, proportion_ci, ratio_ci
 
 
-def _per_example_infill(preds: pl.DataFrame) -> pl.DataFrame:
-    """Per test example with gold infilling: its slots, the slots filled right, and whether all were."""
+def _per_example_infill(preds: pl.DataFrame, used_only: bool) -> pl.DataFrame:
+    """Per test example with gold infilling: its scored slots (all, or those the gold expression
+    uses), the slots filled right, and whether all were. Examples with no scored slot are left
+    out, as `psedual.metrics` leaves them out of the perfect-match ratio."""
     rows = preds.filter(pl.col("infill_gold").is_not_null())
-    correct = [int(np.sum(np.asarray(p) == np.asarray(g))) for p, g in
-               zip(rows["infill_predicted"].to_list(), rows["infill_gold"].to_list())]
+    slots, correct = [], []
+    for p, g in zip(rows["infill_predicted"].to_list(), rows["infill_gold"].to_list()):
+        p, g = np.asarray(p), np.asarray(g)
+        scored = g != UNUSED if used_only else np.ones(len(g), dtype=bool)
+        slots.append(int(scored.sum()))
+        correct.append(int(np.sum((p == g) & scored)))
     return rows.select(*read.KEY, "id").with_columns(
-        slots=rows["infill_gold"].list.len().cast(pl.Int64), correct=pl.Series(correct, dtype=pl.Int64)
-    ).with_columns(perfect=pl.col("correct") == pl.col("slots"))
+        slots=pl.Series(slots, dtype=pl.Int64), correct=pl.Series(correct, dtype=pl.Int64)
+    ).filter(pl.col("slots") > 0).with_columns(perfect=pl.col("correct") == pl.col("slots"))
 
 
-def infill(runs: pl.DataFrame, predictions: pl.LazyFrame, by: list[str], n_resamples: int, seed: int) -> pl.DataFrame:
-    """Infilling accuracy (all slots) and perfect-match ratio per cell of `by`, folds pooled.
+UNUSED = -1
+"""A slot the gold expression does not use (as `psedual.metrics.UNUSED`; analysis imports no psedual)."""
+
+
+def infill(runs: pl.DataFrame, predictions: pl.LazyFrame, by: list[str], n_resamples: int, seed: int,
+           used_only: bool = False) -> pl.DataFrame:
+    """Infilling accuracy and perfect-match ratio per cell of `by`, folds pooled, over every masked
+    slot or (`used_only`) over the slots the gold expression uses (the paper's Table 4).
     One seed: bootstrap over examples (slots) and Wilson (perfect match); several: mean ± sd over
     seeds with a t interval."""
     runs = runs.filter(pl.col("test_infill_acc").is_not_null())
     if runs.is_empty():
         raise ValueError("no PseDual runs with infilling results (test_infill_acc) in the selection")
-    ex = _per_example_infill(read.for_trials(predictions, runs).collect())
+    ex = _per_example_infill(read.for_trials(predictions, runs).collect(), used_only)
     ex = ex.join(runs.select(*read.KEY, *by, SEED, FOLD), on=list(read.KEY))
     out = []
     for part in ex.partition_by(by, maintain_order=True):

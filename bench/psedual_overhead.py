@@ -20,14 +20,16 @@ from psedual.data.cache import load_dataset
 from psedual.data.config import DataConfig
 from psedual.data.splits import split_dataset
 from psedual.reexamine import PseDualConfig, Reexaminer
+from psedual.reexamine.schedules import Clock
 from psedual.solvers import SOLVERS
 from psedual.solvers.batch import collate
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.vocab import Vocab
 
+# scheduled: the `step` rule at steps 1000+ (ε ≈ 0.99), so every step samples an expression
 VARIANTS = {"base": None,
-            "gcn scheduled": PseDualConfig(expression_encoder="gcn"),
-            "gru scheduled": PseDualConfig(expression_encoder="gru"),
+            "gcn scheduled": PseDualConfig(expression_encoder="gcn", epsilon_schedule="step"),
+            "gru scheduled": PseDualConfig(expression_encoder="gru", epsilon_schedule="step"),
             "gcn teacher_forcing": PseDualConfig(expression_encoder="gcn", fusion="teacher_forcing")}
 
 
@@ -43,7 +45,7 @@ def seconds_per_step(solver: str, psedual: PseDualConfig | None, batches, vocab,
         enc = model.encode(batch)
         loss = model.loss(batch, enc)
         if reexaminer is not None:
-            loss = loss + reexaminer(model, batch, enc, step=1000 + i, epoch=0).loss  # ε = 0.99
+            loss = loss + reexaminer(model, batch, enc, Clock(1000 + i, 10_000, 1)).loss  # ε ≈ 0.99
         opt.zero_grad()
         loss.backward()
         opt.step()

@@ -35,12 +35,25 @@ def _train(args: argparse.Namespace) -> None:
                       train_size=args.train_size)
     config = TrainConfig(data, model=model, psedual=psedual, **{k: getattr(args, k) for k in _TRAIN_FIELDS})
     result = train(config, args.out, resume=args.resume)
-    infill = ("" if result.test_infill_acc is None else f" infilling {100 * result.test_infill_acc:.2f}% "
-              f"perfect match {100 * result.test_perfect_match:.2f}%")
-    print(f"best epoch {result.best_epoch}: valid value {100 * result.valid_value_acc:.2f}% "
-          f"expr {100 * result.valid_expr_acc:.2f}% | test value {100 * result.test_value_acc:.2f}% "
-          f"expr {100 * result.test_expr_acc:.2f}%{infill} | {result.train_seconds:.0f} s training | "
-          f"{result.out_dir}")
+    print(summary(result))
+
+
+def _percent(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.2f}%"
+
+
+def summary(result) -> str:
+    """One line of a run's result: accuracies (both expression definitions), infilling (all and
+    used slots), the final ε and τ, training time."""
+    line = (f"best epoch {result.best_epoch}: valid value {_percent(result.valid_value_acc)} "
+            f"expr {_percent(result.valid_expr_acc)} | test value {_percent(result.test_value_acc)} "
+            f"expr {_percent(result.test_expr_acc)} (by values {_percent(result.test_expr_acc_values)})")
+    if result.final_epsilon is not None:
+        tau = "unused" if result.final_tau is None else f"{result.final_tau:.4g}"
+        line += (f" | infilling {_percent(result.test_infill_acc)} perfect match {_percent(result.test_perfect_match)}"
+                 f" (used slots {_percent(result.test_infill_acc_used)} / {_percent(result.test_perfect_match_used)})"
+                 f" | final ε {result.final_epsilon:.4g} τ {tau}")
+    return f"{line} | {result.train_seconds:.0f} s training | {result.out_dir}"
 
 
 def _solve(args: argparse.Namespace) -> None:
@@ -55,8 +68,9 @@ _TRAIN_FIELDS = {"solver": str, "epochs": int, "batch_size": int, "lr": float, "
                  "lr_step": int, "lr_gamma": float, "min_word_count": int, "beam_size": int, "seed": int,
                  "threads": int}
 _MODEL_FIELDS = {"embedding_size": int, "hidden_size": int, "layers": int, "dropout": float}
-_PSEDUAL_FIELDS = {"fusion": str, "epsilon_schedule": str, "epsilon0": float, "epsilon_decay": float,
-                   "epsilon_hold_epochs": int, "epsilon_epoch_decay": float, "tau0": float, "tau_min": float,
+_PSEDUAL_FIELDS = {"fusion": str, "epsilon_schedule": str, "epsilon0": float, "epsilon_final": float,
+                   "epsilon_decay": float, "epsilon_hold_epochs": int, "epsilon_epoch_decay": float,
+                   "tau_schedule": str, "tau0": float, "tau_final": float, "tau_reset": str, "tau_min": float,
                    "tau_rate": float, "tau_interval": int, "qp_gradient": str, "alpha": float,
                    "problem_encoder": str, "token_embedding_size": int, "max_length_factor": int}
 

@@ -1,5 +1,12 @@
 """The paper's metrics: expression and value accuracy, number-infilling accuracy and
-perfect-match ratio. Plain Python over problems and predictions (no torch), so the
+perfect-match ratio.
+
+Expression accuracy comes in two definitions, both kept: strict (token for token over
+slot names, `N0` ≠ `N1` even when both hold 0.25) and by values (the published code's:
+the expressions are equal after each slot is replaced by its number). Infilling accuracy
+and perfect match likewise: over every masked slot (a slot the expression does not use
+must be filled "unused"), or over the slots the gold expression uses (the paper's
+Table 4). Plain Python over problems and predictions (no torch), so the
 trainer and the analysis compute them the same way.
 
 Value accuracy compares a predicted expression's value, over the problem's
@@ -13,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from psedual.data.expr import try_evaluate, values_equal
+from psedual.data.expr import SLOT, try_evaluate, values_equal
 from psedual.data.record import Problem
 
 
@@ -41,6 +48,28 @@ def expression_correct(predicted: Sequence[str], problem: Problem) -> bool:
     return tuple(predicted) == problem.prefix
 
 
+def _with_values(prefix: Sequence[str], problem: Problem) -> tuple[str, ...] | None:
+    """The prefix with each slot replaced by its number (canonical, so equal values are equal
+    strings); None if a slot is out of range."""
+    out = []
+    for token in prefix:
+        slot = SLOT.fullmatch(token)
+        if slot is None:
+            out.append(token)
+        elif int(slot.group(1)) < len(problem.numbers):
+            out.append(problem.numbers[int(slot.group(1))])
+        else:
+            return None
+    return tuple(out)
+
+
+def expression_correct_values(predicted: Sequence[str], problem: Problem) -> bool:
+    """The predicted prefix equals the gold prefix after slots are replaced by their numbers'
+    values (the published definition: `+ N1 N1` is right for gold `+ N0 N0` when N0 = N1)."""
+    mine = _with_values(predicted, problem)
+    return mine is not None and mine == _with_values(problem.prefix, problem)
+
+
 def value_correct(predicted: Sequence[str], problem: Problem) -> bool:
     """The predicted prefix evaluates, over the problem's numbers, to its gold answer."""
     return values_equal(try_evaluate(predicted, problem.values()), problem.answer_value())
@@ -50,26 +79,41 @@ def expression_accuracy(predicted: Sequence[Sequence[str]], problems: Sequence[P
     return Accuracy(sum(expression_correct(p, g) for p, g in _pairs(predicted, problems, "problems")), len(problems))
 
 
+def expression_accuracy_values(predicted: Sequence[Sequence[str]], problems: Sequence[Problem]) -> Accuracy:
+    return Accuracy(sum(expression_correct_values(p, g) for p, g in _pairs(predicted, problems, "problems")),
+                    len(problems))
+
+
 def value_accuracy(predicted: Sequence[Sequence[str]], problems: Sequence[Problem]) -> Accuracy:
     return Accuracy(sum(value_correct(p, g) for p, g in _pairs(predicted, problems, "problems")), len(problems))
 
 
-def infilling_accuracy(predicted: Sequence[Sequence[int]], gold: Sequence[Sequence[int]]) -> Accuracy:
-    """Share of masked number slots filled with the right quantity, over all slots of all problems."""
-    correct = total = 0
+UNUSED = -1
+"""The filling of a slot whose number the gold expression does not use (`reexamine.targets`)."""
+
+
+def _slot_pairs(predicted: Sequence[Sequence[int]], gold: Sequence[Sequence[int]],
+                used_only: bool) -> list[list[tuple[int, int]]]:
+    """Per problem, the (predicted, right) fillings scored: every slot, or the used ones."""
+    out = []
     for i, (p, g) in enumerate(_pairs(predicted, gold, "problems")):
         if len(p) != len(g):
             raise ValueError(f"problem {i}: {len(p)} slot predictions for {len(g)} masked slots")
-        correct += sum(a == b for a, b in zip(p, g))
-        total += len(g)
-    return Accuracy(correct, total)
+        out.append([(a, b) for a, b in zip(p, g) if not (used_only and b == UNUSED)])
+    return out
 
 
-def perfect_match_ratio(predicted: Sequence[Sequence[int]], gold: Sequence[Sequence[int]]) -> Accuracy:
-    """Share of problems whose every masked slot is filled right; problems with no
-    numbers have nothing to infill and are not counted."""
-    pairs = [(list(p), list(g)) for p, g in _pairs(predicted, gold, "problems") if len(g)]
-    for i, (p, g) in enumerate(pairs):
-        if len(p) != len(g):
-            raise ValueError(f"problem {i}: {len(p)} slot predictions for {len(g)} masked slots")
-    return Accuracy(sum(p == g for p, g in pairs), len(pairs))
+def infilling_accuracy(predicted: Sequence[Sequence[int]], gold: Sequence[Sequence[int]],
+                       used_only: bool = False) -> Accuracy:
+    """Share of masked number slots filled with the right quantity, over all slots of all
+    problems, or (`used_only`) over the slots the gold expression uses (the paper's Table 4)."""
+    pairs = [pair for problem in _slot_pairs(predicted, gold, used_only) for pair in problem]
+    return Accuracy(sum(a == b for a, b in pairs), len(pairs))
+
+
+def perfect_match_ratio(predicted: Sequence[Sequence[int]], gold: Sequence[Sequence[int]],
+                        used_only: bool = False) -> Accuracy:
+    """Share of problems whose every scored slot (all, or the used ones) is filled right;
+    problems with no scored slot have nothing to infill and are not counted."""
+    problems = [slots for slots in _slot_pairs(predicted, gold, used_only) if slots]
+    return Accuracy(sum(all(a == b for a, b in slots) for slots in problems), len(problems))

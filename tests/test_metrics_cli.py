@@ -7,7 +7,9 @@ import pytest
 from psedual.cli import main
 from psedual.data.build import make_problem
 from psedual.metrics import (
+    UNUSED,
     expression_accuracy,
+    expression_accuracy_values,
     infilling_accuracy,
     perfect_match_ratio,
     value_accuracy,
@@ -31,6 +33,29 @@ def test_expression_and_value_accuracy():
     assert value_accuracy([("+", "N0", "N1")], [q]).correct == 0
     with pytest.raises(ValueError, match="1 predictions for 2 problems"):
         value_accuracy(preds[:1], [p, q])
+
+
+def test_expression_accuracy_by_values_is_the_published_definition():
+    p = _problem(["0.25", "3", "0.25"], "x=0.25+0.25", "0.5")  # a number stated twice
+    assert p.prefix == ("+", "N0", "N0")
+    preds = [("+", "N2", "N2"), ("+", "N0", "N2"), ("+", "N0", "N1"), ("+", "N0", "N0"), ("+", "N0", "N9")]
+    assert [expression_accuracy([q], [p]).correct for q in preds] == [0, 0, 0, 1, 0]
+    assert [expression_accuracy_values([q], [p]).correct for q in preds] == [1, 1, 0, 1, 0]
+    many = _problem([str(k) for k in range(13)], "x=12+2", 14)  # N12 is slot 12, not N1 then 2
+    assert many.prefix == ("+", "N12", "N2")
+    assert expression_accuracy_values([("+", "N12", "N2")], [many]).correct == 1
+    assert expression_accuracy_values([("+", "N1", "N2")], [many]).correct == 0
+
+
+def test_infilling_over_the_used_slots_only():
+    gold = [[0, UNUSED, 2], [UNUSED, UNUSED], [1, 0]]
+    pred = [[0, 1, 2], [UNUSED, 0], [1, 1]]
+    assert (infilling_accuracy(pred, gold).correct, infilling_accuracy(pred, gold).total) == (4, 7)
+    used = infilling_accuracy(pred, gold, used_only=True)
+    assert (used.correct, used.total) == (3, 4)
+    pmr = perfect_match_ratio(pred, gold, used_only=True)  # problem 1 uses no number: not counted
+    assert (pmr.correct, pmr.total) == (1, 2)
+    assert perfect_match_ratio(pred, gold).correct == 0
 
 
 def test_infilling_accuracy_and_perfect_match():

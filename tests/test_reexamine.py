@@ -12,7 +12,8 @@ from psedual.metrics import infilling_accuracy, perfect_match_ratio
 from psedual.reexamine import PseDualConfig, Reexaminer
 from psedual.reexamine import config as reexamine_config
 from psedual.reexamine.expression import EXPRESSION_ENCODERS, batch_edge_index, tree_edges
-from psedual.reexamine.schedules import epsilon, tau
+from psedual.reexamine.module import gumbel_noise
+from psedual.reexamine.schedules import Clock, epsilon, final, regime, tau, warning
 from psedual.reexamine.targets import UNUSED, allowed_targets, canonical_answers, used_slots
 from psedual.solvers import SOLVERS, get_solver
 from psedual.solvers.batch import collate
@@ -22,9 +23,8 @@ from psedual.solvers.vocab import Vocab
 ALL = sorted(SOLVERS)
 pytestmark = pytest.mark.usefixtures("one_thread")
 SMALL = SolverConfig(embedding_size=32, hidden_size=64, layers=1, dropout=0.0)
-
-
-
+AT = Clock(0, 10, 1)
+"""The first of 10 steps (schedules that matter pin ε themselves)."""
 
 
 def build(name, vocab, seed=0, **psedual):
@@ -43,32 +43,74 @@ def test_config_names_match_the_registry_and_bad_values_fail():
     with pytest.raises(ValueError, match="valid: scheduled, teacher_forcing, predicted"):
         PseDualConfig(fusion="sometimes")
     with pytest.raises(ValueError, match="tau_min"):
-        PseDualConfig(tau_min=0.0)
+        PseDualConfig(tau_schedule="step", tau_min=0.0)
     with pytest.raises(ValueError, match="epsilon_decay"):
         PseDualConfig(epsilon_decay=1.5)
 
 
 def test_epsilon_follows_its_formulas():
-    step = PseDualConfig()
-    assert epsilon(step, 0, 0) == 1.0
-    assert epsilon(step, 1000, 7) == pytest.approx(math.exp(1000 * math.log(0.99999)), rel=1e-12)
-    assert epsilon(replace(step, epsilon0=0.8), 50_000, 0) == pytest.approx(0.8 * 0.99999 ** 50_000)
+    step = PseDualConfig(epsilon_schedule="step")
+    assert epsilon(step, Clock(0, 10, 1)) == 1.0
+    assert epsilon(step, Clock(1000, 100, 20)) == pytest.approx(math.exp(1000 * math.log(0.99999)), rel=1e-12)
+    assert epsilon(replace(step, epsilon0=0.8), Clock(50_000, 1000, 60)) == pytest.approx(0.8 * 0.99999 ** 50_000)
     by_epoch = PseDualConfig(epsilon_schedule="epoch")
-    assert [epsilon(by_epoch, 12345, e) for e in (0, 19)] == [1.0, 1.0]  # held for 20 epochs
-    assert epsilon(by_epoch, 0, 20) == pytest.approx(0.99)
-    assert epsilon(by_epoch, 0, 79) == pytest.approx(0.99 ** 60)
-    assert epsilon(PseDualConfig(fusion="teacher_forcing"), 10 ** 9, 99) == 1.0
-    assert epsilon(PseDualConfig(fusion="predicted"), 0, 0) == 0.0
+    assert [epsilon(by_epoch, Clock(e * 23 + 5, 23, 80)) for e in (0, 19)] == [1.0, 1.0]  # held for 20 epochs
+    assert epsilon(by_epoch, Clock(20 * 23, 23, 80)) == pytest.approx(0.99)
+    assert epsilon(by_epoch, Clock(79 * 23 + 22, 23, 80)) == pytest.approx(0.99 ** 60)
+    assert epsilon(PseDualConfig(fusion="teacher_forcing"), Clock(10 ** 6, 10 ** 6, 2)) == 1.0
+    assert epsilon(PseDualConfig(fusion="predicted"), Clock(0, 1, 1)) == 0.0
 
 
-def test_tau_follows_its_formula():
-    c = PseDualConfig()
-    assert tau(c, 0) == tau(c, 99) == 1.0  # changes every 100 steps
-    assert tau(c, 100) == pytest.approx(math.exp(-3e-3))
-    assert tau(c, 250) == pytest.approx(math.exp(-6e-3))
-    assert tau(c, 23_100) == pytest.approx(math.exp(-0.693))  # just above the floor
-    assert tau(c, 23_200) == 0.5 and tau(c, 10 ** 7) == 0.5
-    assert tau(replace(c, tau0=2.0, tau_interval=10), 15) == pytest.approx(2.0 * math.exp(-3e-4))
+def test_horizon_epsilon_ends_where_it_says_on_any_run_length():
+    c = PseDualConfig(epsilon_final=0.1)
+    for per_epoch, epochs in ((23, 80), (331, 80), (3, 2), (1, 1)):
+        last = Clock(per_epoch * epochs - 1, per_epoch, epochs)
+        assert epsilon(c, last) == 0.1
+        assert final(c, per_epoch, epochs)[0] == 0.1
+    assert epsilon(c, Clock(0, 23, 80)) == 1.0
+    # exponential: the geometric mean of the ends halfway, and a constant ratio per step
+    assert epsilon(c, Clock(40, 9, 9)) == pytest.approx(math.sqrt(0.1))
+    ratios = [epsilon(c, Clock(t + 1, 23, 80)) / epsilon(c, Clock(t, 23, 80)) for t in (0, 500, 1800)]
+    assert ratios == pytest.approx([0.1 ** (1 / 1839)] * 3, rel=1e-12)
+    # the paper's literal rule ends where the run length puts it (the trap horizon avoids)
+    literal = PseDualConfig(epsilon_schedule="step")
+    assert final(literal, 23, 80)[0] == pytest.approx(0.98177, abs=1e-5)  # MAWPS fold 0, batch 64
+    assert final(literal, 331, 80)[0] == pytest.approx(0.76736, abs=1e-5)  # Math23K
+    with pytest.raises(ValueError, match="need 0 < epsilon_final <= epsilon0"):
+        PseDualConfig(epsilon_final=0.0)
+    with pytest.raises(ValueError, match="bad clock"):
+        Clock(10, 5, 2)
+
+
+def test_tau_follows_its_formulas():
+    c = PseDualConfig(tau_schedule="step")
+    assert tau(c, Clock(0, 100, 300)) == tau(c, Clock(99, 100, 300)) == 1.0  # changes every 100 steps
+    assert tau(c, Clock(100, 100, 300)) == pytest.approx(math.exp(-3e-3))
+    assert tau(c, Clock(250, 100, 300)) == pytest.approx(math.exp(-6e-3))
+    assert tau(c, Clock(23_100, 100, 300)) == pytest.approx(math.exp(-0.693))  # just above the floor
+    assert tau(c, Clock(23_200, 100, 300)) == 0.5 and tau(c, Clock(29_999, 100, 300)) == 0.5
+    assert tau(replace(c, tau0=2.0, tau_interval=10), Clock(15, 100, 1)) == pytest.approx(2.0 * math.exp(-3e-4))
+    horizon = PseDualConfig(tau_final=0.25)
+    assert tau(horizon, Clock(0, 23, 80)) == 1.0 and tau(horizon, Clock(1839, 23, 80)) == 0.25
+    assert tau(horizon, Clock(22, 23, 80)) == pytest.approx(0.25 ** (22 / 1839))
+    per_epoch = replace(horizon, tau_reset="epoch")  # the paper's anneal, restarted every epoch
+    assert [tau(per_epoch, Clock(e * 23, 23, 80)) for e in (0, 1, 79)] == [1.0, 1.0, 1.0]
+    assert [tau(per_epoch, Clock(e * 23 + 22, 23, 80)) for e in (0, 1, 79)] == [0.25, 0.25, 0.25]
+    assert tau(per_epoch, Clock(23 + 11, 23, 80)) == pytest.approx(0.5)
+    assert tau(replace(c, tau_reset="epoch"), Clock(250 + 3 * 1000, 1000, 5)) == pytest.approx(math.exp(-6e-3))
+
+
+def test_the_regime_is_said_and_a_near_teacher_forcing_run_is_warned():
+    assert regime(PseDualConfig(), 23, 80) == ("ε 1 → 0.5 over 1,840 steps (23 per epoch × 80 epochs; fusion scheduled, "
+                                                "schedule horizon); τ 1 → 0.5 over the run (schedule horizon, "
+                                                "Q_pred straight_through)")
+    assert "τ is unused" in regime(PseDualConfig(fusion="teacher_forcing"), 23, 80)
+    assert "over each epoch's 23 steps" in regime(PseDualConfig(tau_reset="epoch"), 23, 80)
+    assert final(PseDualConfig(fusion="teacher_forcing"), 23, 80) == (1.0, None)
+    message = warning(PseDualConfig(epsilon_schedule="step"), 23, 80)
+    assert "ends at ε = 0.982 > 0.9 after 1,840 steps" in message and "--epsilon-final" in message
+    assert warning(PseDualConfig(), 23, 80) is None
+    assert warning(PseDualConfig(fusion="teacher_forcing"), 23, 80) is None  # asked for, not a trap
 
 
 # --- expressions and targets -----------------------------------------------------------
@@ -126,7 +168,7 @@ def test_infilling_gradient_reaches_the_decoder_only_straight_through(mawps, voc
     for qp in ("straight_through", "none"):
         solver, reexaminer = build(name, vocab, expression_encoder=encoder, fusion="predicted", qp_gradient=qp)
         torch.manual_seed(1)
-        out = reexaminer(solver, batch, solver.encode(batch), step=0, epoch=0)
+        out = reexaminer(solver, batch, solver.encode(batch), AT)
         out.loss.backward()
         params = dict(solver.named_parameters())
         grads[qp] = [0.0 if params[n].grad is None else params[n].grad.abs().sum().item() for n in DECODER_ONLY[name]]
@@ -135,19 +177,108 @@ def test_infilling_gradient_reaches_the_decoder_only_straight_through(mawps, voc
     assert grads["none"] == [0.0] * len(DECODER_ONLY[name])
 
 
+def _decoder_gradient(name, vocab, batch, **psedual) -> tuple[torch.Tensor, torch.Tensor]:
+    """∇ of the infilling loss alone on the solver's decoder-only weights (flat), and the
+    pointer's logits, for a fixed model and fixed Gumbel noise."""
+    solver, reexaminer = build(name, vocab, expression_encoder="gcn", **psedual)
+    torch.manual_seed(1)
+    out = reexaminer(solver, batch, solver.encode(batch), AT)
+    out.loss.backward()
+    params = dict(solver.named_parameters())
+    grad = torch.cat([torch.zeros(params[n].numel()) if params[n].grad is None else params[n].grad.flatten()
+                      for n in DECODER_ONLY[name]])
+    return grad, out.logits.detach()
+
+
+def _constant_epsilon(eps: float) -> dict:
+    return {"fusion": "scheduled", "epsilon_schedule": "step", "epsilon0": eps, "epsilon_decay": 1.0}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_decoder_gradient_scales_with_one_minus_epsilon(mawps, vocab, name):
+    """Q = ε·Q_gold + (1−ε)·Q_pred: the infilling gradient reaches the decoder through Q_pred
+    only, so it scales with (1−ε) and is exactly 0 under teacher forcing."""
+    batch = collate(mawps.train[:16], vocab)
+    g = {eps: _decoder_gradient(name, vocab, batch, **_constant_epsilon(eps))[0].abs().sum().item()
+         for eps in (0.0, 0.5, 0.9, 1.0)}
+    assert g[0.0] > 0
+    assert 0.4 < g[0.5] / g[0.0] < 0.6
+    assert 0.05 < g[0.9] / g[0.0] < 0.15
+    assert g[1.0] == 0.0
+    assert not _decoder_gradient(name, vocab, batch, fusion="teacher_forcing")[0].any()
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_tau_shapes_the_gradient_straight_through_and_the_tokens_when_soft(mawps, vocab, name):
+    batch = collate(mawps.train[:16], vocab)
+
+    def at(tau, qp):
+        return _decoder_gradient(name, vocab, batch, fusion="predicted", qp_gradient=qp, tau0=tau, tau_final=tau)
+
+    def differ(a, b):
+        return ((a - b).norm() / a.norm()).item()
+
+    (g1, l1), (g4, l4) = at(1.0, "straight_through"), at(0.25, "straight_through")
+    # straight-through: the same expressions are read (hard tokens), the gradient differs
+    assert torch.equal(l1, l4)
+    assert g1.any() and differ(g1, g4) > 0.2
+    # soft: the infiller reads the relaxed rows, so τ changes what it reads; τ → 0 is the hard read
+    (s1, sl1), (s4, sl4), (_, sl0) = at(1.0, "soft"), at(0.25, "soft"), at(1e-3, "soft")
+    assert not torch.allclose(sl1, sl4, atol=1e-3)
+    assert torch.allclose(sl0, l1, atol=5e-3)
+    assert s1.any() and differ(s1, s4) > 0.2
+    # no gradient (the published code): τ changes nothing at all
+    (n1, nl1), (n4, nl4) = at(1.0, "none"), at(0.25, "none")
+    assert not n1.any() and not n4.any() and torch.equal(nl1, l1) and torch.equal(nl4, l1)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_predicted_fusion_has_a_finite_loss_when_the_sample_misses_gold_numbers(mawps, vocab, name):
+    """A gold quantity the sampled expression lacks stays a candidate (with a zero key): without
+    it the target would be masked out and the loss would be ~1e12."""
+    batch = collate(mawps.train[:32], vocab)
+    solver, reexaminer = build(name, vocab, fusion="predicted")
+    torch.manual_seed(0)
+    out = reexaminer(solver, batch, solver.encode(batch), AT)
+    assert out.epsilon == 0.0 and out.tau == 1.0
+    assert torch.isfinite(out.loss) and out.loss.item() < 10
+    out.loss.backward()
+
+
+PERM = [5, 0, 11, 3, 1, 9, 2, 10, 4, 8, 7, 6]
+
+
 @pytest.mark.parametrize("encoder", ["gru", "gcn"])
 @pytest.mark.parametrize("name", ALL)
 def test_permuting_a_batch_permutes_the_infilling(mawps, vocab, name, encoder):
     problems = mawps.train[:12]
-    perm = [5, 0, 11, 3, 1, 9, 2, 10, 4, 8, 7, 6]
     solver, reexaminer = build(name, vocab, expression_encoder=encoder, fusion="teacher_forcing")
     with inference(solver), inference(reexaminer):
-        a = reexaminer(solver, collate(problems, vocab), solver.encode(collate(problems, vocab)), 0, 0)
-        pb = collate([problems[i] for i in perm], vocab)
-        b = reexaminer(solver, pb, solver.encode(pb), 0, 0)
-    assert torch.allclose(b.logits, a.logits[perm], atol=1e-5)
-    assert torch.equal(b.allowed, a.allowed[perm])
+        a = reexaminer(solver, collate(problems, vocab), solver.encode(collate(problems, vocab)), AT)
+        pb = collate([problems[i] for i in PERM], vocab)
+        b = reexaminer(solver, pb, solver.encode(pb), AT)
+    assert torch.allclose(b.logits, a.logits[PERM], atol=1e-5)
+    assert torch.equal(b.allowed, a.allowed[PERM])
     assert b.loss.item() == pytest.approx(a.loss.item(), abs=1e-6)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_permuting_a_batch_permutes_the_sampled_infilling(mawps, vocab, name):
+    """Each problem's Gumbel noise is its own: the same seed samples the same expression for a
+    problem wherever it sits in the batch (and whatever other problems share it)."""
+    problems = mawps.train[:12]
+    solver, reexaminer = build(name, vocab, expression_encoder="gcn", fusion="predicted")
+    with inference(solver):  # no dropout; the module stays in training mode and samples
+        torch.manual_seed(7)
+        a = reexaminer(solver, collate(problems, vocab), solver.encode(collate(problems, vocab)), AT)
+        pb = collate([problems[i] for i in PERM], vocab)
+        torch.manual_seed(7)
+        b = reexaminer(solver, pb, solver.encode(pb), AT)
+        torch.manual_seed(8)
+        c = reexaminer(solver, pb, solver.encode(pb), AT)
+    assert torch.allclose(b.logits, a.logits[PERM], atol=1e-5)
+    assert b.loss.item() == pytest.approx(a.loss.item(), abs=1e-6)
+    assert not torch.allclose(c.logits, b.logits, atol=1e-3)  # another seed samples other expressions
 
 
 @pytest.mark.parametrize("encoder", ["gru", "gcn"])
@@ -157,7 +288,7 @@ def test_the_infiller_overfits_a_tiny_set(mawps, vocab, encoder):
     solver, reexaminer = build("gts", vocab, expression_encoder=encoder, fusion="teacher_forcing")
     opt = torch.optim.Adam([*solver.parameters(), *reexaminer.parameters()], 1e-2)
     for _ in range(150):
-        loss = reexaminer(solver, batch, solver.encode(batch), 0, 0).loss
+        loss = reexaminer(solver, batch, solver.encode(batch), AT).loss
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -173,7 +304,8 @@ def test_rollout_writes_well_formed_expressions(mawps, vocab, name):
     solver, reexaminer = build(name, vocab, fusion="predicted")
     batch = collate(mawps.train[:24], vocab)
     torch.manual_seed(0)
-    r = solver.rollout(batch, solver.encode(batch), reexaminer._pick(1.0), max_length=7)
+    noise = gumbel_noise([p.id for p in batch.problems], 7, len(vocab.output_tokens), torch.device("cpu"))
+    r = solver.rollout(batch, solver.encode(batch), reexaminer._pick(1.0, noise), max_length=7)
     n_ops = len(vocab.operators)
     for row, choice in zip(r.tokens.tolist(), r.choices):
         ids = [t for t in row if t >= 0]
@@ -189,15 +321,16 @@ def test_rollout_writes_well_formed_expressions(mawps, vocab, name):
 def test_separate_problem_encoder_has_its_own_weights(mawps, vocab):
     solver, reexaminer = build("gts", vocab, problem_encoder="separate", fusion="teacher_forcing")
     batch = collate(mawps.train[:8], vocab)
-    reexaminer(solver, batch, solver.encode(batch), 0, 0).loss.backward()
+    reexaminer(solver, batch, solver.encode(batch), AT).loss.backward()
     assert reexaminer.problem.embed.weight.grad.abs().sum() > 0
     assert solver.encoder.embed.weight.grad is None  # the solver's encoder is not used
 
 
 # Solver loss + infilling loss of two seeded Adam steps (GCN, ε decaying by half per step so
-# sampled expressions count from the first step; 32 MAWPS problems, dropout 0.5).
-PINNED = {"gts": [3.5174882411956787, 3.4808402061462402], "dns": [3.551985263824463, 3.5208802223205566],
-          "graph2tree": [3.7394752502441406, 3.5298075675964355]}
+# sampled expressions count from the first step; 32 MAWPS problems, dropout 0.5). Compared with
+# a relative tolerance of 1e-6: other torch builds may sum in another order.
+PINNED = {"gts": [3.5174882411956787, 3.4680919647216797], "dns": [3.551985263824463, 3.5208349227905273],
+          "graph2tree": [3.7394752502441406, 3.5298068523406982]}
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -206,15 +339,16 @@ def test_loss_of_two_seeded_psedual_steps_is_pinned(mawps, vocab, name):
     solver_cls, _ = get_solver(name)
     config = replace(SMALL, dropout=0.5)
     solver = solver_cls(vocab, config)
-    reexaminer = Reexaminer(vocab, config, PseDualConfig(expression_encoder="gcn", epsilon_decay=0.5))
+    reexaminer = Reexaminer(vocab, config, PseDualConfig(expression_encoder="gcn", epsilon_schedule="step",
+                                                         epsilon_decay=0.5, tau_schedule="step"))
     opt = torch.optim.Adam([*solver.parameters(), *reexaminer.parameters()], 1e-3)
     batch = collate(mawps.train[:32], vocab)
     losses = []
     for step in range(2):
         enc = solver.encode(batch)
-        loss = solver.loss(batch, enc) + reexaminer(solver, batch, enc, step, 0).loss
+        loss = solver.loss(batch, enc) + reexaminer(solver, batch, enc, Clock(step, 2, 1)).loss
         opt.zero_grad()
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    assert losses == PINNED[name]
+    assert losses == pytest.approx(PINNED[name], rel=1e-6)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import replace
 
 import polars as pl
@@ -105,8 +106,9 @@ def test_config_checks():
     assert TrainConfig.from_dict(__import__("dataclasses").asdict(TINY)) == TINY
 
 
-# PseDual with a fast ε decay, so that sampled expressions take part from the first step.
-TINY_PSEDUAL = replace(TINY, epochs=2, psedual=PseDualConfig(expression_encoder="gcn", epsilon_decay=0.5))
+# PseDual on the horizon schedules: ε 1 → 0.25 and τ 1 → 0.5 over the run's 6 steps, so sampled
+# expressions take part from the second step.
+TINY_PSEDUAL = replace(TINY, epochs=2, psedual=PseDualConfig(expression_encoder="gcn", epsilon_final=0.25))
 
 
 @pytest.fixture(scope="module")
@@ -121,29 +123,51 @@ def test_psedual_resume_equals_uninterrupted(finished_psedual, tmp_path):
     resumed = train(TINY_PSEDUAL, tmp_path, resume=True)
     assert replace(resumed, out_dir="", train_seconds=0) == replace(whole, out_dir="", train_seconds=0)
     cols = ["epoch", "train_loss", "infill_loss", "epsilon", "tau", "valid_value_acc"]
-    assert pl.read_parquet(tmp_path / "epochs.parquet").select(cols).equals(
-        pl.read_parquet(whole_dir / "epochs.parquet").select(cols))
+    resumed_epochs = pl.read_parquet(tmp_path / "epochs.parquet")
+    assert resumed_epochs.select(cols).equals(pl.read_parquet(whole_dir / "epochs.parquet").select(cols))
+    # the horizon is the whole run's, across the resume: the last step ends exactly there
+    assert resumed_epochs["epsilon"][-1] == 0.25 and resumed_epochs["tau"][-1] == 0.5
+    assert (resumed.final_epsilon, resumed.final_tau) == (0.25, 0.5)
     assert pl.read_parquet(tmp_path / "predictions.parquet").equals(pl.read_parquet(whole_dir / "predictions.parquet"))
 
 
 def test_psedual_outputs(finished_psedual, finished):
     result, out = finished_psedual
     epochs = pl.read_parquet(out / "epochs.parquet")
-    steps = 3  # 96 training problems in batches of 32
-    assert epochs["epsilon"].to_list() == pytest.approx([0.5 ** (steps - 1), 0.5 ** (2 * steps - 1)])
-    assert epochs["tau"].to_list() == [1.0, 1.0] and (epochs["infill_loss"] > 0).all()
-    preds = pl.read_parquet(out / "predictions.parquet")
     metrics = pl.read_parquet(out / "metrics.parquet").row(0, named=True)
+    # 96 training problems in batches of 32: 3 steps per epoch, 6 in all; ε and τ at each epoch's last step
+    assert epochs["epsilon"].to_list() == pytest.approx([0.25 ** (2 / 5), 0.25])
+    assert epochs["tau"].to_list() == pytest.approx([0.5 ** (2 / 5), 0.5]) and (epochs["infill_loss"] > 0).all()
+    assert (metrics["final_epsilon"], metrics["final_tau"]) == (0.25, 0.5)
+    preds = pl.read_parquet(out / "predictions.parquet")
     scored = preds.filter(pl.col("infill_gold").is_not_null())
     # 14 test golds use a constant outside the vocabulary of this 96-problem training subset
     assert scored.height == metrics["n_test_infilled"] == 383
     slots = scored.select(pl.col("infill_predicted").explode(), pl.col("infill_gold").explode())
     assert metrics["test_infill_acc"] == pytest.approx((slots["infill_predicted"] == slots["infill_gold"]).mean())
     assert result.test_infill_acc == metrics["test_infill_acc"] and metrics["psedual.fusion"] == "scheduled"
+    used = slots.filter(pl.col("infill_gold") != -1)  # the paper's Table 4 scores the used slots only
+    assert 0 < used.height < slots.height
+    assert metrics["test_infill_acc_used"] == pytest.approx((used["infill_predicted"] == used["infill_gold"]).mean())
+    assert metrics["test_perfect_match_used"] is not None
+    # by values is the looser definition: every strictly right expression is right by values
+    assert (preds["expression_correct_values"] | ~preds["expression_correct"]).all()
+    assert metrics["test_expr_acc_values"] == pytest.approx(preds["expression_correct_values"].mean())
     base = pl.read_parquet(finished[1] / "metrics.parquet").row(0, named=True)
     assert base["test_infill_acc"] is None and base["psedual.fusion"] is None  # same columns, null
     assert pl.read_parquet(finished[1] / "predictions.parquet")["infill_gold"].null_count() == 397
     assert TrainConfig.from_dict(__import__("dataclasses").asdict(TINY_PSEDUAL)) == TINY_PSEDUAL
+
+
+def test_a_run_says_its_regime_and_warns_when_it_stays_near_teacher_forcing(tmp_path, capsys):
+    literal = replace(TINY_PSEDUAL, epochs=1, psedual=PseDualConfig(epsilon_schedule="step"))
+    with pytest.warns(UserWarning, match=r"ends at ε = 1.000 > 0.9 after 3 steps.*--epsilon-final"):
+        train(literal, tmp_path / "literal", test=False)
+    assert "PseDual: ε 1 → 0.99998 over 3 steps (3 per epoch × 1 epochs" in capsys.readouterr().err
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # this horizon ends at 0.25: no warning
+        train(replace(TINY_PSEDUAL, epochs=1), tmp_path / "horizon", test=False)
+    assert "PseDual: ε 1 → 0.25 over 3 steps" in capsys.readouterr().err
 
 
 def test_psedual_cli_flags_need_psedual(tmp_path, capsys):

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 FUSIONS = ("scheduled", "teacher_forcing", "predicted")
-EPSILON_SCHEDULES = ("step", "epoch")
-QP_GRADIENTS = ("straight_through", "none")
+EPSILON_SCHEDULES = ("horizon", "step", "epoch")
+TAU_SCHEDULES = ("horizon", "step")
+TAU_RESETS = ("none", "epoch")
+QP_GRADIENTS = ("straight_through", "soft", "none")
 PROBLEM_ENCODERS = ("shared", "separate")
 EXPRESSION_ENCODERS = ("gru", "gcn")  # checked against `expression.EXPRESSION_ENCODERS` by a test
 
@@ -25,30 +27,47 @@ class PseDualConfig:
     fusion: str = "scheduled"
     """`scheduled`: Q = ε·Q_gold + (1−ε)·Q_pred; `teacher_forcing`: ε ≡ 1 (gold only, the paper's
     table-3 ablation, no expression is sampled); `predicted`: ε ≡ 0 (sampled only)."""
-    epsilon_schedule: str = "step"
-    """`step`: ε_t = epsilon0 · epsilon_decay^t after t optimiser steps (the paper); `epoch`: the
-    published code's ε = epsilon0 for the first `epsilon_hold_epochs` epochs, then
-    multiplied by `epsilon_epoch_decay` every epoch."""
+    epsilon_schedule: str = "horizon"
+    """`horizon`: ε decays exponentially from epsilon0 at the first step to exactly
+    `epsilon_final` at the run's last step, whatever the dataset size, batch size and epochs;
+    `step`: ε_t = epsilon0 · epsilon_decay^t after t optimiser steps (the paper's literal rule,
+    whose end point depends on the number of steps); `epoch`: the published code's ε = epsilon0
+    for the first `epsilon_hold_epochs` epochs, then multiplied by `epsilon_epoch_decay` every epoch."""
     epsilon0: float = 1.0
     """ε at the first step."""
+    epsilon_final: float = 0.5
+    """`horizon`: ε at the last step. 0.5 is where the published code's schedule ends after its
+    80 epochs (0.99^60 = 0.547), reached here on every dataset."""
     epsilon_decay: float = 0.99999
     """Per-step decay r of the `step` schedule."""
     epsilon_hold_epochs: int = 20
     """Epochs at epsilon0 in the `epoch` schedule."""
     epsilon_epoch_decay: float = 0.99
     """Per-epoch decay of the `epoch` schedule after the hold."""
+    tau_schedule: str = "horizon"
+    """`horizon`: τ decays exponentially from tau0 to exactly `tau_final` at the last step of the
+    anneal (the run's, or each epoch's with `tau_reset: epoch`); `step`: Jang et al.'s
+    τ = max(tau_min, tau0 · exp(−tau_rate · t)), updated every `tau_interval` steps."""
     tau0: float = 1.0
-    """Gumbel-softmax temperature at the first step."""
+    """Gumbel-softmax temperature at the first step of the anneal."""
+    tau_final: float = 0.5
+    """`horizon`: τ at the anneal's last step (the paper anneals towards 0.5)."""
+    tau_reset: str = "none"
+    """`none`: one anneal over the whole run; `epoch`: the anneal restarts at tau0 every epoch, as
+    the paper and the published code describe it."""
     tau_min: float = 0.5
-    """The temperature is never annealed below this."""
+    """`step`: the temperature is never annealed below this."""
     tau_rate: float = 3e-5
-    """Annealing rate per step (applied in blocks of `tau_interval` steps)."""
+    """`step`: annealing rate per step (applied in blocks of `tau_interval` steps)."""
     tau_interval: int = 100
-    """Steps between temperature updates."""
+    """`step`: steps between temperature updates."""
     qp_gradient: str = "straight_through"
-    """`straight_through`: the sampled expression's tokens are hard one-hots in the forward pass and
-    the Gumbel-softmax in the backward pass, so the infilling loss trains the decoder; `none`:
-    hard tokens without gradient, as the published code."""
+    """How the sampled expression Q_pred enters the infiller. `straight_through`: hard one-hot tokens
+    forward, the Gumbel-softmax's gradient backward, so τ scales and shapes the gradient that
+    reaches the decoder but not the expression read; `soft`: the relaxed Gumbel-softmax rows
+    themselves, forward and backward (the token structure from their argmax), so τ also sets how
+    sharp the tokens the infiller reads are; `none`: hard tokens without gradient, as the
+    published code (τ then changes nothing)."""
     alpha: float = 1.0
     """Weight of the infilling loss: L = L_solve + alpha · L_infill."""
     problem_encoder: str = "shared"
@@ -63,12 +82,20 @@ class PseDualConfig:
         _choose("expression encoder", self.expression_encoder, EXPRESSION_ENCODERS)
         _choose("fusion", self.fusion, FUSIONS)
         _choose("epsilon schedule", self.epsilon_schedule, EPSILON_SCHEDULES)
+        _choose("tau schedule", self.tau_schedule, TAU_SCHEDULES)
+        _choose("tau reset", self.tau_reset, TAU_RESETS)
         _choose("qp_gradient", self.qp_gradient, QP_GRADIENTS)
         _choose("problem encoder", self.problem_encoder, PROBLEM_ENCODERS)
         for name in ("epsilon0", "epsilon_decay", "epsilon_epoch_decay"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
-        if not 0 < self.tau_min <= self.tau0:
+        # an exponential decay needs positive ends (0 would be reached only in the limit)
+        if self.epsilon_schedule == "horizon" and not 0 < self.epsilon_final <= self.epsilon0:
+            raise ValueError(f"need 0 < epsilon_final <= epsilon0, got epsilon_final={self.epsilon_final}, "
+                             f"epsilon0={self.epsilon0}")
+        if self.tau_schedule == "horizon" and not 0 < self.tau_final <= self.tau0:
+            raise ValueError(f"need 0 < tau_final <= tau0, got tau_final={self.tau_final}, tau0={self.tau0}")
+        if self.tau_schedule == "step" and not 0 < self.tau_min <= self.tau0:
             raise ValueError(f"need 0 < tau_min <= tau0, got tau_min={self.tau_min}, tau0={self.tau0}")
         if self.tau_rate < 0 or self.alpha < 0:
             raise ValueError(f"tau_rate and alpha must be non-negative, got {self.tau_rate}, {self.alpha}")

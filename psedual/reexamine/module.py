@@ -7,7 +7,10 @@ Forward pass, for a batch the solver has just encoded:
    second pass per example). `separate` reads the words with an encoder of its own.
 2. Q_gold: the gold expression; Q_pred: an expression the solver writes in training mode,
    each token drawn by Gumbel-softmax at temperature τ, straight-through (hard one-hot
-   forward, soft gradient backward) unless qp_gradient is `none`.
+   forward, soft gradient backward), `soft` (the relaxed rows forward too) or without
+   gradient (`none`). Each problem's Gumbel noise is its own (seeded by one draw of
+   torch's RNG per step and the problem's id), so a problem samples the same expression
+   whatever batch, order or DDP shard it is in.
 3. Each expression is encoded (GRU or GCN over token embeddings); a quantity's key is
    the mean of its node states (a number used twice is pooled). Keys are fused per slot:
    K = ε·K_gold + (1−ε)·K_pred, as the published code fuses them.
@@ -20,6 +23,7 @@ Nothing here knows a concrete solver: it uses `Solver.encode/slot_states/rollout
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import torch
@@ -28,6 +32,7 @@ from torch import nn
 
 from psedual.reexamine import schedules
 from psedual.reexamine.config import PseDualConfig
+from psedual.reexamine.schedules import Clock
 from psedual.reexamine.expression import EXPRESSION_ENCODERS
 from psedual.reexamine.targets import allowed_targets, canonical_answers
 from psedual.solvers.batch import Batch
@@ -47,7 +52,8 @@ class Infill:
     allowed: torch.Tensor
     """[B, S, S + 1] right answers."""
     epsilon: float
-    tau: float
+    tau: float | None
+    """None when no expression was sampled (ε = 1)."""
 
 
 def gold_rollout(batch: Batch, V: int) -> Rollout:
@@ -84,7 +90,7 @@ class Reexaminer(nn.Module):
         occurs = rollout.choices[..., self.slot0: self.slot0 + S]  # carries the straight-through gradient
         count = occurs.detach().sum(1)
         keys = torch.einsum("bls,blh->bsh", occurs, states) / count.clamp(min=1).unsqueeze(-1)
-        return keys, count > 0
+        return keys, self._used(rollout.tokens, S)  # from the tokens: soft rows weigh every slot a little
 
     def pointer(self, slots: torch.Tensor, keys: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
         """[B, S, S + 1] additive-attention scores of each slot over the present keys and "unused"."""
@@ -94,35 +100,41 @@ class Reexaminer(nn.Module):
         present = torch.cat([present, present.new_ones(B, 1)], 1)
         return e.masked_fill(~present.unsqueeze(1), NEG)
 
-    def forward(self, solver, batch: Batch, enc, step: int, epoch: int) -> Infill:
-        """The infilling loss of a training batch at optimiser step `step` of epoch `epoch`."""
+    def forward(self, solver, batch: Batch, enc, clock: Clock) -> Infill:
+        """The infilling loss of a training batch at the optimiser step `clock`."""
         S, V = batch.num_mask.shape[1], len(self.vocab.output_tokens)
-        eps, tau = schedules.epsilon(self.config, step, epoch), schedules.tau(self.config, step)
+        eps, tau = schedules.epsilon(self.config, clock), schedules.tau(self.config, clock)
         slots = self.slot_states(solver, batch, enc)
         parts = []
         if eps > 0:
             parts.append((eps, *self.keys(gold_rollout(batch, V), S)))
         if eps < 1:
             max_length = self.config.max_length_factor * batch.targets.shape[1] + 1
-            parts.append((1 - eps, *self.keys(solver.rollout(batch, enc, self._pick(tau), max_length), S)))
+            noise = gumbel_noise([p.id for p in batch.problems], max_length, V, slots.device)
+            parts.append((1 - eps, *self.keys(solver.rollout(batch, enc, self._pick(tau, noise), max_length), S)))
         keys = sum(w * k for w, k, _ in parts)
         # a gold quantity the sample lacks keeps a (zero) key: it is still the right answer
         present = torch.stack([u for _, _, u in parts] + [self._used(batch.targets, S)]).any(0)
         logits = self.pointer(slots, keys, present)
         allowed = allowed_targets(batch.problems, batch.targets, self.slot0, S)
-        return Infill(_loss(logits, allowed, batch.num_mask), logits, allowed, eps, tau)
+        return Infill(_loss(logits, allowed, batch.num_mask), logits, allowed, eps, tau if eps < 1 else None)
 
     def _used(self, tokens: torch.Tensor, S: int) -> torch.Tensor:
         """[B, S] whether each slot occurs among the output ids `tokens` [B, L]."""
         slots = torch.arange(S, device=tokens.device) + self.slot0
         return (tokens.unsqueeze(-1) == slots).any(1)
 
-    def _pick(self, tau: float):
-        hard_only = self.config.qp_gradient == "none"
+    def _pick(self, tau: float, noise: torch.Tensor):
+        """Gumbel-softmax at temperature τ over given noise [B, L, V] (F.gumbel_softmax draws its
+        own noise for the rows it is handed, which would tie a problem's sample to its batch)."""
+        mode = self.config.qp_gradient
 
-        def pick(scores: torch.Tensor) -> torch.Tensor:
-            y = F.gumbel_softmax(scores, tau=tau, hard=True)
-            return y.detach() if hard_only else y
+        def pick(scores: torch.Tensor, rows: torch.Tensor, position: int) -> torch.Tensor:
+            soft = F.softmax((scores + noise[rows, position]) / tau, -1)
+            if mode == "soft":
+                return soft
+            hard = F.one_hot(soft.argmax(-1), scores.shape[-1]).to(soft.dtype)
+            return hard if mode == "none" else hard - soft.detach() + soft
 
         return pick
 
@@ -135,6 +147,18 @@ class Reexaminer(nn.Module):
         keys, present = self.keys(gold_rollout(batch, V), S)
         logits = self.pointer(self.slot_states(solver, batch, solver.encode(batch)), keys, present)
         return canonical_answers(batch.problems, batch.targets, logits.argmax(-1), self.slot0)
+
+
+def gumbel_noise(ids: list[str], length: int, V: int, device: torch.device) -> torch.Tensor:
+    """[B, length, V] standard Gumbel noise, each problem's row from its own generator, seeded by
+    one draw of torch's global RNG (so runs stay seeded and resumable) and the problem's id."""
+    base = int(torch.randint(0, 2 ** 62, (1,)).item())
+    rows = []
+    for problem_id in ids:
+        digest = hashlib.blake2b(f"{base}/{problem_id}".encode(), digest_size=8).digest()
+        g = torch.Generator().manual_seed(int.from_bytes(digest, "little") >> 1)
+        rows.append(-torch.empty(length, V).exponential_(generator=g).log())
+    return torch.stack(rows).to(device)
 
 
 def _loss(logits: torch.Tensor, allowed: torch.Tensor, slot_mask: torch.Tensor) -> torch.Tensor:

@@ -1,39 +1,128 @@
 """ε (scheduled fusion) and τ (Gumbel-softmax temperature) as functions of training time.
 
-Both are pure functions of the optimiser step t (0-based, counted over the whole
-run) and the epoch e (0-based), so a resumed run continues them exactly.
+Both are pure functions of a `Clock` (the optimiser step, 0-based over the whole run,
+and the run's length), so a resumed run continues them exactly, and a `horizon`
+schedule ends where it says on any dataset: its rate comes from the real number of
+steps (training-set size, batch size and epochs), not from a constant per step.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from psedual.reexamine.config import PseDualConfig
 
 
-def epsilon(config: PseDualConfig, step: int, epoch: int) -> float:
+@dataclass(frozen=True)
+class Clock:
+    """Where one optimiser step stands in its run."""
+
+    step: int
+    """Steps taken before this one, over the whole run (0-based)."""
+    steps_per_epoch: int
+    """Optimiser steps (batches) per epoch."""
+    epochs: int
+    """Epochs of the run."""
+
+    def __post_init__(self) -> None:
+        if self.steps_per_epoch < 1 or self.epochs < 1 or not 0 <= self.step < self.total:
+            raise ValueError(f"bad clock: {self}")
+
+    @property
+    def total(self) -> int:
+        return self.steps_per_epoch * self.epochs
+
+    @property
+    def epoch(self) -> int:
+        return self.step // self.steps_per_epoch
+
+    @property
+    def last(self) -> Clock:
+        """The run's last step."""
+        return Clock(self.total - 1, self.steps_per_epoch, self.epochs)
+
+
+def _horizon(start: float, end: float, t: int, steps: int) -> float:
+    """Exponential decay from `start` at t = 0 to exactly `end` at t = steps − 1."""
+    if steps <= 1 or t >= steps - 1:
+        return end
+    return start * (end / start) ** (t / (steps - 1))
+
+
+def epsilon(config: PseDualConfig, clock: Clock) -> float:
     """Weight of the gold expression in Q = ε·Q_gold + (1−ε)·Q_pred.
 
-    scheduled, `step`:  ε = epsilon0 · epsilon_decay ** step
-    scheduled, `epoch`: ε = epsilon0 · epsilon_epoch_decay ** max(0, epoch − epsilon_hold_epochs + 1)
-                        (published: 1.0 for epochs 0-19, 0.99 at epoch 20, 0.99² at 21, ...)
+    scheduled, `horizon`: ε = epsilon0 · (epsilon_final / epsilon0) ** (t / (T − 1)), T the run's steps
+    scheduled, `step`:    ε = epsilon0 · epsilon_decay ** t
+    scheduled, `epoch`:   ε = epsilon0 · epsilon_epoch_decay ** max(0, epoch − epsilon_hold_epochs + 1)
+                          (published: 1.0 for epochs 0-19, 0.99 at epoch 20, 0.99² at 21, ...)
     teacher_forcing: 1; predicted: 0.
     """
     if config.fusion == "teacher_forcing":
         return 1.0
     if config.fusion == "predicted":
         return 0.0
+    if config.epsilon_schedule == "horizon":
+        return _horizon(config.epsilon0, config.epsilon_final, clock.step, clock.total)
     if config.epsilon_schedule == "step":
-        return config.epsilon0 * config.epsilon_decay ** step
-    return config.epsilon0 * config.epsilon_epoch_decay ** max(0, epoch - config.epsilon_hold_epochs + 1)
+        return config.epsilon0 * config.epsilon_decay ** clock.step
+    return config.epsilon0 * config.epsilon_epoch_decay ** max(0, clock.epoch - config.epsilon_hold_epochs + 1)
 
 
-def tau(config: PseDualConfig, step: int) -> float:
-    """Gumbel-softmax temperature, annealed in blocks of N = tau_interval steps (Jang et al. 2017):
+def tau(config: PseDualConfig, clock: Clock) -> float:
+    """Gumbel-softmax temperature at step t of the anneal (of the run, or of the epoch with
+    `tau_reset: epoch`, which restarts at tau0 each epoch), over T steps:
 
-        τ = max(tau_min, tau0 · exp(−tau_rate · N · ⌊step / N⌋))
-
-    With the defaults (1.0, 0.5, 3e-5, 100) τ reaches 0.5 after ln 2 / 3e-5 ≈ 23,100 steps.
+    `horizon`: τ = tau0 · (tau_final / tau0) ** (t / (T − 1))
+    `step`:    τ = max(tau_min, tau0 · exp(−tau_rate · N · ⌊t / N⌋)), N = tau_interval (Jang et al.
+               2017; with the defaults τ reaches 0.5 after ln 2 / 3e-5 ≈ 23,100 steps)
     """
+    if config.tau_reset == "epoch":
+        t, steps = clock.step - clock.epoch * clock.steps_per_epoch, clock.steps_per_epoch
+    else:
+        t, steps = clock.step, clock.total
+    if config.tau_schedule == "horizon":
+        return _horizon(config.tau0, config.tau_final, t, steps)
     n = config.tau_interval
-    return max(config.tau_min, config.tau0 * math.exp(-config.tau_rate * n * (step // n)))
+    return max(config.tau_min, config.tau0 * math.exp(-config.tau_rate * n * (t // n)))
+
+
+def samples(config: PseDualConfig) -> bool:
+    """Whether the run ever samples an expression (τ is meaningless when it does not)."""
+    return config.fusion != "teacher_forcing"
+
+
+def regime(config: PseDualConfig, steps_per_epoch: int, epochs: int) -> str:
+    """One line: ε and τ from → to over how many steps, for the start of a run's log."""
+    first = Clock(0, steps_per_epoch, epochs)
+    last = first.last
+    eps = (f"ε {epsilon(config, first):.5g} → {epsilon(config, last):.5g} over {first.total:,} steps "
+           f"({steps_per_epoch} per epoch × {epochs} epochs; fusion {config.fusion}"
+           f"{', schedule ' + config.epsilon_schedule if config.fusion == 'scheduled' else ''})")
+    if not samples(config):
+        return f"{eps}; no expression is sampled, so τ is unused"
+    span = f"each epoch's {steps_per_epoch} steps" if config.tau_reset == "epoch" else "the run"
+    end = Clock(steps_per_epoch - 1, steps_per_epoch, epochs) if config.tau_reset == "epoch" else last
+    return (f"{eps}; τ {tau(config, first):.5g} → {tau(config, end):.5g} over {span} "
+            f"(schedule {config.tau_schedule}, Q_pred {config.qp_gradient})")
+
+
+def final(config: PseDualConfig, steps_per_epoch: int, epochs: int) -> tuple[float, float | None]:
+    """ε and τ at the run's last step (τ None when no expression is ever sampled)."""
+    last = Clock(0, steps_per_epoch, epochs).last
+    return epsilon(config, last), tau(config, last) if samples(config) else None
+
+
+WARN_ABOVE = 0.9
+
+
+def warning(config: PseDualConfig, steps_per_epoch: int, epochs: int) -> str | None:
+    """Why a scheduled-fusion run is in effect teacher forcing, or None."""
+    eps, _ = final(config, steps_per_epoch, epochs)
+    if config.fusion != "scheduled" or eps <= WARN_ABOVE:
+        return None
+    return (f"scheduled fusion ends at ε = {eps:.3f} > {WARN_ABOVE} after {steps_per_epoch * epochs:,} steps: "
+            f"the predicted expression gets a weight of at most {1 - eps:.3f}, so this run is close to teacher "
+            f"forcing; use --epsilon-schedule horizon --epsilon-final E (psedual.epsilon_final in a sweep) "
+            f"to say where ε ends")

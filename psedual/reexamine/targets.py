@@ -15,9 +15,7 @@ from collections.abc import Sequence
 import torch
 
 from psedual.data.record import Problem
-
-UNUSED = -1
-"""Canonical answer of a slot whose number the expression does not use."""
+from psedual.metrics import UNUSED  # canonical answer of a slot whose number the expression does not use
 
 
 def used_slots(tokens: Sequence[int], slot0: int) -> set[int]:

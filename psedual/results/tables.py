@@ -44,7 +44,9 @@ RUNS_SCHEMA = pa.schema([
     ("code_version", pa.string()), *_config_fields(),
     ("epochs_done", pa.int64()), ("best_epoch", pa.int64()), ("valid_value_acc", pa.float64()),
     ("valid_expr_acc", pa.float64()), ("test_value_acc", pa.float64()), ("test_expr_acc", pa.float64()),
-    ("test_infill_acc", pa.float64()), ("test_perfect_match", pa.float64()), ("n_train", pa.int64()),
+    ("test_expr_acc_values", pa.float64()), ("test_infill_acc", pa.float64()), ("test_perfect_match", pa.float64()),
+    ("test_infill_acc_used", pa.float64()), ("test_perfect_match_used", pa.float64()),
+    ("final_epsilon", pa.float64()), ("final_tau", pa.float64()), ("n_train", pa.int64()),
     ("n_valid", pa.int64()), ("n_test", pa.int64()), ("n_test_infilled", pa.int64()),
     ("train_seconds", pa.float64()), ("test_seconds", pa.float64()),
 ])

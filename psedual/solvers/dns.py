@@ -115,13 +115,13 @@ class DNS(nn.Module):
         state, feed = enc.state, enc.outputs.new_zeros(B, H)
         token = torch.full((B,), self.start, dtype=torch.long, device=feed.device)
         need = torch.ones(B, dtype=torch.long, device=feed.device)
-        rows, ids = [], []
+        rows, ids, problems = [], [], torch.arange(B, device=feed.device)
         for length in range(max_length):
             if not (need > 0).any():
                 break
             logits, state, feed = self._step(token, state, feed, enc.outputs, enc.mask, enc.absent)
             allowed = self._grammar(need, length, max_length)
-            y = pick(logits.masked_fill(~allowed, NEG))
+            y = pick(logits.masked_fill(~allowed, NEG), problems, length)
             pick_id = y.argmax(-1)
             live = need > 0
             rows.append(y * live.unsqueeze(-1))

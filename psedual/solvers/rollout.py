@@ -13,9 +13,11 @@ from dataclasses import dataclass
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-Pick = Callable[[torch.Tensor], torch.Tensor]
-"""Maps a step's scores [R, V] (forbidden tokens at -1e12) to one-hot rows [R, V]; the
-token taken is the row's argmax. The rows may carry gradient (straight-through)."""
+Pick = Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]
+"""`pick(scores, rows, position)`: maps a step's scores [R, V] (forbidden tokens at -1e12) for
+the batch's problems `rows` [R] at output position `position` to rows [R, V] whose argmax is
+the token taken. The rows may carry gradient (straight-through) or be soft. Naming the
+problems lets a sampler draw each problem's noise independently of the batch around it."""
 
 
 @dataclass
@@ -28,7 +30,7 @@ class Rollout:
     """[B, L] output ids in prefix order, -1 after the expression ends."""
 
 
-def greedy_pick(scores: torch.Tensor) -> torch.Tensor:
+def greedy_pick(scores: torch.Tensor, rows: torch.Tensor | None = None, position: int = 0) -> torch.Tensor:
     """The argmax as a one-hot row, without gradient."""
     return torch.nn.functional.one_hot(scores.argmax(-1), scores.shape[-1]).to(scores.dtype)
 

@@ -127,7 +127,7 @@ def tree_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rollo
         scores, node, context = model.predict(enc, ex, goal, left, has_left)
         need = torch.tensor([len(goals[b]) for b in live], device=goal.device)
         closed = ~may_open_operator(need, length, max_length)
-        y = pick(scores.masked_fill(closed.unsqueeze(-1) & is_op, -1e12))
+        y = pick(scores.masked_fill(closed.unsqueeze(-1) & is_op, -1e12), ex, length)
         tok = y.argmax(-1)
         op_rows = (tok < n_ops).nonzero().squeeze(1)
         if len(op_rows):

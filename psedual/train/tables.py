@@ -12,11 +12,14 @@ EPOCHS_SCHEMA = pa.schema([
     ("epoch", pa.int32()), ("train_loss", pa.float64()), ("lr", pa.float64()),
     ("valid_value_acc", pa.float64()), ("valid_expr_acc", pa.float64()), ("seconds", pa.float64()),
     # PseDual runs only (else null): mean infilling loss, and ε and τ at the epoch's last step
+    # (τ null when no expression was sampled)
     ("infill_loss", pa.float64()), ("epsilon", pa.float64()), ("tau", pa.float64()),
 ])
 PREDICTIONS_SCHEMA = pa.schema([
     ("id", pa.string()), ("predicted", pa.list_(pa.string())), ("gold", pa.list_(pa.string())),
     ("value_correct", pa.bool_()), ("expression_correct", pa.bool_()),
+    # the published definition: equal after slots are replaced by their numbers' values
+    ("expression_correct_values", pa.bool_()),
     # PseDual runs only (else null): each masked slot's filling from the gold expression,
     # as canonical slots (-1: "unused"), predicted and right
     ("infill_predicted", pa.list_(pa.int32())), ("infill_gold", pa.list_(pa.int32())),

@@ -13,8 +13,10 @@ the same way).
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -25,9 +27,10 @@ from torch import nn
 
 from psedual.data.cache import load_dataset
 from psedual.data.splits import split_dataset
-from psedual.metrics import (expression_accuracy, expression_correct, infilling_accuracy, perfect_match_ratio,
-                             value_accuracy, value_correct)
-from psedual.reexamine import Reexaminer
+from psedual.metrics import (expression_accuracy, expression_correct, expression_correct_values, infilling_accuracy,
+                             perfect_match_ratio, value_accuracy, value_correct)
+from psedual.reexamine import Reexaminer, schedules
+from psedual.reexamine.schedules import Clock
 from psedual.solvers import get_solver
 from psedual.solvers.batch import collate
 from psedual.solvers.config import inference
@@ -43,10 +46,21 @@ class RunResult:
     valid_expr_acc: float
     test_value_acc: float
     test_expr_acc: float
+    """Strict: token for token over slot names."""
+    test_expr_acc_values: float
+    """The published definition: equal after each slot is replaced by its number's value."""
     test_infill_acc: float | None
-    """PseDual runs: share of test slots filled right from the gold expression."""
+    """PseDual runs: share of all test slots filled right from the gold expression."""
     test_perfect_match: float | None
     """PseDual runs: share of test problems with every slot filled right."""
+    test_infill_acc_used: float | None
+    """PseDual runs: the same over the slots the gold expression uses (the paper's Table 4)."""
+    test_perfect_match_used: float | None
+    """PseDual runs: share of test problems whose used slots are all filled right."""
+    final_epsilon: float | None
+    """PseDual runs: ε at the run's last step."""
+    final_tau: float | None
+    """PseDual runs that sample expressions: τ at the run's last step."""
     train_seconds: float
     out_dir: str
 
@@ -108,12 +122,12 @@ class _Step(nn.Module):
         super().__init__()
         self.model, self.reexaminer, self.alpha = model, reexaminer, alpha
 
-    def forward(self, batch, step: int, epoch: int):
+    def forward(self, batch, clock: Clock):
         enc = self.model.encode(batch)
         loss = self.model.loss(batch, enc)
         if self.reexaminer is None:
             return loss, None
-        reexamined = self.reexaminer(self.model, batch, enc, step, epoch)
+        reexamined = self.reexaminer(self.model, batch, enc, clock)
         return loss + self.alpha * reexamined.loss, reexamined
 
 
@@ -124,6 +138,11 @@ def _data(config: TrainConfig):
         raise ValueError(f"{config.data.dataset}: no training problems")
     train_set, valid_set, test_set = list(splits.train), list(splits.valid), list(splits.test)
     return train_set, valid_set, test_set, Vocab.build(train_set, splits.constants, config.min_word_count)
+
+
+def steps_per_epoch(config: TrainConfig, n_train: int) -> int:
+    """Optimiser steps per epoch: the schedules' horizon is this times the epochs."""
+    return math.ceil(n_train / config.batch_size)
 
 
 def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int | None, show_bar: bool,
@@ -162,6 +181,12 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
     elif last.exists() and main:
         raise checkpoint.CheckpointError(f"{last} exists: pass resume=True (--resume) or use a new output folder")
     if main:
+        if config.psedual is not None:  # say the regime out loud: where ε and τ go, over how many steps
+            per_epoch = steps_per_epoch(config, len(train_set))
+            print(f"PseDual: {schedules.regime(config.psedual, per_epoch, config.epochs)}", file=sys.stderr, flush=True)
+            warning = schedules.warning(config.psedual, per_epoch, config.epochs)
+            if warning is not None:
+                warnings.warn(warning, UserWarning, stacklevel=3)
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.json").write_text(json.dumps(asdict(config), indent=2))
         if history:  # a resumed folder may predate per-epoch tables; test_run reads this one
@@ -185,7 +210,8 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
         schedule: dict[str, float | None] = {"epsilon": None, "tau": None}
         for i, problems in enumerate(batches):
             # the step count is a function of (epoch, i), so a resumed run continues ε and τ
-            loss, reexamined = forward(collate(problems[rank::world_size], vocab), epoch * len(batches) + i, epoch)
+            clock = Clock(epoch * len(batches) + i, len(batches), config.epochs)
+            loss, reexamined = forward(collate(problems[rank::world_size], vocab), clock)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -243,22 +269,32 @@ def test_run(out_dir: str | Path) -> RunResult:
     model = checkpoint.build_model(best_state, best_path, config.solver, vocab)
     predicted = evaluate(model, test_set, vocab, config.beam_size, config.batch_size)
     fill: tuple[list, list] = ([None] * len(test_set), [None] * len(test_set))
-    infill_acc = perfect = None
+    infilled: dict[str, float | None] = dict.fromkeys(("all", "pmr", "used", "pmr_used"))
+    final_epsilon = final_tau = None
     if config.psedual is not None:
         reexaminer = Reexaminer(vocab, config.model, config.psedual)
         reexaminer.load_state_dict(best_state["reexaminer"])
         fill = infill(model, reexaminer, test_set, vocab, config.batch_size)
         scored = [(p, g) for p, g in zip(*fill) if g is not None]
-        infill_acc = infilling_accuracy(*zip(*scored)).value if scored else None
-        perfect = perfect_match_ratio(*zip(*scored)).value if scored else None
+        if scored:
+            pred, gold = zip(*scored)
+            infilled = {"all": infilling_accuracy(pred, gold).value, "pmr": perfect_match_ratio(pred, gold).value,
+                        "used": infilling_accuracy(pred, gold, used_only=True).value,
+                        "pmr_used": perfect_match_ratio(pred, gold, used_only=True).value}
+        final_epsilon, final_tau = schedules.final(config.psedual, steps_per_epoch(config, len(train_set)),
+                                                   config.epochs)
     rows = [{"id": p.id, "predicted": list(pred), "gold": list(p.prefix), "value_correct": value_correct(pred, p),
-             "expression_correct": expression_correct(pred, p), "infill_predicted": fp, "infill_gold": fg}
+             "expression_correct": expression_correct(pred, p),
+             "expression_correct_values": expression_correct_values(pred, p), "infill_predicted": fp,
+             "infill_gold": fg}
             for pred, p, fp, fg in zip(predicted, test_set, *fill)]
     n_test = max(len(rows), 1)
     result = RunResult(best["epoch"], best["valid_value_acc"], best["valid_expr_acc"],
                        sum(r["value_correct"] for r in rows) / n_test,
-                       sum(r["expression_correct"] for r in rows) / n_test, infill_acc, perfect,
-                       train_seconds, str(out))
+                       sum(r["expression_correct"] for r in rows) / n_test,
+                       sum(r["expression_correct_values"] for r in rows) / n_test,
+                       infilled["all"], infilled["pmr"], infilled["used"], infilled["pmr_used"],
+                       final_epsilon, final_tau, train_seconds, str(out))
     tables.write(rows, out / "predictions.parquet", tables.PREDICTIONS_SCHEMA)
     tables.write([{**config.flat(), **asdict(result), "n_train": len(train_set),
                    "n_valid": len(valid_set), "n_test": len(test_set),
