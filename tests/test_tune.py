@@ -55,7 +55,26 @@ BAD = {
     "bad_points.yaml": ("name: x\nsearch:\n  lr: {uniform: [0.1, 0.2]}\npoints:\n  - {seed: 1}\n",
                         "points\\[0\\]: give a value for each search key \\(lr\\)"),
     "grid_in_optuna.yaml": ("name: x\ngrid:\n  lr: [0.1]\n", "mode optuna takes `search:`"),
+    "arms_in_optuna.yaml": ("name: x\narms:\n  - {variant: gcn}\n", "only grid sweeps take arms"),
+    "bad_arm_key.yaml": ("name: x\nmode: grid\narms:\n  - {varient: gcn}\n", "arms\\[0\\]: unknown keys \\['varient'\\]"),
+    "arm_clash.yaml": ("name: x\nmode: grid\narms:\n  - {variant: gcn}\ngrid:\n  variant: [base]\n",
+                       "arms\\[0\\]: \\['variant'\\] also set in fixed or grid"),
+    "bad_arm_value.yaml": ("name: x\nmode: grid\narms:\n  - {variant: gcn, psedual.epsilon_final: 0}\n",
+                           "need 0 < epsilon_final <= epsilon0"),
 }
+
+
+def test_arms_cross_the_grid_without_repeating_the_base():
+    spec = load_spec(ROOT / "search_spaces" / "table3_fusion_small.yaml")
+    configs = [make_config(flat) for flat in spec.trial_configs()]
+    assert len(configs) == 18 and sorted({c.seed for c in configs}) == list(range(6))
+    arms = sorted({(c.psedual.fusion if c.psedual else "base") for c in configs})
+    assert arms == ["base", "scheduled", "teacher_forcing"]
+    scheduled = next(c for c in configs if c.psedual and c.psedual.fusion == "scheduled")
+    assert (scheduled.psedual.epsilon_schedule, scheduled.psedual.epsilon_final) == ("horizon", 0.5)
+    # a trial's config as Tune hands it over: the arm under one key, expanded into the config
+    assert make_config({**spec.fixed, "seed": 0, "arm": {"variant": "gcn", "psedual.fusion": "teacher_forcing"}}) \
+        == next(c for c in configs if c.psedual and c.psedual.fusion == "teacher_forcing" and c.seed == 0)
 
 
 @pytest.mark.parametrize("name", sorted(BAD))
@@ -125,9 +144,12 @@ def test_trial_through_ray_train_workers(local_ray, tmp_path):
     from psedual.tune.sweep import run_sweep
 
     spec = load_spec(ROOT / "search_spaces" / "smoke.yaml")
-    spec = replace(spec, name="workers", grid={"variant": ["gcn"]}, resources=Resources(in_process=False))
+    # one arm (the grid's arms reach a trial under one key, expanded in the worker and the tables)
+    spec = replace(spec, name="workers", grid={}, arms=[{"variant": "gcn", "psedual.fusion": "predicted"}],
+                   resources=Resources(in_process=False))
     runs = collect(run_sweep(spec, str(tmp_path), verbose=0), str(tmp_path), spec.name)
     assert runs.height == 1 and runs["status"][0] == "completed" and runs["test_infill_acc"][0] is not None
+    assert (runs["variant"][0], runs["psedual.fusion"][0], runs["final_epsilon"][0]) == ("gcn", "predicted", 0.0)
     assert _check_tables(tmp_path, "workers", 1)["predictions"].height == 397
 
 

@@ -81,6 +81,10 @@ class SweepSpec:
     """optuna: key → {uniform|loguniform|int: [low, high]} or {choice: [values]}."""
     grid: dict = field(default_factory=dict)
     """grid: key → list of values; every combination is a trial."""
+    arms: list = field(default_factory=list)
+    """grid: the arms compared, each a mapping of dotted keys (`{variant: base}`, `{variant: gcn,
+    psedual.fusion: teacher_forcing}`), crossed with `grid`. Arms that differ in more than one key
+    need this: a grid over each key would repeat the base solver once per PseDual setting."""
     points: list = field(default_factory=list)
     """optuna: trials to run first, each a mapping of every `search` key to a value (e.g. the
     base solver, so that a sweep always has its baseline); the sampler takes over after."""
@@ -90,7 +94,8 @@ class SweepSpec:
         """Representative flat configs: every grid combination, or each range's ends and each choice."""
         if self.mode == "grid":
             keys = list(self.grid)
-            return [{**self.fixed, **dict(zip(keys, combo))} for combo in itertools.product(*self.grid.values())]
+            return [{**self.fixed, **arm, **dict(zip(keys, combo))} for arm in (self.arms or [{}])
+                    for combo in itertools.product(*self.grid.values())]
         points = [dict(self.fixed)] + [{**self.fixed, **p} for p in self.points]
         for key, dist in self.search.items():
             (kind, values), = dist.items()
@@ -98,8 +103,20 @@ class SweepSpec:
         return points
 
 
+ARM = "arm"
+"""The key under which a grid sweep's `arms` reach a trial (one arm's mapping)."""
+
+
+def expand(flat: dict) -> dict:
+    """A trial's config with its arm's keys in place of the `arm` key."""
+    if ARM not in flat:
+        return flat
+    return {**{k: v for k, v in flat.items() if k != ARM}, **flat[ARM]}
+
+
 def make_config(flat: dict) -> TrainConfig:
     """The TrainConfig of one trial from its flat dotted keys (unknown keys fail)."""
+    flat = expand(flat)
     unknown = sorted(set(flat) - set(SWEEPABLE))
     if unknown:
         raise ValueError(f"unknown keys {unknown}; valid: {', '.join(sorted(SWEEPABLE))}")
@@ -159,6 +176,17 @@ def _check(spec: SweepSpec, path: Path) -> None:
     for i, point in enumerate(spec.points):
         if not isinstance(point, dict) or set(point) != set(spec.search):
             raise SpecError(f"{path}: points[{i}]: give a value for each search key ({', '.join(spec.search)})")
+    if spec.arms and spec.mode != "grid":
+        raise SpecError(f"{path}: arms: only grid sweeps take arms")
+    for i, arm in enumerate(spec.arms):
+        if not isinstance(arm, dict) or not arm:
+            raise SpecError(f"{path}: arms[{i}]: expected a non-empty mapping of keys to values")
+        unknown = sorted(set(arm) - set(SWEEPABLE))
+        if unknown:
+            raise SpecError(f"{path}: arms[{i}]: unknown keys {unknown}; valid: {', '.join(sorted(SWEEPABLE))}")
+        clash = sorted(set(arm) & (set(spec.grid) | set(spec.fixed)))
+        if clash:
+            raise SpecError(f"{path}: arms[{i}]: {clash} also set in fixed or grid")
     for key, values in spec.grid.items():
         if not isinstance(values, list) or not values:
             raise SpecError(f"{path}: grid.{key}: expected a non-empty list of values")

@@ -16,7 +16,7 @@ import ray.tune
 from ray.train import Checkpoint
 
 from psedual.train.config import TrainConfig
-from psedual.tune.space import SweepSpec, make_config
+from psedual.tune.space import ARM, SweepSpec, expand, make_config
 from psedual.tune.trial import METRIC, trainable
 
 # Tune's own columns in a trial's reported metrics, which we do not keep
@@ -30,7 +30,7 @@ class TrialOutcome:
     trial: str
     """Tune's trial id."""
     flat: dict
-    """The trial's config as dotted keys (see `space.make_config`)."""
+    """The trial's config as dotted keys, its arm's included (see `space.make_config`)."""
     status: str
     """`completed`, `stopped` (by ASHA before its last epoch) or `error`."""
     metrics: dict
@@ -59,6 +59,8 @@ def param_space(spec: SweepSpec) -> dict:
     space = dict(spec.fixed)
     if spec.mode == "grid":
         space.update({k: ray.tune.grid_search(v) for k, v in spec.grid.items()})
+        if spec.arms:
+            space[ARM] = ray.tune.grid_search(spec.arms)
         return space
     makers = {"uniform": ray.tune.uniform, "loguniform": ray.tune.loguniform,
               "int": lambda lo, hi: ray.tune.randint(lo, hi + 1)}
@@ -126,7 +128,7 @@ def _outcome(result) -> TrialOutcome:
     checkpoint = result.checkpoint
     if checkpoint is None and (result.metrics or {}).get("checkpoint_path"):
         checkpoint = Checkpoint(result.metrics["checkpoint_path"])  # reported by Ray Train workers
-    flat = dict(result.config)
+    flat = expand(dict(result.config))
     epochs = make_config(flat).epochs
     if result.error is not None:
         status = "error"
