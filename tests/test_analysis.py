@@ -364,6 +364,28 @@ def test_infill_summary_known_answer(tmp_path, capsys):
     assert row["n_examples"] == 2 and row["infill_low"] <= 60.0 <= row["infill_high"]
     assert analyze(["analyze", "infill", "--root", str(tmp_path), "--resamples", "500"]) == 0
     assert "| mawps | gts | gcn | 1 | 2 | 60.00 |" in capsys.readouterr().out
+    # the paper's Table 4 scores the used slots only: 4 (the "unused" -1 is not scored), 2 right
+    used = summaries.infill(read.scan(str(tmp_path), "runs").collect(), read.scan(str(tmp_path), "predictions"),
+                            ["data.dataset", "solver", "variant"], 500, 0, used_only=True).row(0, named=True)
+    assert used["infill_acc"] == pytest.approx(50.0) and used["pmr"] == pytest.approx(50.0)
+    assert analyze(["analyze", "infill", "--root", str(tmp_path), "--resamples", "500", "--slots", "used"]) == 0
+    out = capsys.readouterr().out
+    assert "| mawps | gts | gcn | 1 | 2 | 50.00 |" in out and "the paper's Table 4" in out
+
+
+def test_expression_accuracy_by_values_is_a_metric_of_its_own(tmp_path):
+    rng = np.random.default_rng(3)
+    a, b = _pairs(rng, 200, 0.05, 0.2)
+    base = _preds([f"mawps:{i}" for i in range(200)], a).with_columns(expression_correct_values=pl.Series(b))
+    treat = _preds([f"mawps:{i}" for i in range(200)], a).with_columns(expression_correct_values=pl.Series(a))
+    _write_tables(tmp_path, "v", [{"trial": "b0", "variant": "base", "solver": "gts", "seed": 0},
+                                  {"trial": "g0", "variant": "gcn", "solver": "gts", "seed": 0}], {"b0": base, "g0": treat})
+    assert analyze(["analyze", "compare", "--root", str(tmp_path), "--treatment", "gcn", "--metric", "value",
+                    "--metric", "expression_values", "--resamples", "200"]) == 0
+    rows = {r["metric"]: r for r in pl.read_parquet(tmp_path / "claims" / "compare_all.parquet").iter_rows(named=True)}
+    assert rows["value"]["delta"] == 0.0
+    assert rows["expression_values"]["base"] == pytest.approx(100 * b.mean())
+    assert rows["expression_values"]["psedual"] == pytest.approx(100 * a.mean())
 
 
 def test_table3_command_compares_fusion_modes_per_variant(tmp_path, capsys):

@@ -89,7 +89,7 @@ def test_loss_of_two_seeded_steps_is_pinned(mawps, vocab, name):
     model = small(name, vocab, dropout=0.5)
     batch = collate(list(mawps.train[:32]), vocab)
     losses = _fit(model, batch, 2, lr=1e-3)
-    assert losses == pytest.approx(PINNED[name], abs=1e-6)
+    assert losses == pytest.approx(PINNED[name], rel=1e-6)  # other torch builds may sum in another order
 
 
 def test_refuses_problems_that_do_not_fit(mawps, vocab):
