@@ -56,6 +56,16 @@ def summary(result) -> str:
     return f"{line} | {result.train_seconds:.0f} s training | {result.out_dir}"
 
 
+def _results_add(args: argparse.Namespace) -> None:
+    from psedual.results.collect import add_run_folders
+
+    runs = add_run_folders(args.folders, args.root, args.experiment)
+    for r in runs.iter_rows(named=True):
+        print(f"{args.experiment}/{r['trial']}: {r['solver']} {r['variant']} fusion {r['psedual.fusion']} seed "
+              f"{r['seed']}: test value {100 * r['test_value_acc']:.2f}%, {r['epochs_done']} epochs")
+    print(f"{runs.height} run(s) in {args.root}/{{runs,epochs,predictions}}/experiment={args.experiment}/")
+
+
 def _solve(args: argparse.Namespace) -> None:
     from psedual.train.solve import solve
 
@@ -113,6 +123,15 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--out", required=True, help="run folder: checkpoints, epochs/predictions/metrics Parquet")
     tr.add_argument("--resume", action="store_true", help="continue from OUT/last.pt")
     tr.set_defaults(run=_train)
+
+    results = commands.add_parser("results", help="the result tables").add_subparsers(dest="results_command",
+                                                                                       required=True)
+    ra = results.add_parser("add", help="add finished `psedual train` run folders to the result tables as the "
+                            "trials of one experiment (then `psedual analyze` compares them)")
+    ra.add_argument("folders", nargs="+", metavar="RUN_DIR", help="run folders (trial id: the folder's name)")
+    ra.add_argument("--experiment", required=True, help="experiment name in the tables")
+    ra.add_argument("--root", default="results", help="results storage: folder or URI (default ./results)")
+    ra.set_defaults(run=_results_add)
 
     so = commands.add_parser("solve", help="solve one problem with a trained checkpoint")
     so.add_argument("--checkpoint", required=True)

@@ -185,3 +185,27 @@ def test_resumes_a_checkpoint_saved_before_the_psedual_field(finished, tmp_path)
     (tmp_path / "best.pt").write_bytes((whole_dir / "best.pt").read_bytes())
     resumed = train(TINY, tmp_path, resume=True)
     assert replace(resumed, out_dir="", train_seconds=0) == replace(whole, out_dir="", train_seconds=0)
+
+
+def test_run_folders_join_the_result_tables_and_the_analysis(finished, finished_psedual, tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    from psedual.results import tables
+
+    base_dir, psedual_dir = finished[1], finished_psedual[1]
+    root = str(tmp_path / "results")
+    assert main(["results", "add", str(base_dir), str(psedual_dir), "--experiment", "solo", "--root", root]) == 0
+    assert "2 run(s) in" in capsys.readouterr().out
+    runs = pl.read_parquet(tmp_path / "results" / "runs" / "experiment=solo" / f"{psedual_dir.name}.parquet")
+    assert pq.read_schema(tmp_path / "results" / "runs" / "experiment=solo" / f"{base_dir.name}.parquet") \
+        == tables.RUNS_SCHEMA
+    row = runs.row(0, named=True)
+    assert (row["variant"], row["final_epsilon"], row["epochs_done"]) == ("gcn", 0.25, 2)
+    assert row["test_value_acc"] == finished_psedual[0].test_value_acc
+    assert main(["analyze", "compare", "--root", root, "--experiment", "solo", "--treatment", "gcn",
+                 "--resamples", "200"]) == 0
+    claim = pl.read_parquet(tmp_path / "results" / "claims" / "compare_solo.parquet").row(0, named=True)
+    assert (claim["n_examples"], claim["test"]) == (397, "mcnemar_exact")
+    assert claim["base"] == pytest.approx(100 * finished[0].test_value_acc)
+    assert main(["results", "add", str(tmp_path), "--experiment", "solo", "--root", root]) == 2
+    assert "not a finished run folder (missing config.json" in capsys.readouterr().err

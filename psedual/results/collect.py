@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import tempfile
 import time
@@ -12,6 +13,7 @@ import polars as pl
 import pyarrow as pa
 
 from psedual.results import tables
+from psedual.train.config import TrainConfig
 from psedual.train.trainer import test_run
 from psedual.tune.space import make_config
 from psedual.tune.sweep import TrialOutcome
@@ -26,6 +28,40 @@ def code_version() -> str:
         from importlib.metadata import version
 
         return version("psedual")
+
+
+def variant(config) -> str:
+    """The runs table's `variant` of a TrainConfig: `base`, or the PseDual expression encoder."""
+    return "base" if config.psedual is None else config.psedual.expression_encoder
+
+
+def add_run_folders(folders: list[str | Path], root: str, experiment: str) -> pl.DataFrame:
+    """Write finished `psedual train` run folders (config.json, epochs/predictions/metrics
+    Parquet) into the result tables as trials of `experiment`, named by their folder names, so
+    `psedual analyze` compares them like sweep trials. Nothing is re-evaluated: the tables hold
+    what the run's own test evaluation wrote."""
+    names = [Path(f).name for f in folders]
+    if len(set(names)) != len(names):
+        raise ValueError(f"run folders must have distinct names (they become trial ids): {names}")
+    version, rows = code_version(), []
+    for folder in map(Path, folders):
+        missing = [n for n in ("config.json", "epochs.parquet", "predictions.parquet", "metrics.parquet")
+                   if not (folder / n).is_file()]
+        if missing:
+            raise FileNotFoundError(f"{folder}: not a finished run folder (missing {', '.join(missing)})")
+        config = TrainConfig.from_dict(json.loads((folder / "config.json").read_text()))
+        metrics = pl.read_parquet(folder / "metrics.parquet").row(0, named=True)
+        epochs = pl.read_parquet(folder / "epochs.parquet").to_dicts()
+        trial = folder.name
+        row = {**metrics, **config.flat(), "trial": trial, "variant": variant(config), "status": "completed",
+               "code_version": version, "epochs_done": len(epochs)}
+        tables.write(root, "epochs", experiment, trial, [{"trial": trial, **e} for e in epochs])
+        tables.write(root, "predictions", experiment, trial,
+                     [{"trial": trial, **r} for r in pl.read_parquet(folder / "predictions.parquet").to_dicts()])
+        tables.write(root, "runs", experiment, trial, [row])
+        rows.append(row)
+    schema = tables.RUNS_SCHEMA
+    return pl.from_arrow(pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema))
 
 
 def collect(outcomes: list[TrialOutcome], root: str, experiment: str) -> pl.DataFrame:
