@@ -8,7 +8,8 @@ a cell (e.g. one dataset and solver). Within a cell:
   so their union is one paired table over the whole dataset; fold scores stay descriptive;
 - with one seed the unit is the example (exact McNemar, paired bootstrap CI, permutation test);
   with several the unit is the seed (paired t-test, Wilcoxon, bootstrap CI of the mean difference).
-Runs whose test example sets or folds differ are refused (GuardrailError names them).
+Runs whose test example sets, folds or configs differ, or whose predictions are incomplete, are
+refused (GuardrailError names them; see `guardrails`).
 P-values are adjusted over the whole family (every claim built in one call).
 """
 
@@ -23,16 +24,16 @@ import polars as pl
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from analysis import read
+from analysis import guardrails, read
+from analysis.guardrails import SHOWN_IDS, GuardrailError
 from analysis.multiple import METHODS, adjust
-from analysis.stats import across_seeds, paired, seed_warning
+from analysis.stats import MIN_SEEDS, across_seeds, paired, seed_warning
 
 # per-example columns of the predictions table: value accuracy, strict expression accuracy (slot
 # names), and expression accuracy by values (the published definition)
 METRICS = {"value": "value_correct", "expression": "expression_correct",
            "expression_values": "expression_correct_values"}
 FOLD, SEED = "data.fold", "seed"
-SHOWN_IDS = 5
 
 CLAIMS_SCHEMA = {
     "family": pl.String, "correction": pl.String, "n_family": pl.Int64, "cell": pl.String, "group": pl.String,
@@ -44,12 +45,9 @@ CLAIMS_SCHEMA = {
     "test_secondary": pl.String, "p_secondary": pl.Float64, "only_base": pl.Int64, "only_psedual": pl.Int64,
     "n_resamples": pl.Int64, "rng_seed": pl.Int64, "base_fold_acc": pl.List(pl.Float64),
     "psedual_fold_acc": pl.List(pl.Float64), "base_trials": pl.List(pl.String),
-    "psedual_trials": pl.List(pl.String), "verdict": pl.String, "flags": pl.List(pl.String),
+    "psedual_trials": pl.List(pl.String), "base_budget": pl.Int64, "psedual_budget": pl.Int64,
+    "verdict": pl.String, "flags": pl.List(pl.String),
 }
-
-
-class GuardrailError(ValueError):
-    """Two arms cannot be compared: their test examples, folds or seeds do not line up."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +76,9 @@ class Comparison:
     """bootstrap and permutation resamples"""
     rng_seed: int = 0
     """seed of the resampling RNGs"""
+    allow_diff: tuple[str, ...] = ()
+    """config columns in which the arms may differ (each such claim is flagged); any other
+    difference is refused"""
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.metrics if m not in METRICS]
@@ -125,7 +126,10 @@ def _selection_flags(runs: pl.DataFrame, epochs: pl.DataFrame) -> dict[tuple[str
         reasons = []
         if not r["n_valid"]:
             reasons.append(f"test-selected? {name} has no validation split")
-        if r["valid_best"] is not None and r["best_epoch"] != r["valid_best"]:
+        if r["valid_best"] is None:
+            reasons.append(f"test-selected? {name} has no epochs rows: its best_epoch cannot be checked against "
+                           f"validation")
+        elif r["best_epoch"] != r["valid_best"]:
             reasons.append(f"test-selected? {name}: best_epoch {r['best_epoch']} is not the validation "
                            f"argmax {r['valid_best']}")
         if reasons:
@@ -133,7 +137,7 @@ def _selection_flags(runs: pl.DataFrame, epochs: pl.DataFrame) -> dict[tuple[str
     return flags
 
 
-def _select(runs: pl.DataFrame, slot: list[str], select_by: str, notes: list[str],
+def keep_one_per_slot(runs: pl.DataFrame, slot: list[str], select_by: str, notes: list[str],
             flags: dict[tuple[str, str], list[str]]) -> pl.DataFrame:
     """One run per slot: the best by `select_by`. A run that won its slot on a test metric is
     flagged as test-selected (in `flags`, by run)."""
@@ -171,16 +175,6 @@ def _check_folds(cell: str, base_arm: str, treat: str, base: dict, other: dict) 
     return folds or []
 
 
-def _fold_table(preds: dict[tuple[str, str], pl.DataFrame], key: tuple[str, str]) -> pl.DataFrame:
-    if key not in preds:
-        raise GuardrailError(f"{key[0]}/{key[1]}: no rows in the predictions table")
-    table = preds[key]
-    dup = table.filter(pl.col("id").is_duplicated())["id"].unique().sort().to_list()
-    if dup:
-        raise GuardrailError(f"{key[0]}/{key[1]}: test example id(s) repeated: {dup[:SHOWN_IDS]}")
-    return table
-
-
 def _pair_fold(cell: str, fold: int, kb: tuple[str, str], kt: tuple[str, str], tb: pl.DataFrame,
                tt: pl.DataFrame) -> pl.DataFrame:
     ib, it = set(tb["id"].to_list()), set(tt["id"].to_list())
@@ -195,7 +189,7 @@ def _pair_fold(cell: str, fold: int, kb: tuple[str, str], kt: tuple[str, str], t
 
 def _pooled(cell: str, folds: list[int], kb: dict, kt: dict, preds: dict) -> pl.DataFrame:
     """One seed's paired table over all its folds, rows in id order."""
-    parts = [_pair_fold(cell, f, kb[f], kt[f], _fold_table(preds, kb[f]), _fold_table(preds, kt[f])).with_columns(
+    parts = [_pair_fold(cell, f, kb[f], kt[f], preds[kb[f]], preds[kt[f]]).with_columns(
         pl.lit(f).alias("fold")) for f in folds]
     pooled = pl.concat(parts)
     dup = pooled.filter(pl.col("id").is_duplicated())["id"].unique().sort().to_list()
@@ -208,7 +202,8 @@ def _pooled(cell: str, folds: list[int], kb: dict, kt: dict, preds: dict) -> pl.
 def _one(cmp: Comparison, cell: str, metric: str, treat: str, seeds: list[int], folds: list[int],
          tables: dict[int, pl.DataFrame]) -> dict:
     col = METRICS[metric]
-    fold_acc = {arm: [100.0 * float(np.mean([tables[s].filter(pl.col("fold") == f)[c].mean() for s in seeds]))
+    # eq_missing: a dataset without folds has the one fold None
+    fold_acc = {arm: [100.0 * float(np.mean([tables[s].filter(pl.col("fold").eq_missing(f))[c].mean() for s in seeds]))
                       for f in folds] for arm, c in (("base", col), ("treat", f"{col}_t"))}
     row = {"metric": metric, "psedual_arm": treat, "n_examples": tables[seeds[0]].height, "n_seeds": len(seeds),
            "seeds": seeds, "folds": folds, "base_fold_acc": fold_acc["base"],
@@ -225,7 +220,7 @@ def _one(cmp: Comparison, cell: str, metric: str, treat: str, seeds: list[int], 
         r = across_seeds(a, b, cmp.n_resamples, cmp.rng_seed)
         row |= {"base": r.mean_a, "psedual": r.mean_b, "base_sd": r.sd_a, "psedual_sd": r.sd_b, "delta": r.delta,
                 "ci_low": r.ci_low, "ci_high": r.ci_high, "test": "paired_t_seeds", "p": r.p_ttest,
-                "test_secondary": "wilcoxon", "p_secondary": r.p_wilcoxon}
+                "test_secondary": "wilcoxon", "p_secondary": r.p_wilcoxon, "untestable": r.untestable}
     return row
 
 
@@ -239,12 +234,17 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
     if runs.is_empty():
         raise GuardrailError(f"no finished runs with {arm} in {[cmp.base, *cmp.treatments]}")
     selected: dict[tuple[str, str], list[str]] = {}
-    runs = _select(runs, [*by, arm, SEED, FOLD], select_by, notes, selected)
+    slot = [*by, arm, SEED, FOLD]
+    compared = guardrails.config_columns(runs.columns, slot)
+    tuned = guardrails.tuning(runs, slot, compared)
+    runs = keep_one_per_slot(runs, slot, select_by, notes, selected)
     run_flags = _selection_flags(runs, read.for_trials(epochs, runs).collect())
     for key, reasons in selected.items():
         run_flags.setdefault(key, []).extend(reasons)
-    keep = list(read.KEY) + ["id", *(METRICS[m] for m in cmp.metrics)]
-    preds = read.for_trials(predictions, runs).select(keep).collect().partition_by(list(read.KEY), as_dict=True)
+    columns = list(dict.fromkeys(["value_correct", *(METRICS[m] for m in cmp.metrics)]))
+    preds = read.for_trials(predictions, runs).select(*read.KEY, "id", *columns).collect().partition_by(
+        list(read.KEY), as_dict=True)
+    guardrails.check_predictions(runs, preds, columns)
 
     rows = []
     for cell_runs in runs.partition_by(by, maintain_order=True):
@@ -265,6 +265,11 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
                 notes.append(f"{cell}: {treat} and {cmp.base} share no seed; skipped")
                 continue
             folds = _check_folds(cell, cmp.base, treat, {s: base[s] for s in seeds}, {s: other[s] for s in seeds})
+            arms = {a: cell_runs.filter((pl.col(arm) == a) & pl.col(SEED).is_in(seeds)) for a in (cmp.base, treat)}
+            slots = {a: [tuple(r[k] for k in slot) for r in arms[a].iter_rows(named=True)] for a in arms}
+            searched = set().union(*(tuned[k][1] for a in arms for k in slots[a]))
+            flags += guardrails.config_flags(cell, cmp.base, treat, arms[cmp.base], arms[treat], compared, searched,
+                                             set(cmp.allow_diff))
             tables = {s: _pooled(cell, folds, base[s], other[s], preds) for s in seeds}
             ids = tables[seeds[0]]["id"]
             for s in seeds[1:]:
@@ -286,22 +291,31 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
                                    "dataset": ",".join(datasets),
                                    "solver": ",".join(sorted(set(cell_runs["solver"].to_list()))),
                                    "arm": arm, "base_arm": cmp.base, "base_trials": trials["base"],
-                                   "psedual_trials": trials["treat"], "flags": flags})
+                                   "psedual_trials": trials["treat"], "flags": flags,
+                                   "base_budget": guardrails.budget(tuned, slots[cmp.base]),
+                                   "psedual_budget": guardrails.budget(tuned, slots[treat])})
     if not rows:
         raise GuardrailError(f"nothing to compare: {'; '.join(notes) or 'no runs'}")
     adjusted = adjust([r["p"] for r in rows], cmp.correction)
     members = sum(p is not None for p in adjusted)
     for r, p_adj in zip(rows, adjusted):
-        if p_adj is None:
-            verdict = "untested"
-        elif p_adj < cmp.alpha:
-            verdict = "better" if r["delta"] > 0 else "worse"
-        else:
-            verdict = "not significant"
-        r |= {"family": cmp.family, "correction": cmp.correction, "n_family": members, "p_adjusted": p_adj,
-              "verdict": verdict}
+        r["verdict"] = _verdict(r, p_adj, cmp.alpha)
+        r |= {"family": cmp.family, "correction": cmp.correction, "n_family": members, "p_adjusted": p_adj}
     frame = pl.DataFrame([{k: r.get(k) for k in CLAIMS_SCHEMA} for r in rows], schema=CLAIMS_SCHEMA)
     return Claims(frame, notes)
+
+
+def _verdict(row: dict, p_adjusted: float | None, alpha: float) -> str:
+    """better / worse only on a significant adjusted p with enough seeds to trust it."""
+    if row.get("untestable"):
+        return f"untestable ({row['untestable']})"
+    if p_adjusted is None:
+        return "untested"
+    if p_adjusted >= alpha:
+        return "not significant"
+    if 1 < row["n_seeds"] < MIN_SEEDS:
+        return f"inconclusive ({row['n_seeds']} seeds)"
+    return "better" if row["delta"] > 0 else "worse"
 
 
 def write(claims: pl.DataFrame, root: str, name: str) -> str:

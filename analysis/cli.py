@@ -40,7 +40,7 @@ def _runs(args) -> pl.DataFrame:
 def _comparison(args, family: str, arm: str, base: str, treatments: tuple[str, ...], by: tuple[str, ...]) -> Comparison:
     return Comparison(family=family, arm=arm, base=base, treatments=treatments, by=by, metrics=tuple(args.metric or ["value"]),
                       select_by=args.select_by, correction=args.correction, n_resamples=args.resamples,
-                      rng_seed=args.rng_seed)
+                      rng_seed=args.rng_seed, allow_diff=tuple(args.allow_diff))
 
 
 def _family(args, command: str) -> str:
@@ -88,8 +88,9 @@ def _compare(args) -> None:
 def _infill(args) -> None:
     runs = _runs(args)
     by = [read.column(k, runs.columns) for k in ("data.dataset", "solver", "variant", *args.by)]
+    notes: list[str] = []
     table = summaries.infill(runs, read.scan(args.root, "predictions", args.experiment), by, args.resamples,
-                             args.rng_seed, used_only=args.slots == "used")
+                             args.rng_seed, used_only=args.slots == "used", notes=notes)
     header = [*by, "seeds", "examples", "infilling acc (%)", "95% CI", "perfect match (%)", "95% CI"]
     body = [[*(str(r[k]) for k in by), str(r["n_seeds"]), str(r["n_examples"]),
              report.score(r["infill_acc"], r["infill_sd"]), f"[{r['infill_low']:.2f}, {r['infill_high']:.2f}]",
@@ -102,6 +103,8 @@ def _infill(args) -> None:
     print(f"\nInfilling: {scored}, filled from the gold expression; "
           "perfect match: all of a problem's scored slots right. One seed: bootstrap over examples "
           f"({args.resamples} resamples, seed {args.rng_seed}) and Wilson; several: mean ± sd, t interval.")
+    for note in notes:
+        print(f"note: {note}")
 
 
 def _curve(args) -> None:
@@ -122,16 +125,28 @@ def _curve(args) -> None:
     points = summaries.size_points(runs, read.scan(args.root, "predictions", args.experiment), arm,
                                    [base, *treatments], list(by), built.rows)
     title = (f"{runs['solver'][0]} on {runs['data.dataset'][0]}: test value accuracy vs training size\n"
-             f"bands: 95% CI (t over seeds; Wilson for 1 seed); * / ** {args.correction}-adjusted p < .05 / .01")
+             f"bands: 95% CI (t over seeds; Wilson for 1 seed); * / ** {args.correction}-adjusted p < .05 / .01, "
+             f"↑ better ↓ worse than base")
     path = report.figure(points, args.png, title)
     header = ["training problems", "arm", "seeds", "value acc (%)", "95% CI", "p adj"]
     body = [[f"{r['n_train']:.0f}", report.label(r["arm"]), str(r["n_seeds"]), f"{r['acc']:.2f}",
-             f"[{r['low']:.2f}, {r['high']:.2f}]", "–" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3g}"]
+             f"[{r['low']:.2f}, {r['high']:.2f}]", f"{report.p_value(r['p_adjusted'])} {r['star']}".strip()]
             for r in points.sort("n_train", "arm").iter_rows(named=True)]
     print(report.render(header, body, args.format))
-    print()
+    print("\nThe 95% CIs above are of each arm's accuracy (t over seeds; Wilson for one seed); the CIs below "
+          "are of the difference Δ.\n")
     print(report.footer(built.rows, built.notes))
     print(f"figure: {path}")
+
+
+ERRORS = (ValueError, OSError, KeyError, TypeError, pl.exceptions.PolarsError)
+"""What a command may meet in tables it did not write or that were cut short: each is reported as
+one line naming it (GuardrailError is a ValueError)."""
+
+
+def one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split()) or type(err).__name__
+    return text if isinstance(err, ValueError) else f"{type(err).__name__}: {text}"
 
 
 def add_commands(commands) -> None:
@@ -156,6 +171,9 @@ def add_commands(commands) -> None:
                              help="over the family of this command's comparisons (default holm)")
     claims_args.add_argument("--select-by", default="valid_value_acc",
                              help="column that picks one trial per slot (default valid_value_acc)")
+    claims_args.add_argument("--allow-diff", action="append", default=[], metavar="COLUMN",
+                             help="let the arms differ in this config column (repeatable; each such claim is "
+                                  "flagged); any other difference is refused")
     claims_args.add_argument("--name", help="family name, and the claims file's name (default: command_experiments)")
     for name, run, help_ in (("table1", lambda a: _paper_table(a, "table1"), "paper table 1"),
                              ("table3", lambda a: _paper_table(a, "table3"), "paper table 3"),
@@ -181,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         args.run(args)
-    except (ValueError, FileNotFoundError) as err:  # GuardrailError is a ValueError
-        print(f"analyze: error: {err}", file=sys.stderr)
+    except ERRORS as err:
+        print(f"analyze: error: {one_line(err)}", file=sys.stderr)
         return 2
     return 0

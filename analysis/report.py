@@ -22,6 +22,14 @@ def mark(p_adjusted: float | None) -> str:
     return "**" if p_adjusted < 0.01 else "*" if p_adjusted < 0.05 else ""
 
 
+def p_value(p: float | None) -> str:
+    """A p-value for reading: 3 significant digits, and never a bare 0 (an exact p that small
+    underflows: say how small instead)."""
+    if p is None:
+        return "–"
+    return "< 1e-300" if p == 0 else f"{p:.3g}"
+
+
 def score(mean: float, sd: float | None) -> str:
     return f"{mean:.2f}" if sd is None else f"{mean:.2f} ± {sd:.2f}"
 
@@ -77,19 +85,29 @@ def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
 def claim_lines(claims: pl.DataFrame, fmt: str) -> str:
     """The claim rows themselves: one line per claim with n, Δ, CI, test and p."""
     header = ["cell", "metric", "comparison", "n ex", "seeds", "base", "treatment", "Δ", "95% CI", "test", "p",
-              "p adj", "second test", "discordant", "verdict"]
+              "p adj", "second test", "discordant", "trials", "verdict", "flags"]
+    numbers = _flag_numbers(claims)
     body = []
     for r in claims.iter_rows(named=True):
         ci = "–" if r["ci_low"] is None else f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]"
         disc = "–" if r["only_base"] is None else f"{r['only_base']}/{r['only_psedual']}"
-        p = "–" if r["p"] is None else f"{r['p']:.3g}"
-        p_adj = "–" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3g}"
-        second = "–" if r["p_secondary"] is None else f"{r['test_secondary']} p {r['p_secondary']:.3g}"
+        p, p_adj = p_value(r["p"]), p_value(r["p_adjusted"])
+        second = "–" if r["p_secondary"] is None else f"{r['test_secondary']} p {p_value(r['p_secondary'])}"
         body.append([r["cell"], r["metric"], f"{label(r['psedual_arm'])} vs {label(r['base_arm'])}",
                      str(r["n_examples"]), str(r["n_seeds"]), score(r["base"], r["base_sd"]),
                      score(r["psedual"], r["psedual_sd"]), f"{r['delta']:+.2f}", ci, r["test"], p, p_adj,
-                     second, disc, r["verdict"]])
+                     second, disc, f"{r['base_budget']}/{r['psedual_budget']}", r["verdict"], ", ".join(f"[{numbers[f]}]" for f in r["flags"]) or "–"])
     return render(header, body, fmt)
+
+
+def _flag_numbers(claims: pl.DataFrame) -> dict[str, int]:
+    """Each distinct flag's number, in order of first appearance: a claim line names its flags'
+    numbers, the footer spells them out."""
+    numbers: dict[str, int] = {}
+    for flags in claims["flags"].to_list():
+        for f in flags:
+            numbers.setdefault(f, len(numbers) + 1)
+    return numbers
 
 
 def fold_scores(claims: pl.DataFrame) -> str:
@@ -109,14 +127,11 @@ def footer(claims: pl.DataFrame, notes: list[str]) -> str:
     lines = [f"Δ = treatment − {label(r['base_arm'])}, in points. Marks: * p < 0.05, ** p < 0.01 after "
              f"{r['correction']} correction over family '{r['family']}' ({r['n_family']} comparisons). "
              f"Tests: {', '.join(tests)} (mcnemar_exact: one seed, examples paired; paired_t_seeds: "
-             f"seeds paired, ± is the sd over seeds). CIs: paired bootstrap, {r['n_resamples']} resamples, "
-             f"seed {r['rng_seed']}."]
-    few = claims.filter((pl.col("test") == "paired_t_seeds") & (pl.col("n_seeds") < 10))
-    if few.height:
-        lines.append("With fewer than 10 seeds a percentile bootstrap CI of the mean Δ is too narrow (it "
-                     "undercovers at small n); the verdict is the paired t-test's adjusted p.")
-    flags = sorted({f for fs in claims["flags"].to_list() for f in fs})
-    lines += [f"flag: {f}" for f in flags]
+             f"seeds paired, ± is the sd over seeds). CIs: one seed, a paired bootstrap over examples "
+             f"({r['n_resamples']} resamples, seed {r['rng_seed']}); several seeds, the t interval of the mean Δ "
+             f"(the t-test's own). Below 6 seeds a significant Δ reads 'inconclusive'. trials: the tuning "
+             f"budget, the most trials a slot (arm, seed, fold) held, base/treatment."]
+    lines += [f"flag [{k}]: {f}" for f, k in _flag_numbers(claims).items()]
     lines += [f"note: {n}" for n in notes]
     return "\n".join(lines)
 

@@ -17,6 +17,7 @@ import numpy as np
 from scipy import stats
 
 MIN_SEEDS = 6  # with 5 paired seeds the smallest two-sided exact sign/Wilcoxon p is 2/32 = 0.0625
+MIN_EXAMPLES_CI = 10  # a percentile bootstrap over fewer examples has too few distinct resamples to mean much
 CONFIDENCE = 0.95
 
 
@@ -47,9 +48,9 @@ class PairedResult:
     """discordant: b right, a wrong"""
     delta: float
     """acc_b - acc_a, in points"""
-    ci_low: float
-    """paired bootstrap (percentile) 95% CI of delta"""
-    ci_high: float
+    ci_low: float | None
+    """paired bootstrap (percentile) 95% CI of delta; None below MIN_EXAMPLES_CI examples"""
+    ci_high: float | None
     p_mcnemar: float
     """exact McNemar: two-sided binomial test of only_b among only_a + only_b"""
     p_permutation: float
@@ -84,20 +85,27 @@ def paired(a, b, n_resamples: int = 10_000, seed: int = 0) -> PairedResult:
     only_a, only_b = int((a & ~b).sum()), int((b & ~a).sum())
     delta = 100.0 * (only_b - only_a) / n
     xb, xa = b.astype(float), a.astype(float)
+    ci: tuple[float | None, float | None] = (None, None)
     if only_a + only_b == 0:
         # every resample of identical pairs gives delta 0, and every relabelling too;
         # scipy would warn about degenerate data, so state the known answer
         ci, p_perm = (delta, delta), 1.0
+    elif n == 1:
+        # one discordant pair: its two labellings give ±Δ, equally extreme (scipy refuses n = 1)
+        p_perm = 1.0
     else:
-        boot = stats.bootstrap((xb, xa), _mean_diff, paired=True, vectorized=True, n_resamples=n_resamples,
-                               confidence_level=CONFIDENCE, method="percentile", rng=np.random.default_rng(seed))
-        ci = (100.0 * boot.confidence_interval.low, 100.0 * boot.confidence_interval.high)
         perm = stats.permutation_test((xb, xa), _mean_diff, permutation_type="samples", vectorized=True,
                                       n_resamples=n_resamples, alternative="two-sided",
                                       rng=np.random.default_rng(seed))
         p_perm = float(perm.pvalue)
+    # scipy refuses a bootstrap of one example and a handful gives a degenerate interval:
+    # below MIN_EXAMPLES_CI none is stated (the exact tests still hold)
+    if only_a + only_b and n >= MIN_EXAMPLES_CI:
+        boot = stats.bootstrap((xb, xa), _mean_diff, paired=True, vectorized=True, n_resamples=n_resamples,
+                               confidence_level=CONFIDENCE, method="percentile", rng=np.random.default_rng(seed))
+        ci = (100.0 * boot.confidence_interval.low, 100.0 * boot.confidence_interval.high)
     return PairedResult(n=n, acc_a=float(100.0 * xa.mean()), acc_b=float(100.0 * xb.mean()), only_a=only_a, only_b=only_b,
-                        delta=delta, ci_low=float(ci[0]), ci_high=float(ci[1]),
+                        delta=delta, ci_low=ci[0], ci_high=ci[1],
                         p_mcnemar=mcnemar_exact(only_a, only_b), p_permutation=p_perm,
                         n_resamples=n_resamples, rng_seed=seed)
 
@@ -116,16 +124,19 @@ class SeedResult:
     delta: float
     """mean over seeds of b - a"""
     ci_low: float | None
-    """bootstrap (percentile) 95% CI of the mean difference; None with one seed"""
+    """Student-t 95% CI of the mean difference (the t-test's own interval); None with one seed or
+    when the test is untestable"""
     ci_high: float | None
     p_ttest: float | None
-    """paired t-test; None with one seed"""
+    """paired t-test; None with one seed or when untestable"""
     p_wilcoxon: float | None
     """Wilcoxon signed-rank (exact for small n); None with one seed"""
     n_resamples: int
     rng_seed: int
     warning: str | None
     """set when there are fewer than MIN_SEEDS seeds"""
+    untestable: str | None = None
+    """why the t-test has no answer although there are several seeds (no spread in Δ)"""
 
 
 def seed_warning(n: int) -> str | None:
@@ -148,24 +159,24 @@ def across_seeds(a: dict[int, float], b: dict[int, float], n_resamples: int = 10
     d = xb - xa
     n = len(seeds)
     sd = (lambda x: float(np.std(x, ddof=1))) if n > 1 else (lambda x: None)
-    ci_low = ci_high = p_t = p_w = None
+    ci_low = ci_high = p_t = p_w = untestable = None
     if n > 1:
-        if np.all(d == d[0]):
-            # no spread: the bootstrap has one value; the t statistic is 0/0 or infinite,
-            # which scipy answers with nan or 0, so state the limits (1 for no change)
-            ci_low = ci_high = float(d[0])
-            p_t = 1.0 if d[0] == 0 else 0.0
-            p_w = 1.0 if d[0] == 0 else float(stats.wilcoxon(d).pvalue)
+        if np.all(d == 0):
+            # identical arms: no change, and scipy would answer 0/0 with nan
+            ci_low = ci_high = 0.0
+            p_t = p_w = 1.0
+        elif np.all(d == d[0]):
+            # the same nonzero Δ on every seed: the t statistic is infinite (scipy answers p = 0),
+            # which claims certainty from no measured variation; Wilcoxon's exact p still holds
+            untestable = f"Δ {d[0]:+.2f} on every seed: no spread, so no t-test"
+            p_w = float(stats.wilcoxon(d).pvalue)
         else:
-            boot = stats.bootstrap((d,), np.mean, vectorized=True, n_resamples=n_resamples,
-                                   confidence_level=CONFIDENCE, method="percentile",
-                                   rng=np.random.default_rng(seed))
-            ci_low, ci_high = float(boot.confidence_interval.low), float(boot.confidence_interval.high)
+            ci_low, ci_high = mean_ci(d)
             p_t = float(stats.ttest_rel(xb, xa).pvalue)
             p_w = float(stats.wilcoxon(xb, xa).pvalue)
     return SeedResult(seeds=seeds, mean_a=float(xa.mean()), sd_a=sd(xa), mean_b=float(xb.mean()), sd_b=sd(xb),
                       delta=float(d.mean()), ci_low=ci_low, ci_high=ci_high, p_ttest=p_t, p_wilcoxon=p_w,
-                      n_resamples=n_resamples, rng_seed=seed, warning=seed_warning(n))
+                      n_resamples=n_resamples, rng_seed=seed, warning=seed_warning(n), untestable=untestable)
 
 
 def proportion_ci(k: int, n: int) -> tuple[float, float]:

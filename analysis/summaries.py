@@ -6,7 +6,8 @@ import numpy as np
 import polars as pl
 
 from analysis import read
-from analysis.claims import FOLD, SEED, cell_label
+from analysis import guardrails
+from analysis.claims import FOLD, SEED, cell_label, keep_one_per_slot
 from analysis.report import mark
 from analysis.stats import mean_ci, proportion_ci, ratio_ci
 
@@ -32,7 +33,7 @@ UNUSED = -1
 
 
 def infill(runs: pl.DataFrame, predictions: pl.LazyFrame, by: list[str], n_resamples: int, seed: int,
-           used_only: bool = False) -> pl.DataFrame:
+           used_only: bool = False, select_by: str = "valid_value_acc", notes: list[str] | None = None) -> pl.DataFrame:
     """Infilling accuracy and perfect-match ratio per cell of `by`, folds pooled, over every masked
     slot or (`used_only`) over the slots the gold expression uses (the paper's Table 4).
     One seed: bootstrap over examples (slots) and Wilson (perfect match); several: mean ± sd over
@@ -40,7 +41,12 @@ def infill(runs: pl.DataFrame, predictions: pl.LazyFrame, by: list[str], n_resam
     runs = runs.filter(pl.col("test_infill_acc").is_not_null())
     if runs.is_empty():
         raise ValueError("no PseDual runs with infilling results (test_infill_acc) in the selection")
-    ex = _per_example_infill(read.for_trials(predictions, runs).collect(), used_only)
+    # one run per (cell, seed, fold), as the claims keep: a sweep's trials are not extra data
+    flags: dict[tuple[str, str], list[str]] = {}
+    runs = keep_one_per_slot(runs, [*by, SEED, FOLD], select_by, notes if notes is not None else [], flags)
+    preds = read.for_trials(predictions, runs).collect()
+    guardrails.check_predictions(runs, preds.partition_by(list(read.KEY), as_dict=True), ["id"])
+    ex = _per_example_infill(preds, used_only)
     ex = ex.join(runs.select(*read.KEY, *by, SEED, FOLD), on=list(read.KEY))
     out = []
     for part in ex.partition_by(by, maintain_order=True):
@@ -70,7 +76,7 @@ def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: l
     preds = read.for_trials(predictions, runs).select(*read.KEY, "value_correct").collect()
     per_run = preds.group_by(read.KEY).agg(k=pl.col("value_correct").sum(), n=pl.len())
     per_run = per_run.join(runs.select(*read.KEY, arm, SEED, "n_train", *by), on=list(read.KEY))
-    marks = {(r["cell"], r["psedual_arm"]): r["p_adjusted"] for r in claims.iter_rows(named=True)}
+    marks = {(r["cell"], r["psedual_arm"]): (r["p_adjusted"], r["delta"]) for r in claims.iter_rows(named=True)}
     out = []
     for part in per_run.partition_by([*by, arm], maintain_order=True):
         first = part.row(0, named=True)
@@ -81,8 +87,11 @@ def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: l
             low, high = proportion_ci(int(per_seed["k"][0]), int(per_seed["n"][0]))
         else:  # a t interval over few seeds can pass the scale's ends: clip it to accuracies
             low, high = (min(100.0, max(0.0, x)) for x in mean_ci(accs))
-        p_adj = marks.get((cell_label(first, by), first[arm]))  # None for the base arm
+        p_adj, delta = marks.get((cell_label(first, by), first[arm]), (None, 0.0))  # None for the base arm
+        star = mark(p_adj)
+        if star:  # which way: a significantly worse arm must not read as a win
+            star += "↑" if delta > 0 else "↓"
         out.append({"arm": first[arm], "n_train": float(per_seed["n_train"].mean()),
                     "acc": float(np.mean(accs)), "low": low, "high": high, "n_seeds": len(accs), "seed_accs": accs,
-                    "p_adjusted": p_adj, "star": mark(p_adj), **{k: first[k] for k in by}})
+                    "p_adjusted": p_adj, "star": star, **{k: first[k] for k in by}})
     return pl.DataFrame(out)

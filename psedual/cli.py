@@ -146,11 +146,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from analysis.cli import ERRORS, one_line
+
     args = build_parser().parse_args(argv)
     try:
         args.run(args)
     except (DataFileError, ValueError, FileNotFoundError) as err:  # checkpoint, vocabulary, guardrail errors too
         print(f"psedual: error: {err}", file=sys.stderr)
+        return 2
+    except ERRORS as err:  # `analyze` reads tables it did not write: any of these is one line, not a traceback
+        if args.command != "analyze":
+            raise
+        print(f"psedual: error: {one_line(err)}", file=sys.stderr)
         return 2
     return 0
 
