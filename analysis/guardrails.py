@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis import read
-
 SHOWN_IDS = 5
 RESULT_PREFIXES = ("valid_", "test_", "final_", "n_")
 NOT_COMPARED = {"trial", "error", "best_epoch", "train_seconds", "test_seconds", "threads"}
@@ -98,7 +96,3 @@ def config_flags(cell: str, base_arm: str, treat: str, base: pl.DataFrame, other
 def budget(tuned: dict[tuple, tuple[int, set[str]]], slots: list[tuple]) -> int:
     """The most trials any of these slots held."""
     return max(tuned[s][0] for s in slots)
-
-
-def keys(runs: pl.DataFrame) -> list[tuple[str, str]]:
-    return [tuple(k) for k in runs.select(read.KEY).rows()]

@@ -192,16 +192,17 @@ def test_p_values_never_print_as_zero_and_flags_sit_on_their_claim(tmp_path, cap
 
 
 def test_curve_stars_say_which_way(tmp_path):
-    claims_rows = pl.DataFrame({"cell": ["c"], "psedual_arm": ["gcn"], "p_adjusted": [0.001], "delta": [-5.0]})
+    # one cell (no `by` columns: its label is ""), where GCN is significantly worse than base
+    claims_rows = pl.DataFrame({"cell": [""], "psedual_arm": ["gcn"], "p_adjusted": [0.001], "delta": [-5.0]})
     runs = pl.DataFrame({"experiment": ["x", "x"], "trial": ["b", "g"], "variant": ["base", "gcn"], "seed": [0, 0],
-                         "n_train": [100, 100], "test_value_acc": [0.6, 0.5], "cellkey": ["c", "c"]})
+                         "n_train": [100, 100], "test_value_acc": [0.6, 0.5]})
     folder = tmp_path / "predictions" / "experiment=x"
     folder.mkdir(parents=True)
     for t, acc in (("b", 0.6), ("g", 0.5)):
         pl.DataFrame({"trial": [t] * 10, "id": _ids(10), "value_correct": [i < 10 * acc for i in range(10)]}) \
             .write_parquet(folder / f"{t}.parquet")
-    points = summaries.size_points(runs.rename({"cellkey": "cell_col"}), read.scan(str(tmp_path), "predictions"),
-                                   "variant", ["base", "gcn"], [], claims_rows.with_columns(cell=pl.lit("")))
+    points = summaries.size_points(runs, read.scan(str(tmp_path), "predictions"), "variant", ["base", "gcn"], [],
+                                   claims_rows)
     stars = dict(zip(points["arm"], points["star"]))
     assert stars == {"base": "", "gcn": "**↓"}
 
