@@ -69,18 +69,24 @@ def parse_where(items: list[str]) -> dict[str, str]:
 
 def select(lf: pl.LazyFrame, where: dict[str, object]) -> pl.LazyFrame:
     """Rows whose config matches every KEY=VALUE (values are cast to the column's type;
-    `null` matches a missing value, e.g. the full training set's `train_size`)."""
+    `null` matches a missing value, e.g. the full training set's `train_size` or the base
+    solver's `fusion`). `A|B` matches either: `fusion=null|scheduled` keeps the base solver
+    and the scheduled-fusion runs of a three-arm sweep."""
     schema = lf.collect_schema()
     for key, value in where.items():
         name = column(key, schema.names())
-        if value is None or value == "null":
-            lf = lf.filter(pl.col(name).is_null())
-            continue
-        try:
-            typed = pl.Series([value]).cast(schema[name], strict=True)[0]
-        except pl.exceptions.InvalidOperationError as err:
-            raise ValueError(f"{key}={value!r}: not a {schema[name]} value") from err
-        lf = lf.filter(pl.col(name) == typed)
+        values = [None] if value is None else str(value).split("|")
+        match = pl.lit(False)
+        for v in values:
+            if v is None or v == "null":
+                match = match | pl.col(name).is_null()
+                continue
+            try:
+                typed = pl.Series([v]).cast(schema[name], strict=True)[0]
+            except pl.exceptions.InvalidOperationError as err:
+                raise ValueError(f"{key}={v!r}: not a {schema[name]} value") from err
+            match = match | (pl.col(name) == typed).fill_null(False)
+        lf = lf.filter(match)
     return lf
 
 

@@ -290,6 +290,9 @@ def test_read_scan_and_select_errors(tmp_path):
     lf = read.scan(str(tmp_path), "runs")
     assert read.select(lf, {"variant": "gcn", "fold": "0"}).collect()["trial"].to_list() == ["gts-gcn-s0-f0"]
     assert read.select(lf, {"train_size": "null"}).collect().height == 2
+    # alternatives: base (null) or one PseDual setting, as a three-arm sweep needs
+    assert sorted(read.select(lf, {"variant": "gcn|base"}).collect()["variant"]) == ["base", "gcn"]
+    assert read.select(lf, {"variant": "null|gcn"}).collect()["trial"].to_list() == ["gts-gcn-s0-f0"]
     with pytest.raises(ValueError, match="unknown column 'sover'; valid: .*solver"):
         read.select(lf, {"sover": "gts"})
     with pytest.raises(ValueError, match="not a Int64 value"):
