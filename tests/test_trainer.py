@@ -202,8 +202,10 @@ def test_run_folders_join_the_result_tables_and_the_analysis(finished, finished_
     row = runs.row(0, named=True)
     assert (row["variant"], row["final_epsilon"], row["epochs_done"]) == ("gcn", 0.25, 2)
     assert row["test_value_acc"] == finished_psedual[0].test_value_acc
-    assert main(["analyze", "compare", "--root", root, "--experiment", "solo", "--treatment", "gcn",
-                 "--resamples", "200"]) == 0
+    compare = ["analyze", "compare", "--root", root, "--experiment", "solo", "--treatment", "gcn", "--resamples", "200"]
+    assert main(compare) == 2  # these two runs differ in epochs too (3 vs 2): refused unless allowed
+    assert "epochs: base [3] vs gcn [2]" in capsys.readouterr().err
+    assert main([*compare, "--allow-diff", "epochs", "--allow-diff", "epochs_done"]) == 0
     claim = pl.read_parquet(tmp_path / "results" / "claims" / "compare_solo.parquet").row(0, named=True)
     assert (claim["n_examples"], claim["test"]) == (397, "mcnemar_exact")
     assert claim["base"] == pytest.approx(100 * finished[0].test_value_acc)
