@@ -70,7 +70,7 @@ def collect(outcomes: list[TrialOutcome], root: str, experiment: str) -> pl.Data
     runs = []
     for o in outcomes:
         config = make_config(o.flat)
-        row = {"trial": o.trial, "variant": o.flat.get("variant", "base"), "status": o.status, "error": o.error,
+        row = {"trial": o.trial, "variant": variant(config), "status": o.status, "error": o.error,
                "code_version": version, **config.flat(), "epochs_done": o.metrics.get("epoch", 0)}
         if o.checkpoint is not None:
             with tempfile.TemporaryDirectory() as d:

@@ -180,9 +180,9 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
         history, best, start_epoch, train_seconds = state["history"], state["best"], state["epoch"], state["seconds"]
     elif last.exists() and main:
         raise checkpoint.CheckpointError(f"{last} exists: pass resume=True (--resume) or use a new output folder")
+    per_epoch = steps_per_epoch(config, len(train_set))  # len(batches) of every epoch: the schedules' clock
     if main:
         if config.psedual is not None:  # say the regime out loud: where ε and τ go, over how many steps
-            per_epoch = steps_per_epoch(config, len(train_set))
             print(f"PseDual: {schedules.regime(config.psedual, per_epoch, config.epochs)}", file=sys.stderr, flush=True)
             warning = schedules.warning(config.psedual, per_epoch, config.epochs)
             if warning is not None:
@@ -210,7 +210,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
         schedule: dict[str, float | None] = {"epsilon": None, "tau": None}
         for i, problems in enumerate(batches):
             # the step count is a function of (epoch, i), so a resumed run continues ε and τ
-            clock = Clock(epoch * len(batches) + i, len(batches), config.epochs)
+            clock = Clock(epoch * per_epoch + i, per_epoch, config.epochs)
             loss, reexamined = forward(collate(problems[rank::world_size], vocab), clock)
             opt.zero_grad()
             loss.backward()
