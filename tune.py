@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     outcomes = run_sweep(spec, args.storage, resume=bool(args.resume), address=args.address,
                          verbose=0 if os.environ.get("CI") else 1)
-    runs = collect(outcomes, args.storage, spec.name)
+    runs = collect(outcomes, args.storage, spec.name, spec.resources)  # tests run as parallel Ray tasks
     with pl.Config(tbl_rows=50, tbl_cols=len(SHOWN), tbl_width_chars=200, float_precision=4):
         print(runs.select([c for c in SHOWN if c in runs.columns]))
     print(f"{len(runs)} trials in {time.perf_counter() - began:.0f} s; tables in "

@@ -62,3 +62,13 @@ def mawps(datasets):
 @pytest.fixture(scope="session")
 def vocab(mawps):
     return Vocab.build(mawps.train, mawps.constants)
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A private 2-CPU Ray for one test module (never a running cluster)."""
+    import ray
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()

@@ -88,15 +88,6 @@ def test_bad_sweep_files_fail_clearly(tmp_path, name):
         load_spec(tmp_path / "missing.yaml")
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    import ray
-
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
 def _check_tables(root: Path, experiment: str, n_trials: int) -> dict[str, pl.DataFrame]:
     out = {}
     for table in tables.TABLES:

@@ -119,6 +119,11 @@ class Reexaminer(nn.Module):
         allowed = allowed_targets(batch.problems, batch.targets, self.slot0, S)
         return Infill(_loss(logits, allowed, batch.num_mask), logits, allowed, eps, tau if eps < 1 else None)
 
+    @staticmethod
+    def loss_terms(problems) -> int:
+        """Slots the infilling loss averages over (every number of every problem)."""
+        return sum(len(p.num_pos) for p in problems)
+
     def _used(self, tokens: torch.Tensor, S: int) -> torch.Tensor:
         """[B, S] whether each slot occurs among the output ids `tokens` [B, L]."""
         slots = torch.arange(S, device=tokens.device) + self.slot0

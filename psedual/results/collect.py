@@ -6,7 +6,7 @@ import json
 import subprocess
 import tempfile
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import polars as pl
@@ -14,8 +14,8 @@ import pyarrow as pa
 
 from psedual.results import tables
 from psedual.train.config import TrainConfig
-from psedual.train.trainer import test_run
-from psedual.tune.space import make_config
+from psedual.train.trainer import RunResult, test_run
+from psedual.tune.space import Resources, make_config
 from psedual.tune.sweep import TrialOutcome
 
 
@@ -64,27 +64,63 @@ def add_run_folders(folders: list[str | Path], root: str, experiment: str) -> pl
     return pl.from_arrow(pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema))
 
 
-def collect(outcomes: list[TrialOutcome], root: str, experiment: str) -> pl.DataFrame:
-    """Write `runs`, `epochs` and `predictions` for every trial; return the runs rows."""
+@dataclass
+class Tested:
+    """What testing one trial's checkpoint gave: the result, and the tables' rows."""
+
+    result: RunResult
+    seconds: float
+    counts: dict
+    """n_train, n_valid, n_test, n_test_infilled."""
+    epochs: list[dict]
+    predictions: list[dict]
+
+
+def evaluate_checkpoint(checkpoint) -> Tested:
+    """Evaluate a trial's checkpoint (which holds `best.pt`) on test once, on the device its
+    config names (`auto`: the GPU of the Ray task that runs this, if it has one)."""
+    with tempfile.TemporaryDirectory() as d:
+        checkpoint.to_directory(d)
+        began = time.perf_counter()
+        result = test_run(d)
+        seconds = time.perf_counter() - began
+        metrics = pl.read_parquet(Path(d) / "metrics.parquet").row(0, named=True)
+        # the checkpoint may be older than the last report; its history is what it holds
+        return Tested(result, seconds, {k: metrics[k] for k in ("n_train", "n_valid", "n_test", "n_test_infilled")},
+                      pl.read_parquet(Path(d) / "epochs.parquet").to_dicts(),
+                      pl.read_parquet(Path(d) / "predictions.parquet").to_dicts())
+
+
+def evaluate_trials(outcomes: list[TrialOutcome], resources: Resources | None = None) -> dict[str, Tested]:
+    """Test every trial that left a checkpoint. With `resources` (and Ray running, as after a
+    sweep) each test is a Ray task holding what one of the trial's workers held (its CPUs, its
+    GPU), so the tests run side by side across the cluster; without, one after another here."""
+    todo = [o for o in outcomes if o.checkpoint is not None]
+    if resources is None or not todo:
+        return {o.trial: evaluate_checkpoint(o.checkpoint) for o in todo}
+    import ray
+
+    task = ray.remote(num_cpus=resources.cpus_per_worker, num_gpus=1 if resources.use_gpu else 0,
+                      max_retries=0)(evaluate_checkpoint)
+    return dict(zip((o.trial for o in todo), ray.get([task.remote(o.checkpoint) for o in todo])))
+
+
+def collect(outcomes: list[TrialOutcome], root: str, experiment: str,
+            resources: Resources | None = None) -> pl.DataFrame:
+    """Test each trial's checkpoint (see `evaluate_trials`: in parallel Ray tasks with `resources`),
+    write `runs`, `epochs` and `predictions` for every trial; return the runs rows."""
     version = code_version()
+    tested = evaluate_trials(outcomes, resources)
     runs = []
     for o in outcomes:
         config = make_config(o.flat)
         row = {"trial": o.trial, "variant": variant(config), "status": o.status, "error": o.error,
                "code_version": version, **config.flat(), "epochs_done": o.metrics.get("epoch", 0)}
-        if o.checkpoint is not None:
-            with tempfile.TemporaryDirectory() as d:
-                o.checkpoint.to_directory(d)
-                began = time.perf_counter()
-                result = test_run(d)
-                row.update({**asdict(result), "test_seconds": time.perf_counter() - began})
-                metrics = pl.read_parquet(Path(d) / "metrics.parquet").row(0, named=True)
-                row.update({k: metrics[k] for k in ("n_train", "n_valid", "n_test", "n_test_infilled")})
-                # the checkpoint may be older than the last report; its history is what it holds
-                epochs = pl.read_parquet(Path(d) / "epochs.parquet").to_dicts()
-                predictions = pl.read_parquet(Path(d) / "predictions.parquet").to_dicts()
-            tables.write(root, "epochs", experiment, o.trial, [{"trial": o.trial, **e} for e in epochs])
-            tables.write(root, "predictions", experiment, o.trial, [{"trial": o.trial, **p} for p in predictions])
+        if o.trial in tested:
+            t = tested[o.trial]
+            row.update({**asdict(t.result), "test_seconds": t.seconds, **t.counts})
+            tables.write(root, "epochs", experiment, o.trial, [{"trial": o.trial, **e} for e in t.epochs])
+            tables.write(root, "predictions", experiment, o.trial, [{"trial": o.trial, **p} for p in t.predictions])
         tables.write(root, "runs", experiment, o.trial, [row])
         runs.append(row)
     schema = tables.RUNS_SCHEMA

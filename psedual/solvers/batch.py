@@ -5,7 +5,7 @@ flattened into node arrays, so a tree decoder can process all nodes of one depth
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 import torch
 
@@ -29,6 +29,24 @@ class Batch:
     """[B, L] gold output ids in prefix order, -1-padded."""
     tree: TreeIndex | None = None
 
+    def to(self, device: torch.device | str) -> Batch:
+        """This batch on `device` (itself on CPU). Host tensors are pinned first so the copies
+        run asynchronously; `lengths` stays on CPU, where sequence packing reads it."""
+        device = torch.device(device)
+        if device.type == "cpu":
+            return self
+        tree = None if self.tree is None else TreeIndex(**{f.name: _to(getattr(self.tree, f.name), device)
+                                                           for f in fields(TreeIndex)})
+        return replace(self, words=_to(self.words, device), num_pos=_to(self.num_pos, device),
+                       num_mask=_to(self.num_mask, device), tree=tree,
+                       targets=None if self.targets is None else _to(self.targets, device))
+
+
+def _to(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    if device.type == "cuda" and t.device.type == "cpu":
+        t = t.pin_memory()
+    return t.to(device, non_blocking=True)
+
 
 @dataclass
 class TreeIndex:
@@ -50,6 +68,11 @@ class TreeIndex:
     allowed: torch.Tensor
     """[N, V] True for every output id that counts as this node's gold token: a number
     slot whose value occurs several times in the text may be produced by any of them."""
+
+
+def gold_tokens(problems: Sequence[Problem]) -> int:
+    """Tokens of the problems' gold expressions: the terms a token-level loss averages over."""
+    return sum(len(p.prefix) for p in problems)
 
 
 def collate(problems: Sequence[Problem], vocab: Vocab, with_targets: bool = True) -> Batch:

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from psedual.solvers.batch import Batch
+from psedual.solvers.batch import Batch, gold_tokens
 from psedual.solvers.config import SolverConfig, inference
 from psedual.solvers.encoder import WordEncoder
 from psedual.solvers.rollout import Pick, Rollout, may_open_operator
@@ -80,10 +80,11 @@ class DNS(nn.Module):
         enc = enc if enc is not None else self.encode(batch)
         outputs, mask, state, absent = enc.outputs, enc.mask, enc.state, enc.absent
         B, L = batch.targets.shape
-        allowed = torch.zeros(B, L, len(self.vocab.output_tokens), dtype=torch.bool)
-        position = torch.cat([torch.arange(n) for n in (batch.targets >= 0).sum(1).tolist()])
+        d = batch.targets.device
+        allowed = torch.zeros(B, L, len(self.vocab.output_tokens), dtype=torch.bool, device=d)
+        position = torch.cat([torch.arange(n, device=d) for n in (batch.targets >= 0).sum(1).tolist()])
         allowed[batch.tree.example, position] = batch.tree.allowed
-        token = torch.full((B,), self.start, dtype=torch.long)
+        token = torch.full((B,), self.start, dtype=torch.long, device=d)
         feed = outputs.new_zeros(B, self.config.hidden_size)
         logits = []
         for t in range(L):
@@ -94,6 +95,9 @@ class DNS(nn.Module):
         allowed = allowed[batch.targets >= 0]
         target = logits.detach().masked_fill(~allowed, float("-inf")).argmax(-1)
         return F.cross_entropy(logits, target)
+
+    def loss_terms(self, problems) -> int:
+        return gold_tokens(problems)
 
     def decode(self, batch: Batch, beam_size: int = 1, max_length: int = 64,
                greedy: bool = False) -> list[tuple[str, ...]]:
@@ -130,7 +134,7 @@ class DNS(nn.Module):
             token = pick_id
         if not rows:
             return Rollout(enc.outputs.new_zeros(B, 0, len(self.vocab.output_tokens)),
-                           torch.zeros(B, 0, dtype=torch.long))
+                           torch.zeros(B, 0, dtype=torch.long, device=feed.device))
         return Rollout(torch.stack(rows, 1), torch.stack(ids, 1))
 
     def _search(self, batch: Batch, K: int, max_length: int, greedy: bool) -> list[list[int]]:
@@ -140,11 +144,12 @@ class DNS(nn.Module):
         # rows are (example, beam)
         outputs, mask, absent, h, c = (x.repeat_interleave(K, 0) for x in (outputs, mask, absent, h, c))
         feed = outputs.new_zeros(B * K, self.config.hidden_size)
-        token = torch.full((B * K,), self.start, dtype=torch.long)
-        score = torch.full((B, K), float("-inf"))
+        d = feed.device
+        token = torch.full((B * K,), self.start, dtype=torch.long, device=d)
+        score = torch.full((B, K), float("-inf"), device=d)
         score[:, 0] = 0.0  # all beams start identical: keep one
-        need = torch.ones(B * K, dtype=torch.long)
-        history = torch.zeros(B * K, 0, dtype=torch.long)
+        need = torch.ones(B * K, dtype=torch.long, device=d)
+        history = torch.zeros(B * K, 0, dtype=torch.long, device=d)
         for length in range(max_length):
             if not (need > 0).any():
                 break
@@ -156,11 +161,11 @@ class DNS(nn.Module):
             if greedy:
                 pick = logp.argmax(-1)
                 score = score + logp.gather(1, pick.unsqueeze(1)).view(B, K)
-                rows = torch.arange(B * K)
+                rows = torch.arange(B * K, device=d)
             else:
                 total = (score.view(B * K, 1) + logp).view(B, K * V)
                 score, flat = total.topk(K, -1)
-                rows = (torch.arange(B).unsqueeze(1) * K + flat // V).view(-1)
+                rows = (torch.arange(B, device=d).unsqueeze(1) * K + flat // V).view(-1)
                 pick = (flat % V).view(-1)
             was_done = done[rows]
             need = need[rows] - (~was_done).long() + 2 * (self.is_op[pick] & ~was_done).long()
@@ -168,5 +173,5 @@ class DNS(nn.Module):
             h, c, feed = h[rows], c[rows], feed[rows]
             token = pick
         best = torch.where(need.view(B, K) == 0, score, score - 1e9).argmax(-1)  # finished first
-        seqs = history.view(B, K, -1)[torch.arange(B), best]
+        seqs = history.view(B, K, -1)[torch.arange(B, device=d), best]
         return [[t for t in seq.tolist() if t >= 0] for seq in seqs]

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from psedual.solvers.batch import Batch
+from psedual.solvers.batch import Batch, gold_tokens
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.encoder import WordEncoder
 from psedual.solvers.rollout import Pick, Rollout
@@ -171,6 +171,9 @@ class GTS(nn.Module):
         # model already prefers (as the published code does).
         target = logits.detach().masked_fill(~batch.tree.allowed, float("-inf")).argmax(-1)
         return F.cross_entropy(logits, target)
+
+    def loss_terms(self, problems) -> int:
+        return gold_tokens(problems)
 
     # --- decoding -----------------------------------------------------------------------
 

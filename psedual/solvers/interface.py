@@ -8,10 +8,12 @@ reexamining module's view of the masked problem, and its sampled expression.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import torch
 
+from psedual.data.record import Problem
 from psedual.solvers.batch import Batch
 from psedual.solvers.rollout import Pick, Rollout
 from psedual.solvers.vocab import Vocab
@@ -29,6 +31,10 @@ class Solver(Protocol):
 
     def loss(self, batch: Batch, enc: Any = None) -> torch.Tensor:
         """Mean cross-entropy of the gold expressions under teacher forcing."""
+
+    def loss_terms(self, problems: Sequence[Problem]) -> int:
+        """How many terms `loss` averages over for these problems (the token-level solvers: their
+        gold tokens), so a DDP rank can weight its share of a global batch exactly."""
 
     def rollout(self, batch: Batch, enc: Any, pick: Pick, max_length: int) -> Rollout:
         """Write one well-formed prefix expression per problem, choosing each token with

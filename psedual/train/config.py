@@ -10,6 +10,10 @@ from psedual.solvers import get_solver
 from psedual.solvers.config import SolverConfig
 
 
+DEVICES = ("auto", "cpu", "cuda")
+PRECISIONS = ("fp32", "bf16")
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """One run: data, solver and the published GTS recipe as defaults."""
@@ -42,9 +46,19 @@ class TrainConfig:
     """Seeds initialisation, shuffling and dropout."""
     threads: int = 0
     """torch CPU threads; 0 keeps torch's default."""
+    device: str = "auto"
+    """`auto` (CUDA when present, else CPU), `cpu` or `cuda`. Inside a Ray Train worker the
+    device is the one Ray assigned, whatever this says. Not part of a run's identity: a run
+    may resume on another device."""
+    precision: str = "fp32"
+    """`fp32`, or `bf16`: the training forward pass under autocast (decoding stays fp32)."""
 
     def __post_init__(self) -> None:
         get_solver(self.solver)
+        if self.device not in DEVICES:
+            raise ValueError(f"unknown device {self.device!r}; valid: {', '.join(DEVICES)}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"unknown precision {self.precision!r}; valid: {', '.join(PRECISIONS)}")
         for name in ("epochs", "batch_size", "lr_step", "beam_size", "min_word_count"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")

@@ -18,7 +18,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -37,6 +37,11 @@ from psedual.solvers.config import inference
 from psedual.solvers.vocab import Vocab
 from psedual.train import checkpoint, tables
 from psedual.train.config import TrainConfig
+from psedual.train.device import autocast, resolve
+from psedual.train.distributed import all_sum, decode_split, share, shard
+
+
+CPU = torch.device("cpu")
 
 
 @dataclass(frozen=True)
@@ -65,18 +70,22 @@ class RunResult:
     out_dir: str
 
 
-def evaluate(model, problems, vocab: Vocab, beam_size: int, batch_size: int) -> list[tuple[str, ...]]:
-    out: list[tuple[str, ...]] = []
-    for i in range(0, len(problems), batch_size):
-        out += model.decode(collate(problems[i:i + batch_size], vocab, with_targets=False), beam_size=beam_size)
-    return out
+def evaluate(model, problems, vocab: Vocab, beam_size: int, batch_size: int, device: torch.device = CPU,
+             rank: int = 0, world_size: int = 1) -> list[tuple[str, ...]]:
+    """Predicted expressions of `problems`, decoded in chunks of `batch_size` (split over the
+    ranks, and gathered, when `world_size` > 1: the same predictions as one process)."""
+    def decode(chunk):
+        return model.decode(collate(chunk, vocab, with_targets=False).to(device), beam_size=beam_size)
+
+    return decode_split(decode, problems, batch_size, rank, world_size)
 
 
 def _accuracies(predicted, problems) -> tuple[float, float]:
     return value_accuracy(predicted, problems).value, expression_accuracy(predicted, problems).value
 
 
-def infill(model, reexaminer: Reexaminer, problems, vocab: Vocab, batch_size: int) -> tuple[list, list]:
+def infill(model, reexaminer: Reexaminer, problems, vocab: Vocab, batch_size: int,
+           device: torch.device = CPU) -> tuple[list, list]:
     """Predicted and right slot fillings of each problem, from its gold expression; None for
     a problem whose gold expression uses a constant outside the vocabulary (not scored)."""
     tokens = set(vocab.output_tokens)
@@ -85,29 +94,33 @@ def infill(model, reexaminer: Reexaminer, problems, vocab: Vocab, batch_size: in
     with inference(model), inference(reexaminer):
         for i in range(0, len(writable), batch_size):
             chunk = writable[i:i + batch_size]
-            fill.update(zip((p.id for p in chunk), zip(*reexaminer.infill_gold(model, collate(chunk, vocab)))))
+            fill.update(zip((p.id for p in chunk),
+                            zip(*reexaminer.infill_gold(model, collate(chunk, vocab).to(device)))))
     return [fill[p.id][0] if p.id in fill else None for p in problems], \
         [fill[p.id][1] if p.id in fill else None for p in problems]
 
 
 def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, stop_after_epoch: int | None = None,
           progress: bool | None = None, on_epoch: EpochHook | None = None, test: bool = True,
-          rank: int = 0, world_size: int = 1) -> RunResult | None:
+          rank: int = 0, world_size: int = 1, device: torch.device | str | None = None) -> RunResult | None:
     """Run (or resume) training, then (with `test`) evaluate `best.pt` on test once.
 
     `stop_after_epoch` ends the call early, as a kill would, and returns None; the run
     can then be resumed. `on_epoch(row, out_dir)` is called after each epoch's
     checkpoint is written (Ray reports through it). With `world_size` > 1 (inside an
     initialised torch.distributed group, as Ray Train sets up) each rank trains on its
-    share of every batch under DistributedDataParallel; only rank 0 writes files.
+    share of every batch under DistributedDataParallel (see `distributed`); only rank 0
+    writes files. `device` (a Ray Train worker passes the one Ray assigned) overrides
+    `config.device`.
     """
     threads = torch.get_num_threads()
     if config.threads:
         torch.set_num_threads(config.threads)
+    where = torch.device(device) if device is not None else resolve(config.device)
     try:
         done = _train(config, Path(out_dir), resume, stop_after_epoch,
-                      sys.stderr.isatty() if progress is None else progress, on_epoch, rank, world_size)
-        return test_run(out_dir) if done and test and rank == 0 else None
+                      sys.stderr.isatty() if progress is None else progress, on_epoch, rank, world_size, where)
+        return test_run(out_dir, where) if done and test and rank == 0 else None
     finally:
         torch.set_num_threads(threads)
 
@@ -123,12 +136,10 @@ class _Step(nn.Module):
         self.model, self.reexaminer, self.alpha = model, reexaminer, alpha
 
     def forward(self, batch, clock: Clock):
+        """(the solver's mean loss, the reexamining module's output or None)."""
         enc = self.model.encode(batch)
         loss = self.model.loss(batch, enc)
-        if self.reexaminer is None:
-            return loss, None
-        reexamined = self.reexaminer(self.model, batch, enc, clock)
-        return loss + self.alpha * reexamined.loss, reexamined
+        return loss, None if self.reexaminer is None else self.reexaminer(self.model, batch, enc, clock)
 
 
 def _data(config: TrainConfig):
@@ -146,7 +157,7 @@ def steps_per_epoch(config: TrainConfig, n_train: int) -> int:
 
 
 def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int | None, show_bar: bool,
-           on_epoch: EpochHook | None, rank: int, world_size: int) -> bool:
+           on_epoch: EpochHook | None, rank: int, world_size: int, device: torch.device) -> bool:
     """Train to the last epoch (True) or to `stop_after_epoch` (False)."""
     main = rank == 0
     # data and vocabulary (from the training split only)
@@ -157,7 +168,8 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
     model_cls, _ = get_solver(config.solver)
     model = model_cls(vocab, config.model)
     reexaminer = Reexaminer(vocab, config.model, config.psedual) if config.psedual is not None else None
-    step_fn = _Step(model, reexaminer, config.psedual.alpha if config.psedual is not None else 0.0)
+    # on the device before the optimiser is built, which keeps references to the parameters
+    step_fn = _Step(model, reexaminer, config.psedual.alpha if config.psedual is not None else 0.0).to(device)
     opt = torch.optim.Adam(step_fn.parameters(), config.lr, weight_decay=config.weight_decay)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=config.lr_step, gamma=config.lr_gamma)
     history: list[dict] = []
@@ -167,8 +179,9 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
     last, best_path = out / "last.pt", out / "best.pt"
     if resume and last.exists():
         state = checkpoint.load(last)
-        # compared as configs, so a checkpoint saved before a field existed (at its default) still fits
-        if TrainConfig.from_dict(state["config"]) != config:
+        # compared as configs, so a checkpoint saved before a field existed (at its default) still fits;
+        # the device is not the run's identity (a run may resume on another machine)
+        if replace(TrainConfig.from_dict(state["config"]), device=config.device) != config:
             raise checkpoint.CheckpointError(f"{last}: saved for a different config; start a new output folder")
         checkpoint.check(state, last, config.solver, vocab)
         model.load_state_dict(state["model"])  # into these modules: the optimiser holds their parameters
@@ -177,6 +190,8 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
         opt.load_state_dict(state["optimizer"])
         sched.load_state_dict(state["scheduler"])
         torch.set_rng_state(state["rng"])
+        if device.type == "cuda" and state.get("cuda_rng") is not None:  # dropout on CUDA draws from it
+            torch.cuda.set_rng_state(state["cuda_rng"], device)
         history, best, start_epoch, train_seconds = state["history"], state["best"], state["epoch"], state["seconds"]
     elif last.exists() and main:
         raise checkpoint.CheckpointError(f"{last} exists: pass resume=True (--resume) or use a new output folder")
@@ -196,7 +211,8 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
         from torch.nn.parallel import DistributedDataParallel
 
         # some parameters sit out a step (the sampled expression is skipped while ε = 1)
-        forward = DistributedDataParallel(step_fn, find_unused_parameters=True)
+        forward = DistributedDataParallel(step_fn, device_ids=[device] if device.type == "cuda" else None,
+                                          find_unused_parameters=True)
 
     # epochs
     for epoch in range(start_epoch, config.epochs):
@@ -211,21 +227,34 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
         for i, problems in enumerate(batches):
             # the step count is a function of (epoch, i), so a resumed run continues ε and τ
             clock = Clock(epoch * per_epoch + i, per_epoch, config.epochs)
-            loss, reexamined = forward(collate(problems[rank::world_size], vocab), clock)
+            mine, weight = shard(problems, rank, world_size)
+            with autocast(device, config.precision):
+                loss, reexamined = forward(collate(mine, vocab).to(device), clock)
+            infill_loss = None if reexamined is None else reexamined.loss
+            if world_size > 1:  # this rank's share of the global batch's mean losses (see `distributed`)
+                loss = loss * share(model.loss_terms(mine), model.loss_terms(problems), weight, world_size)
+                if infill_loss is not None:
+                    infill_loss = infill_loss * share(reexaminer.loss_terms(mine), reexaminer.loss_terms(problems),
+                                                      weight, world_size)
+            if infill_loss is not None:
+                loss = loss + step_fn.alpha * infill_loss
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += loss.item() * len(problems)
+            # the global batch's mean loss is the ranks' average (their sum at the epoch's end)
+            total += loss.item() / world_size * len(problems)
             if reexamined is not None:
-                total_infill += reexamined.loss.item() * len(problems)
+                total_infill += infill_loss.item() / world_size * len(problems)
                 schedule = {"epsilon": reexamined.epsilon, "tau": reexamined.tau}
             if bar is not None:
                 bar.set_postfix(loss=f"{loss.item():.3f}")
                 bar.update()
+        if world_size > 1:
+            total, total_infill = all_sum([total, total_infill], device)
         lr = opt.param_groups[0]["lr"]
         sched.step()
-        valid_value, valid_expr = _accuracies(evaluate(model, valid_set, vocab, config.beam_size, config.batch_size),
-                                              valid_set)
+        valid_value, valid_expr = _accuracies(evaluate(model, valid_set, vocab, config.beam_size, config.batch_size,
+                                                       device, rank, world_size), valid_set)
         seconds = time.perf_counter() - began
         train_seconds += seconds
         history.append({"epoch": epoch + 1, "train_loss": total / len(train_set), "lr": lr,
@@ -245,6 +274,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
                   f"{100 * valid_value:.1f}% expr {100 * valid_expr:.1f}% ({seconds:.1f} s)", file=sys.stderr, flush=True)
             checkpoint.save(last, {**weights, "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
                                    "rng": torch.get_rng_state(), "history": history, "best": best,
+                                   "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
                                    "epoch": epoch + 1, "seconds": train_seconds})
             tables.write(history, out / "epochs.parquet", tables.EPOCHS_SCHEMA)
         if on_epoch is not None:
@@ -254,11 +284,13 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
     return True
 
 
-def test_run(out_dir: str | Path) -> RunResult:
+def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> RunResult:
     """Evaluate a run folder's `best.pt` on test, once; write `predictions.parquet` and
-    `metrics.parquet` there. Needs `config.json`, `best.pt` and `epochs.parquet`."""
+    `metrics.parquet` there. Needs `config.json`, `best.pt` and `epochs.parquet`. Runs on
+    `device`, else the config's (a checkpoint trained anywhere loads onto either)."""
     out = Path(out_dir)
     config = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))
+    device = torch.device(device) if device is not None else resolve(config.device)
     train_set, valid_set, test_set, vocab = _data(config)
     # the best epoch is the first with the highest validation value accuracy, as training keeps it
     history = pq.read_table(out / "epochs.parquet").to_pylist()
@@ -266,15 +298,15 @@ def test_run(out_dir: str | Path) -> RunResult:
     train_seconds = sum(row["seconds"] for row in history)
     best_path = out / "best.pt"
     best_state = checkpoint.load(best_path)
-    model = checkpoint.build_model(best_state, best_path, config.solver, vocab)
-    predicted = evaluate(model, test_set, vocab, config.beam_size, config.batch_size)
+    model = checkpoint.build_model(best_state, best_path, config.solver, vocab).to(device)
+    predicted = evaluate(model, test_set, vocab, config.beam_size, config.batch_size, device)
     fill: tuple[list, list] = ([None] * len(test_set), [None] * len(test_set))
     infilled: dict[str, float | None] = dict.fromkeys(("all", "pmr", "used", "pmr_used"))
     final_epsilon = final_tau = None
     if config.psedual is not None:
         reexaminer = Reexaminer(vocab, config.model, config.psedual)
         reexaminer.load_state_dict(best_state["reexaminer"])
-        fill = infill(model, reexaminer, test_set, vocab, config.batch_size)
+        fill = infill(model, reexaminer.to(device), test_set, vocab, config.batch_size, device)
         scored = [(p, g) for p, g in zip(*fill) if g is not None]
         if scored:
             pred, gold = zip(*scored)

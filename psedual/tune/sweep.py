@@ -16,7 +16,7 @@ import ray.tune
 from ray.train import Checkpoint
 
 from psedual.train.config import TrainConfig
-from psedual.tune.space import ARM, SweepSpec, expand, make_config
+from psedual.tune.space import ARM, Resources, SweepSpec, expand, make_config
 from psedual.tune.trial import METRIC, trainable
 
 # Tune's own columns in a trial's reported metrics, which we do not keep
@@ -48,6 +48,18 @@ def check_ray_default() -> None:
         from ray.util.state import list_placement_groups  # noqa: F401
     except ImportError as err:
         raise RuntimeError(f"Ray Train sweeps need ray[default] (dashboard, State API): {err}") from None
+
+
+def check_fits(resources: Resources, cluster: dict) -> None:
+    """Refuse, before any trial starts, a trial this (local, fixed-size) Ray can never place:
+    Ray Train would wait for its workers, time out and fail the sweep minutes later."""
+    cpus, gpus = cluster.get("CPU", 0), cluster.get("GPU", 0)
+    need = resources.num_workers * resources.cpus_per_worker
+    if need > cpus:
+        raise ValueError(f"a trial needs {need:g} CPUs for its workers; this Ray has {cpus:g}")
+    if resources.use_gpu and resources.num_workers > gpus:
+        raise ValueError(f"a trial needs {resources.num_workers} GPUs (use_gpu: one per worker); this Ray has "
+                         f"{gpus:g}")
 
 
 def storage_uri(storage: str) -> str:
@@ -82,11 +94,8 @@ def run_sweep(spec: SweepSpec, storage: str, resume: bool = False, address: str 
               verbose: int = 1) -> list[TrialOutcome]:
     check_ray_default()
     ensure_ray(address)
-    if address in (None, "local") and spec.resources.uses_train_workers:
-        cpus = ray.cluster_resources().get("CPU", 0)
-        need = spec.resources.num_workers * spec.resources.cpus_per_worker
-        if need > cpus:
-            raise ValueError(f"a trial needs {need:g} CPUs for its workers; this Ray has {cpus:g}")
+    if address in (None, "local"):
+        check_fits(spec.resources, ray.cluster_resources())
     storage = storage_uri(storage)
     fn = trainable(spec.resources, storage)
     path = f"{storage.rstrip('/')}/{spec.name}"

@@ -88,7 +88,9 @@ def _maybe_die(row: dict) -> None:
 
 
 def train_worker(loop_config: dict) -> None:
-    """Ray Train worker: one DDP rank."""
+    """Ray Train worker: one DDP rank, on the device Ray assigned it (its GPU with `use_gpu`)."""
+    from ray.train.torch import get_device
+
     config = make_config(loop_config["flat"])
     context = ray.train.get_context()
     rank, world = context.get_world_rank(), context.get_world_size()
@@ -102,7 +104,7 @@ def train_worker(loop_config: dict) -> None:
     try:
         resumed = _restore(ray.train.get_checkpoint(), out)
         train(config, out, resume=resumed, progress=False, test=False, rank=rank, world_size=world,
-              on_epoch=on_epoch)
+              on_epoch=on_epoch, device=get_device())
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
@@ -135,8 +137,11 @@ def trainable(resources: Resources, storage: str):
     """The function Tune runs for each trial, with the resources it reserves."""
     if not resources.uses_train_workers:
         return ray.tune.with_resources(train_in_process, {"cpu": resources.cpus_per_worker})
-    # The driver only waits on its workers: it reserves a sliver of a CPU, else with 2 CPUs a
-    # driver (1) plus 2 workers (1 each) can never all be placed and the trial hangs. (Ray
-    # refuses an empty request, so not 0.)
+    # The driver only waits on its workers: it reserves no CPU, so the workers may take every
+    # CPU (2 workers on a 2-CPU machine). Ray refuses an empty request; a little memory is not.
     fn = ray.tune.with_parameters(train_with_workers, resources=resources, storage=storage)
-    return ray.tune.with_resources(fn, {"cpu": 0.01})
+    return ray.tune.with_resources(fn, {"cpu": 0, "memory": DRIVER_MEMORY})
+
+
+DRIVER_MEMORY = 64 * 2 ** 20
+"""Bytes a Train-driving trial reserves (Ray's logical memory: bookkeeping, not a limit)."""

@@ -1,0 +1,26 @@
+"""Where a run computes: the device a config names, and the precision of its training steps."""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+
+def resolve(name: str) -> torch.device:
+    """`auto` → CUDA when torch sees a GPU, else CPU; `cuda` without one is an error, not a
+    silent CPU run."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device cuda: torch sees no CUDA device (a CPU build of torch, or no GPU); "
+                         "use --device auto or cpu")
+    return torch.device(name)
+
+
+def autocast(device: torch.device, precision: str):
+    """The context a training forward pass runs in: bf16 autocast, or nothing for fp32. On CPU
+    bf16 autocast works too (slowly, without AMX); it is there so CI can run the path."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=torch.bfloat16)

@@ -1,0 +1,195 @@
+"""Data parallelism: W Ray Train workers compute what one process computes; devices; tests after
+a sweep as parallel Ray tasks."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import polars as pl
+import pytest
+import torch
+
+from psedual.results.collect import collect
+from psedual.train import checkpoint
+from psedual.train.distributed import decode_split, share, shard
+from psedual.train.trainer import train
+from psedual.tune.space import Resources, load_spec, make_config
+
+ROOT = Path(__file__).parent.parent
+DDP = ROOT / "search_spaces" / "ddp_smoke.yaml"
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 8, 9])
+@pytest.mark.parametrize("world", [1, 2, 3, 4])
+def test_every_rank_gets_a_share_and_the_shares_weigh_up_to_the_batch(n, world):
+    problems = list(range(n))
+    shares = [shard(problems, r, world) for r in range(world)]
+    assert all(mine for mine, _ in shares)  # nobody has an empty shard, even when n < world
+    real = sorted(p for mine, w in shares if w for p in mine)
+    assert real == problems  # each problem counted once; stand-ins weigh 0
+    sizes = [len(mine) for mine, w in shares if w]
+    assert max(sizes) - min(sizes) <= 1
+    # the factors on the ranks' mean losses average to the global mean (each problem one term here)
+    factors = [share(len(mine), n, w, world) for mine, w in shares]
+    assert sum(f * 1.0 for f in factors) / world == pytest.approx(1.0)
+    assert all(f == 0 for (mine, w), f in zip(shares, factors) if not w)
+
+
+def test_decoding_in_one_process_keeps_the_chunks_in_order():
+    seen = []
+
+    def decode(chunk):
+        seen.append(chunk)
+        return [p * 10 for p in chunk]
+
+    assert decode_split(decode, list(range(7)), 3, 0, 1) == [0, 10, 20, 30, 40, 50, 60]
+    assert seen == [[0, 1, 2], [3, 4, 5], [6]]
+
+
+def _params(path: Path) -> dict[str, torch.Tensor]:
+    state = checkpoint.load(path)
+    out = {f"model.{k}": v for k, v in state["model"].items()}
+    out.update({f"reexaminer.{k}": v for k, v in (state["reexaminer"] or {}).items()})
+    return out
+
+
+@pytest.fixture(scope="module")
+def two_workers(local_ray, tmp_path_factory):
+    """The 2-worker sweep of ddp_smoke.yaml, run through Tune and TorchTrainer (gloo)."""
+    from psedual.tune.sweep import run_sweep
+
+    spec = load_spec(DDP)
+    assert spec.resources == Resources(num_workers=2, in_process=False)  # nothing else set
+    root = tmp_path_factory.mktemp("ddp")
+    outcomes = run_sweep(spec, str(root), verbose=0)
+    assert len(outcomes) == 1 and outcomes[0].status == "completed", outcomes[0].error
+    folder = root / "trial"
+    outcomes[0].checkpoint.to_directory(str(folder))
+    return spec, outcomes, folder, root
+
+
+@pytest.fixture(scope="module")
+def one_process(tmp_path_factory):
+    config = make_config(load_spec(DDP).fixed)
+    out = tmp_path_factory.mktemp("one")
+    train(config, out, test=False, progress=False, device="cpu")
+    return out
+
+
+def test_two_workers_step_like_one_process(two_workers, one_process):
+    _, _, folder, _ = two_workers
+    ddp, single = _params(folder / "last.pt"), _params(one_process / "last.pt")
+    assert ddp.keys() == single.keys()
+    worst = max((ddp[k] - single[k]).abs().max().item() for k in single if single[k].numel())
+    moved = max((single[k] - v).abs().max().item() for k, v in _params_at_init(one_process).items() if v.numel())
+    print(f"2 workers vs 1 process after 2 steps: max |Δparam| {worst:.2e} (parameters moved up to {moved:.2e})")
+    assert moved > 5e-4  # the steps changed the parameters, so equality is not trivial
+    # The gradients agree to ~1e-8 (the all-reduce sums in another order). Adam's first update is
+    # lr·g/(|g| + 1e-8), which turns that into up to ~lr/2000 where |g| is itself ~1e-8: hence the
+    # default lr (1e-3) in ddp_smoke.yaml and a 1e-6 tolerance.
+    assert worst < 1e-6
+    # the reported losses are the global batch's, as one process reports them
+    a, b = pl.read_parquet(folder / "epochs.parquet"), pl.read_parquet(one_process / "epochs.parquet")
+    for col in ("train_loss", "infill_loss", "epsilon", "tau"):
+        assert a[col].to_list() == pytest.approx(b[col].to_list(), abs=1e-6), col
+
+
+def _params_at_init(folder: Path) -> dict[str, torch.Tensor]:
+    """The parameters a run starts from (the trainer seeds them from the config)."""
+    from psedual.reexamine import Reexaminer
+    from psedual.solvers import get_solver
+    from psedual.train.trainer import _data
+
+    config = make_config(load_spec(DDP).fixed)
+    vocab = _data(config)[3]
+    torch.manual_seed(config.seed)
+    model = get_solver(config.solver)[0](vocab, config.model)
+    reexaminer = Reexaminer(vocab, config.model, config.psedual)
+    out = {f"model.{k}": v for k, v in model.state_dict().items()}
+    out.update({f"reexaminer.{k}": v for k, v in reexaminer.state_dict().items()})
+    return out
+
+
+def test_two_workers_validate_like_one_process(two_workers, one_process):
+    _, outcomes, folder, _ = two_workers
+    a, b = pl.read_parquet(folder / "epochs.parquet"), pl.read_parquet(one_process / "epochs.parquet")
+    assert a["valid_value_acc"].to_list() == b["valid_value_acc"].to_list()
+    assert a["valid_expr_acc"].to_list() == b["valid_expr_acc"].to_list()
+    assert outcomes[0].metrics["valid_value_acc"] == b["valid_value_acc"][-1]
+
+
+def test_tests_after_a_sweep_run_as_parallel_tasks_with_the_same_rows(two_workers, tmp_path):
+    spec, outcomes, _, root = two_workers
+    one_by_one = collect(outcomes, str(tmp_path / "serial"), spec.name)
+    parallel = collect(outcomes, str(tmp_path / "parallel"), spec.name, spec.resources)
+    drop = ["test_seconds", "code_version"]
+    assert one_by_one.drop(drop).equals(parallel.drop(drop))
+    for table in ("predictions", "epochs"):
+        read = [pl.read_parquet(tmp_path / where / table / f"experiment={spec.name}" / "*.parquet")
+                for where in ("serial", "parallel")]
+        assert read[0].equals(read[1]), table
+
+
+def test_a_gpu_trial_hands_the_trainer_rays_cuda_device(monkeypatch):
+    """Without a GPU: the worker passes whatever device Ray assigned (cuda:0 here) to the trainer."""
+    import ray.train
+    import ray.train.torch
+
+    from psedual.tune import trial
+
+    class Context:
+        def get_world_rank(self):
+            return 0
+
+        def get_world_size(self):
+            return 1
+
+    seen = {}
+    monkeypatch.setattr(ray.train, "get_context", Context)
+    monkeypatch.setattr(ray.train, "get_checkpoint", lambda: None)
+    monkeypatch.setattr(ray.train.torch, "get_device", lambda: torch.device("cuda", 0))
+    monkeypatch.setattr(trial, "train", lambda config, out, **kw: seen.update(kw, config=config))
+    flat = {**load_spec(DDP).fixed, "device": "auto"}
+    trial.train_worker({"flat": flat})
+    assert seen["device"] == torch.device("cuda", 0) and seen["config"].device == "auto"
+
+
+def test_requests_the_ray_cannot_place_are_refused_up_front():
+    from psedual.tune.sweep import check_fits
+
+    check_fits(Resources(num_workers=2, in_process=False), {"CPU": 2.0})  # the driver holds no CPU
+    with pytest.raises(ValueError, match="needs 3 CPUs for its workers; this Ray has 2"):
+        check_fits(Resources(num_workers=3, in_process=False), {"CPU": 2.0})
+    with pytest.raises(ValueError, match="needs 2 GPUs"):
+        check_fits(Resources(num_workers=2, use_gpu=True), {"CPU": 16.0, "GPU": 1.0})
+
+
+def test_device_and_precision_are_checked_and_cuda_is_not_faked():
+    base = make_config(load_spec(DDP).fixed)
+    with pytest.raises(ValueError, match="unknown device 'gpu'; valid: auto, cpu, cuda"):
+        replace(base, device="gpu")
+    with pytest.raises(ValueError, match="unknown precision 'fp16'; valid: fp32, bf16"):
+        replace(base, precision="fp16")
+    if not torch.cuda.is_available():
+        from psedual.train.device import resolve
+
+        assert resolve("auto") == torch.device("cpu")
+        with pytest.raises(ValueError, match="torch sees no CUDA device"):
+            resolve("cuda")
+
+
+def test_bf16_trains_on_cpu_and_stays_close_to_fp32(tmp_path):
+    config = make_config(load_spec(DDP).fixed)
+    fp32 = train(config, tmp_path / "fp32", test=False, progress=False)
+    assert fp32 is None
+    train(replace(config, precision="bf16"), tmp_path / "bf16", test=False, progress=False)
+    a, b = (pl.read_parquet(tmp_path / d / "epochs.parquet")["train_loss"][0] for d in ("fp32", "bf16"))
+    assert a != b and b == pytest.approx(a, rel=0.05)  # autocast ran, and trained the same model
+
+
+def test_a_run_resumes_on_another_device_setting(tmp_path):
+    config = make_config({**load_spec(DDP).fixed, "device": "cpu", "epochs": 2})
+    assert train(config, tmp_path, stop_after_epoch=1, test=False, progress=False) is None
+    train(replace(config, device="auto"), tmp_path, resume=True, test=False, progress=False)
+    assert pl.read_parquet(tmp_path / "epochs.parquet")["epoch"].to_list() == [1, 2]
