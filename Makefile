@@ -2,19 +2,29 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# The CPU build of torch, installed first on machines without CUDA so that no CUDA wheels are pulled.
-TORCH_CPU ?= torch==2.13.0
+# Which torch goes in first: `auto` (the CUDA build where nvidia-smi sees a GPU, else the CPU
+# build), `cpu` or `cuda`. The CPU build comes from TORCH_CPU_INDEX when it is set (PyPI serves
+# CUDA wheels for Linux: a cluster's CPU head sets https://download.pytorch.org/whl/cpu); this
+# machine's pip index serves the CPU build of torch==2.13.0 directly.
+TORCH_VERSION ?= 2.13.0
+TORCH_BUILD ?= auto
+TORCH_CPU_INDEX ?=
 
 .PHONY: install demo test
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	@if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then \
-		echo "CUDA found: installing the default CUDA torch"; $(BIN)/pip install -q torch; \
-	else \
-		echo "no CUDA: installing $(TORCH_CPU) (CPU build) first"; $(BIN)/pip install -q "$(TORCH_CPU)"; \
-	fi
+	@build=$(TORCH_BUILD); \
+	if [ "$$build" = auto ]; then \
+		if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then build=cuda; else build=cpu; fi; \
+	fi; \
+	case "$$build" in \
+	cuda) echo "installing torch==$(TORCH_VERSION), CUDA build"; $(BIN)/pip install -q "torch==$(TORCH_VERSION)";; \
+	cpu) echo "installing torch==$(TORCH_VERSION), CPU build, first (no CUDA wheels)"; \
+		$(BIN)/pip install -q "torch==$(TORCH_VERSION)" $(if $(TORCH_CPU_INDEX),--index-url $(TORCH_CPU_INDEX));; \
+	*) echo "TORCH_BUILD must be auto, cpu or cuda, not $$build"; exit 2;; \
+	esac
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@
 

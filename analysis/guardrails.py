@@ -17,8 +17,9 @@ import polars as pl
 
 SHOWN_IDS = 5
 RESULT_PREFIXES = ("valid_", "test_", "final_", "n_")
-NOT_COMPARED = {"trial", "error", "best_epoch", "train_seconds", "test_seconds", "threads"}
-"""Run outcomes and execution details, not configuration (`threads` changes only the summation order)."""
+NOT_COMPARED = {"trial", "error", "best_epoch", "train_seconds", "test_seconds", "threads", "device"}
+"""Run outcomes and execution details, not configuration (`threads` and `device` change only the
+summation order and kernels; `precision` is compared)."""
 
 
 class GuardrailError(ValueError):

@@ -1,11 +1,14 @@
-"""Training and evaluation speed of the solvers on the published GTS sizes.
+"""Training and evaluation speed of the solvers, alone and with PseDual, on a device and precision.
 
-For each solver and dataset: training problems/s over N batches after warm-up
-(batch 64, embedding 128, hidden 512, 2 threads unless --threads), split into
-the encoder's forward+backward and the decoder plus loss (the rest of a step),
-peak RSS, and evaluation problems/s at beam 5.
+For each solver × variant (base, PseDual-GCN) × precision: training problems/s over N
+batches after warm-up, through the trainer's own step (batch copied to the device,
+autocast, the PseDual loss with an expression sampled at every step: ε ≈ 0.5, the worst
+case), evaluation problems/s at beam 5 (fp32, as the trainer validates), and the epoch
+time these imply: train set ÷ training rate + validation set ÷ evaluation rate. Published
+GTS sizes (embedding 128, hidden 512), batch 64.
 
-Usage: python bench/train_speed.py [--batches N] [--solvers gts] [--datasets math23k mawps]
+Usage: python bench/train_speed.py [--device cpu|cuda] [--precisions fp32 bf16] [--solvers gts]
+           [--variants base gcn] [--dataset math23k] [--batches N] [--threads 2]
 """
 
 from __future__ import annotations
@@ -19,69 +22,91 @@ import torch
 from psedual.data.cache import load_dataset
 from psedual.data.config import DataConfig
 from psedual.data.splits import split_dataset
+from psedual.reexamine import PseDualConfig, Reexaminer
+from psedual.reexamine.schedules import Clock
 from psedual.solvers import SOLVERS
 from psedual.solvers.batch import collate
+from psedual.solvers.config import SolverConfig
 from psedual.solvers.vocab import Vocab
+from psedual.train.device import autocast, resolve
+from psedual.train.trainer import _Step, evaluate
+
+VARIANTS = ("base", "gcn", "gru")
 
 
-def bench(solver: str, dataset: str, batches: int, warmup: int, batch_size: int, eval_problems: int) -> str:
-    splits = split_dataset(load_dataset(dataset), DataConfig(dataset, fold=0 if dataset == "mawps" else None))
-    vocab = Vocab.build(splits.train, splits.constants, min_word_count=5 if dataset == "math23k" else 1)
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def bench(solver: str, variant: str, precision: str, splits, vocab, device: torch.device, batches: int,
+          warmup: int, batch_size: int, eval_problems: int) -> str:
     torch.manual_seed(0)
-    model_cls, config_cls = SOLVERS[solver]
-    model = model_cls(vocab, config_cls())  # the published sizes: embedding 128, hidden 512
-    opt = torch.optim.Adam(model.parameters(), 1e-3, weight_decay=1e-5)
+    model = SOLVERS[solver][0](vocab, SolverConfig())
+    reexaminer = None if variant == "base" else Reexaminer(vocab, SolverConfig(), PseDualConfig(expression_encoder=variant))
+    step = _Step(model, reexaminer, 1.0).to(device)
+    opt = torch.optim.Adam(step.parameters(), 1e-3, weight_decay=1e-5)
     train = list(splits.train)
-    chunks = [collate(train[i:i + batch_size], vocab) for i in range(0, (warmup + batches) * batch_size, batch_size)]
-    step_time = enc_time = 0.0
-    for i, b in enumerate(chunks):
+    need = (warmup + batches) * batch_size
+    train = (train * (need // len(train) + 1))[:need]
+    chunks = [train[i:i + batch_size] for i in range(0, need, batch_size)]
+    elapsed = 0.0
+    for i, problems in enumerate(chunks):
+        _sync(device)
         start = time.perf_counter()
-        loss = model.loss(b)
+        with autocast(device, precision):  # collate and the copy count: the trainer pays them too
+            loss, reexamined = step(collate(problems, vocab).to(device), Clock(1, 2, 1))  # ε halfway: sampled
+        if reexamined is not None:
+            loss = loss + reexamined.loss
         opt.zero_grad()
         loss.backward()
         opt.step()
-        mid = time.perf_counter()
-        _encoder_only(model, b).backward()  # the encoder alone, forward and backward, for the split
-        opt.zero_grad()
-        end = time.perf_counter()
+        _sync(device)
         if i >= warmup:
-            step_time += mid - start
-            enc_time += end - mid
-    n = batches * batch_size
-    evaluation = [collate(list(splits.test[i:i + batch_size]), vocab)
-                  for i in range(0, min(eval_problems, len(splits.test)), batch_size)]
+            elapsed += time.perf_counter() - start
+    train_rate = batches * batch_size / elapsed
+    step.eval()
+    valid = list(splits.valid)[:eval_problems]
+    _sync(device)
     start = time.perf_counter()
-    for b in evaluation:
-        model.decode(b, beam_size=5)
-    eval_rate = sum(len(b.problems) for b in evaluation) / (time.perf_counter() - start)
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return (f"{solver:<10} {dataset:<8} train {n / step_time:7.1f} problems/s ({step_time / batches:5.2f} s/batch; "
-            f"encoder fwd+bwd {enc_time / batches:5.2f} s, decoder+loss {(step_time - enc_time) / batches:5.2f} s)  "
-            f"eval beam 5 {eval_rate:6.1f} problems/s  peak RSS {rss:,.0f} MiB")
-
-
-def _encoder_only(model, batch) -> torch.Tensor:
-    """A scalar that depends on every encoder output, so backward runs the whole encoder."""
-    enc = model.encode(batch)
-    parts = [enc.outputs, *([enc.problem, enc.candidates] if hasattr(enc, "problem") else [enc.state[0]])]
-    return sum(p.sum() for p in parts)
+    evaluate(model, valid, vocab, 5, batch_size, device)
+    _sync(device)
+    eval_rate = len(valid) / (time.perf_counter() - start)
+    epoch = len(splits.train) / train_rate + len(splits.valid) / eval_rate
+    memory = (f"peak GPU memory {torch.cuda.max_memory_allocated(device) / 2**20:,.0f} MiB" if device.type == "cuda"
+              else f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB")
+    return (f"{solver:<10} {variant:<4} {precision:<4} train {train_rate:7.1f} problems/s ({elapsed / batches:6.3f} s/batch)"
+            f"  eval beam 5 {eval_rate:6.1f} problems/s  epoch ≈ {epoch:6.1f} s "
+            f"({len(splits.train)} train + {len(splits.valid)} valid)  {memory}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--batches", type=int, default=10, help="timed batches after warm-up")
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--eval-problems", type=int, default=256)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
+    parser.add_argument("--precisions", nargs="+", default=None, choices=("fp32", "bf16"),
+                        help="default: fp32 and bf16 on CUDA, fp32 on CPU")
     parser.add_argument("--solvers", nargs="+", default=list(SOLVERS), choices=list(SOLVERS))
-    parser.add_argument("--datasets", nargs="+", default=["math23k", "mawps"])
+    parser.add_argument("--variants", nargs="+", default=["base", "gcn"], choices=VARIANTS)
+    parser.add_argument("--dataset", default="math23k")
+    parser.add_argument("--batches", type=int, default=10, help="timed batches after warm-up")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--eval-problems", type=int, default=256, help="validation problems decoded for the rate")
+    parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {args.threads} threads, batch {args.batch_size}, {args.batches} timed batches")
+    device = resolve(args.device)
+    precisions = args.precisions or (["fp32", "bf16"] if device.type == "cuda" else ["fp32"])
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {args.threads} threads"
+    splits = split_dataset(load_dataset(args.dataset),
+                           DataConfig(args.dataset, fold=0 if args.dataset.startswith("mawps") else None))
+    vocab = Vocab.build(splits.train, splits.constants, min_word_count=5 if args.dataset == "math23k" else 1)
+    print(f"torch {torch.__version__}, {name}, {args.dataset}, batch {args.batch_size}, {args.batches} timed batches")
     for solver in args.solvers:
-        for dataset in args.datasets:
-            print(bench(solver, dataset, args.batches, args.warmup, args.batch_size, args.eval_problems), flush=True)
+        for variant in args.variants:
+            for precision in precisions:
+                print(bench(solver, variant, precision, splits, vocab, device, args.batches, args.warmup,
+                            args.batch_size, args.eval_problems), flush=True)
 
 
 if __name__ == "__main__":

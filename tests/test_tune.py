@@ -41,6 +41,16 @@ def test_every_cluster_file_passes_rays_validation(path):
         validate_config(prepare_config(config))
 
 
+def test_the_gpu_cluster_installs_a_cpu_torch_on_the_head_and_a_cuda_torch_on_the_workers():
+    config = yaml.safe_load((ROOT / "clusters" / "gpu.yaml").read_text())
+    assert "setup_commands" not in config  # common setup would give every node the same torch
+    head, workers = " ".join(config["head_setup_commands"]), " ".join(config["worker_setup_commands"])
+    assert "make install TORCH_BUILD=cpu TORCH_CPU_INDEX=https://download.pytorch.org/whl/cpu" in head
+    assert "make install TORCH_BUILD=cuda" in workers
+    makefile = (ROOT / "Makefile").read_text()
+    assert "TORCH_BUILD ?= auto" in makefile and "cuda)" in makefile and "cpu)" in makefile
+
+
 BAD = {
     "unknown_top.yaml": ("name: x\nsearchh: {}\n", "unknown top-level keys \\['searchh'\\]"),
     "unknown_key.yaml": ("name: x\nsearch:\n  learning_rate: {uniform: [0.1, 0.2]}\n", "search: unknown keys \\['learning_rate'\\]"),

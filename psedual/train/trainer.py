@@ -160,6 +160,8 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
            on_epoch: EpochHook | None, rank: int, world_size: int, device: torch.device) -> bool:
     """Train to the last epoch (True) or to `stop_after_epoch` (False)."""
     main = rank == 0
+    if device.type == "cuda" and device.index is not None:
+        torch.cuda.set_device(device)  # NCCL's object gathers run on the current device
     # data and vocabulary (from the training split only)
     train_set, valid_set, _, vocab = _data(config)
 

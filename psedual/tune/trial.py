@@ -1,7 +1,7 @@
 """One Tune trial: train a TrainConfig, reporting validation metrics and a checkpoint per epoch.
 
-In-process (1 worker, no GPU, `resources.in_process`): the trainer runs inside the
-trial. Otherwise the trial is the driver of a Ray Train `TorchTrainer` (DDP over
+In-process (1 worker, `resources.in_process`): the trainer runs inside the trial, on
+its GPU with `use_gpu`. Otherwise the trial is the driver of a Ray Train `TorchTrainer` (DDP over
 `num_workers` ranks), whose reports reach Tune through `TuneReportCallback` (the
 Ray Train V2 pattern; `Tuner(TorchTrainer)` is gone). Either way a restarted trial
 or worker resumes from its last reported checkpoint, which holds `last.pt`.
@@ -136,7 +136,9 @@ def train_with_workers(flat: dict, resources: Resources, storage: str) -> None:
 def trainable(resources: Resources, storage: str):
     """The function Tune runs for each trial, with the resources it reserves."""
     if not resources.uses_train_workers:
-        return ray.tune.with_resources(train_in_process, {"cpu": resources.cpus_per_worker})
+        # with a GPU, Ray makes it the trial's only visible one: device `auto` trains on it
+        return ray.tune.with_resources(train_in_process, {"cpu": resources.cpus_per_worker,
+                                                          "gpu": 1 if resources.use_gpu else 0})
     # The driver only waits on its workers: it reserves no CPU, so the workers may take every
     # CPU (2 workers on a 2-CPU machine). Ray refuses an empty request; a little memory is not.
     fn = ray.tune.with_parameters(train_with_workers, resources=resources, storage=storage)
