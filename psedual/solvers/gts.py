@@ -58,7 +58,7 @@ class GTS(nn.Module):
         E, H, n_ops = config.embedding_size, config.hidden_size, len(vocab.operators)
         self.n_ops = n_ops
         self.drop = nn.Dropout(config.dropout)
-        self.encoder = WordEncoder(len(vocab.words), config)
+        self.encoder = self.build_encoder(vocab, config)
         self.constants = nn.Parameter(torch.randn(len(vocab.constants), H) * 0.1)
         # goal gating: without / with a left sibling subtree
         self.gate_l, self.gate_lg = nn.Linear(H, H), nn.Linear(H, H)
@@ -76,6 +76,10 @@ class GTS(nn.Module):
         self.merge_h, self.merge_g = nn.Linear(2 * H + E, H), nn.Linear(2 * H + E, H)
 
     # --- encoder ------------------------------------------------------------------------
+
+    def build_encoder(self, vocab: Vocab, config: GTSConfig) -> nn.Module:
+        """The word encoder: `batch -> (states [B, T, H], problem [B, H])`."""
+        return WordEncoder(len(vocab.words), config)
 
     def encode(self, batch: Batch) -> Encoded:
         outputs, problem = self.encode_words(batch)

