@@ -76,8 +76,10 @@ def _solve(args: argparse.Namespace) -> None:
 # TrainConfig and SolverConfig fields settable from the command line, with their types.
 _TRAIN_FIELDS = {"solver": str, "epochs": int, "batch_size": int, "lr": float, "weight_decay": float,
                  "lr_step": int, "lr_gamma": float, "min_word_count": int, "beam_size": int, "seed": int,
-                 "threads": int, "device": str, "precision": str}
-_MODEL_FIELDS = {"embedding_size": int, "hidden_size": int, "layers": int, "dropout": float}
+                 "threads": int, "device": str, "precision": str, "lr_schedule": str, "warmup_fraction": float,
+                 "plm_lr": float, "plm_weight_decay": float, "clip_grad_norm": float}
+_MODEL_FIELDS = {"embedding_size": int, "hidden_size": int, "layers": int, "dropout": float, "plm": str,
+                 "plm_layers": int, "plm_hidden": int}
 _PSEDUAL_FIELDS = {"fusion": str, "epsilon_schedule": str, "epsilon0": float, "epsilon_final": float,
                    "epsilon_decay": float, "epsilon_hold_epochs": int, "epsilon_epoch_decay": float,
                    "tau_schedule": str, "tau0": float, "tau_final": float, "tau_reset": str, "tau_min": float,

@@ -45,27 +45,26 @@ def plm_path(name: str) -> Path:
 
 
 class WordAligner:
-    """Words → subword ids with each word's first-subword position (cached per word sequence)."""
+    """Words → subword ids with each word's first-subword position."""
 
     def __init__(self, tokenizer) -> None:
         self.tokenizer = tokenizer
-        self.cache: dict[tuple[str, ...], tuple[list[int], list[int]]] = {}
+        self.pieces: dict[str, list[int]] = {NUM_TOKEN: [tokenizer.mask_token_id]}
+        """Each distinct word's subwords, tokenized once."""
         self.max_length = min(getattr(tokenizer, "model_max_length", 512) or 512, 100_000)
 
     def __call__(self, words: tuple[str, ...], problem_id: str = "?") -> tuple[list[int], list[int]]:
         """(subword ids with [CLS]/[SEP], first-subword position of each word)."""
-        if words in self.cache:
-            return self.cache[words]
         tok = self.tokenizer
         ids, first = [tok.cls_token_id], []
         for word in words:
-            piece = [tok.mask_token_id] if word == NUM_TOKEN else tok(word, add_special_tokens=False)["input_ids"]
+            if word not in self.pieces:
+                self.pieces[word] = tok(word, add_special_tokens=False)["input_ids"] or [tok.unk_token_id]
             first.append(len(ids))
-            ids += piece or [tok.unk_token_id]
+            ids += self.pieces[word]
         ids.append(tok.sep_token_id)
         if len(ids) > self.max_length:
             raise ValueError(f"{problem_id}: {len(ids)} subwords, more than the encoder's {self.max_length} positions")
-        self.cache[words] = (ids, first)
         return ids, first
 
 

@@ -12,6 +12,7 @@ from psedual.solvers.config import SolverConfig
 
 DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("fp32", "bf16")
+LR_SCHEDULES = ("step", "linear")
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,17 @@ class TrainConfig:
     """The learning rate is multiplied by lr_gamma every lr_step epochs."""
     lr_gamma: float = 0.5
     """Learning-rate decay factor."""
+    lr_schedule: str = "step"
+    """`step`: lr × lr_gamma every lr_step epochs (the GTS recipe); `linear`: linear warm-up over
+    warmup_fraction of all steps, then linear decay to 0 (transformers' schedule, per step)."""
+    warmup_fraction: float = 0.1
+    """`linear` schedule: share of the run's steps spent warming up."""
+    plm_lr: float = 5e-5
+    """Learning rate of a pretrained encoder's parameters (bert_tree); the rest use lr."""
+    plm_weight_decay: float = 0.01
+    """Weight decay of a pretrained encoder's parameters."""
+    clip_grad_norm: float = 0.0
+    """Clip the gradient's global norm to this before each step; 0 does not clip."""
     min_word_count: int = 1
     """Words seen fewer times in training are UNK."""
     beam_size: int = 5
@@ -65,6 +77,12 @@ class TrainConfig:
         if self.lr <= 0 or self.weight_decay < 0 or not 0 < self.lr_gamma <= 1:
             raise ValueError(f"bad optimiser settings: lr={self.lr}, weight_decay={self.weight_decay}, "
                              f"lr_gamma={self.lr_gamma}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"unknown lr_schedule {self.lr_schedule!r}; valid: {', '.join(LR_SCHEDULES)}")
+        if not 0 <= self.warmup_fraction < 1 or self.plm_lr <= 0 or self.plm_weight_decay < 0 \
+                or self.clip_grad_norm < 0:
+            raise ValueError(f"bad optimiser settings: warmup_fraction={self.warmup_fraction}, plm_lr={self.plm_lr}, "
+                             f"plm_weight_decay={self.plm_weight_decay}, clip_grad_norm={self.clip_grad_norm}")
 
     def flat(self) -> dict[str, object]:
         """One level of keys (`data.fold`, `model.hidden_size`, `psedual.fusion`, `lr`, ...), for

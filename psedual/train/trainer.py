@@ -33,6 +33,7 @@ from psedual.reexamine import Reexaminer, schedules
 from psedual.reexamine.schedules import Clock
 from psedual.solvers import get_solver
 from psedual.solvers.batch import collate
+from psedual.solvers.plm import PLMEncoder
 from psedual.solvers.config import inference
 from psedual.solvers.vocab import Vocab
 from psedual.train import checkpoint, tables
@@ -151,6 +152,27 @@ def _data(config: TrainConfig):
     return train_set, valid_set, test_set, Vocab.build(train_set, splits.constants, config.min_word_count)
 
 
+def _parameter_groups(step_fn: nn.Module, config: TrainConfig) -> list[dict]:
+    """One group, or two where a pretrained encoder is trained: its parameters at plm_lr and
+    plm_weight_decay, the rest at lr and weight_decay (the optimiser's defaults)."""
+    pretrained = {id(p) for m in step_fn.modules() if isinstance(m, PLMEncoder) for p in m.plm.parameters()}
+    rest = [p for p in step_fn.parameters() if id(p) not in pretrained]
+    if not pretrained:
+        return [{"params": rest}]
+    return [{"params": rest},
+            {"params": [p for p in step_fn.parameters() if id(p) in pretrained], "lr": config.plm_lr,
+             "weight_decay": config.plm_weight_decay}]
+
+
+def _lr_schedule(opt, config: TrainConfig, per_epoch: int):
+    if config.lr_schedule == "step":  # stepped once per epoch
+        return torch.optim.lr_scheduler.StepLR(opt, step_size=config.lr_step, gamma=config.lr_gamma)
+    from transformers import get_linear_schedule_with_warmup  # stepped once per optimiser step
+
+    total = per_epoch * config.epochs
+    return get_linear_schedule_with_warmup(opt, round(config.warmup_fraction * total), total)
+
+
 def steps_per_epoch(config: TrainConfig, n_train: int) -> int:
     """Optimiser steps per epoch: the schedules' horizon is this times the epochs."""
     return math.ceil(n_train / config.batch_size)
@@ -172,8 +194,9 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
     reexaminer = Reexaminer(vocab, config.model, config.psedual) if config.psedual is not None else None
     # on the device before the optimiser is built, which keeps references to the parameters
     step_fn = _Step(model, reexaminer, config.psedual.alpha if config.psedual is not None else 0.0).to(device)
-    opt = torch.optim.Adam(step_fn.parameters(), config.lr, weight_decay=config.weight_decay)
-    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=config.lr_step, gamma=config.lr_gamma)
+    opt = torch.optim.Adam(_parameter_groups(step_fn, config), config.lr, weight_decay=config.weight_decay)
+    per_epoch = steps_per_epoch(config, len(train_set))  # len(batches) of every epoch: the schedules' clock
+    sched = _lr_schedule(opt, config, per_epoch)
     history: list[dict] = []
     best = {"epoch": -1, "valid_value_acc": -1.0, "valid_expr_acc": -1.0}
     start_epoch, train_seconds = 0, 0.0
@@ -197,7 +220,6 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
         history, best, start_epoch, train_seconds = state["history"], state["best"], state["epoch"], state["seconds"]
     elif last.exists() and main:
         raise checkpoint.CheckpointError(f"{last} exists: pass resume=True (--resume) or use a new output folder")
-    per_epoch = steps_per_epoch(config, len(train_set))  # len(batches) of every epoch: the schedules' clock
     if main:
         if config.psedual is not None:  # say the regime out loud: where ε and τ go, over how many steps
             print(f"PseDual: {schedules.regime(config.psedual, per_epoch, config.epochs)}", file=sys.stderr, flush=True)
@@ -242,7 +264,11 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
                 loss = loss + step_fn.alpha * infill_loss
             opt.zero_grad()
             loss.backward()
+            if config.clip_grad_norm:
+                nn.utils.clip_grad_norm_(step_fn.parameters(), config.clip_grad_norm)
             opt.step()
+            if config.lr_schedule == "linear":
+                sched.step()
             # the global batch's mean loss is the ranks' average (their sum at the epoch's end)
             total += loss.item() / world_size * len(problems)
             if reexamined is not None:
@@ -254,7 +280,8 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
         if world_size > 1:
             total, total_infill = all_sum([total, total_infill], device)
         lr = opt.param_groups[0]["lr"]
-        sched.step()
+        if config.lr_schedule == "step":
+            sched.step()
         valid_value, valid_expr = _accuracies(evaluate(model, valid_set, vocab, config.beam_size, config.batch_size,
                                                        device, rank, world_size), valid_set)
         seconds = time.perf_counter() - began
