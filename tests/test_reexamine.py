@@ -12,7 +12,7 @@ from psedual.metrics import infilling_accuracy, perfect_match_ratio
 from psedual.reexamine import PseDualConfig, Reexaminer
 from psedual.reexamine import config as reexamine_config
 from psedual.reexamine.expression import EXPRESSION_ENCODERS, batch_edge_index, tree_edges
-from psedual.reexamine.module import gumbel_noise
+from psedual.reexamine.module import GumbelNoise
 from psedual.reexamine.schedules import Clock, epsilon, final, regime, tau, warning
 from psedual.reexamine.targets import UNUSED, allowed_targets, canonical_answers, used_slots
 from psedual.solvers import SOLVERS, get_solver
@@ -159,8 +159,10 @@ def test_repeated_numbers_may_be_filled_from_either_slot(mawps):
 
 DECODER_ONLY = {"gts": ["ops.weight", "score_q.weight", "gen_l.weight"], "graph2tree": ["ops.weight", "score_q.weight"],
                 "dns": ["out.weight", "cell.weight_hh", "combine.weight"],
-                "bert_tree": ["ops.weight", "score_q.weight", "gen_l.weight"]}
-WORD_EMBEDDING = {"bert_tree": "encoder.plm.embeddings.word_embeddings.weight"}
+                "bert_tree": ["ops.weight", "score_q.weight", "gen_l.weight"],
+                "re_deduction": ["score.weight", "pair_i.weight", "pair_ij.weight"]}
+WORD_EMBEDDING = {"bert_tree": "encoder.plm.embeddings.word_embeddings.weight",
+                  "re_deduction": "encoder.plm.embeddings.word_embeddings.weight"}
 """The encoder's word embedding, where it is not `encoder.embed.weight`."""
 
 
@@ -309,7 +311,7 @@ def test_rollout_writes_well_formed_expressions(mawps, vocab, name):
     solver, reexaminer = build(name, vocab, fusion="predicted")
     batch = collate(mawps.train[:24], vocab)
     torch.manual_seed(0)
-    noise = gumbel_noise([p.id for p in batch.problems], 7, len(vocab.output_tokens), torch.device("cpu"))
+    noise = GumbelNoise([p.id for p in batch.problems], 7, len(vocab.output_tokens), torch.device("cpu"))
     r = solver.rollout(batch, solver.encode(batch), reexaminer._pick(1.0, noise), max_length=7)
     n_ops = len(vocab.operators)
     for row, choice in zip(r.tokens.tolist(), r.choices):
@@ -335,7 +337,8 @@ def test_separate_problem_encoder_has_its_own_weights(mawps, vocab):
 # sampled expressions count from the first step; 32 MAWPS problems, dropout 0.5). Compared with
 # a relative tolerance of 1e-6: other torch builds may sum in another order.
 PINNED = {"gts": [3.5174882411956787, 3.4680919647216797], "dns": [3.551985263824463, 3.5208349227905273],
-          "graph2tree": [3.7394752502441406, 3.5298068523406982], "bert_tree": [3.54543399810791, 3.3635430335998535]}
+          "graph2tree": [3.7394752502441406, 3.5298068523406982], "bert_tree": [3.54543399810791, 3.3635430335998535],
+          "re_deduction": [6.995087146759033, 6.831480503082275]}
 
 
 @pytest.mark.parametrize("name", ALL)

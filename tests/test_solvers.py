@@ -18,7 +18,8 @@ ALL = sorted(SOLVERS)
 pytestmark = pytest.mark.usefixtures("one_thread")
 # The exact loss of two seeded Adam steps (lr 1e-3, dropout 0.5, 32 MAWPS problems), per solver.
 PINNED = {"gts": [2.418612241744995, 2.336639642715454], "dns": [2.3541197776794434, 2.31302547454834],
-          "graph2tree": [2.553657293319702, 2.326458692550659], "bert_tree": [2.4750168323516846, 2.330655813217163]}
+          "graph2tree": [2.553657293319702, 2.326458692550659], "bert_tree": [2.4750168323516846, 2.330655813217163],
+          "re_deduction": [5.885385036468506, 5.802608966827393]}
 
 
 def small(name: str, vocab: Vocab, dropout: float = 0.0):
@@ -28,7 +29,7 @@ def small(name: str, vocab: Vocab, dropout: float = 0.0):
     return model_cls(vocab, config_cls(embedding_size=32, hidden_size=64, layers=1, dropout=dropout, **tiny))
 
 
-PLM = ("bert_tree",)
+PLM = ("bert_tree", "re_deduction")
 
 
 def _problems(mawps, n=16):
@@ -53,7 +54,7 @@ def _fit(model, batch, steps, lr=1e-2):
 def test_is_a_solver_and_registered(vocab, name):
     assert isinstance(small(name, vocab), Solver) and small(name, vocab).name == name
     assert get_solver("gts") == (GTS, GTSConfig)
-    with pytest.raises(ValueError, match="valid names: gts, dns, graph2tree, bert_tree"):
+    with pytest.raises(ValueError, match="valid names: gts, dns, graph2tree, bert_tree, re_deduction"):
         get_solver("bert-tree-x")
 
 

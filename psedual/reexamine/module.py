@@ -110,7 +110,7 @@ class Reexaminer(nn.Module):
             parts.append((eps, *self.keys(gold_rollout(batch, V), S)))
         if eps < 1:
             max_length = self.config.max_length_factor * batch.targets.shape[1] + 1
-            noise = gumbel_noise([p.id for p in batch.problems], max_length, V, slots.device)
+            noise = GumbelNoise([p.id for p in batch.problems], max_length, V, slots.device)
             parts.append((1 - eps, *self.keys(solver.rollout(batch, enc, self._pick(tau, noise), max_length), S)))
         keys = sum(w * k for w, k, _ in parts)
         # a gold quantity the sample lacks keeps a (zero) key: it is still the right answer
@@ -129,13 +129,13 @@ class Reexaminer(nn.Module):
         slots = torch.arange(S, device=tokens.device) + self.slot0
         return (tokens.unsqueeze(-1) == slots).any(1)
 
-    def _pick(self, tau: float, noise: torch.Tensor):
-        """Gumbel-softmax at temperature τ over given noise [B, L, V] (F.gumbel_softmax draws its
+    def _pick(self, tau: float, noise: GumbelNoise):
+        """Gumbel-softmax at temperature τ over each problem's own noise (F.gumbel_softmax draws its
         own noise for the rows it is handed, which would tie a problem's sample to its batch)."""
         mode = self.config.qp_gradient
 
         def pick(scores: torch.Tensor, rows: torch.Tensor, position: int) -> torch.Tensor:
-            soft = F.softmax((scores + noise[rows, position]) / tau, -1)
+            soft = F.softmax((scores + noise(rows, position, scores.shape[-1])) / tau, -1)
             if mode == "soft":
                 return soft
             hard = F.one_hot(soft.argmax(-1), scores.shape[-1]).to(soft.dtype)
@@ -154,16 +154,33 @@ class Reexaminer(nn.Module):
         return canonical_answers(batch.problems, batch.targets, logits.argmax(-1), self.slot0)
 
 
-def gumbel_noise(ids: list[str], length: int, V: int, device: torch.device) -> torch.Tensor:
-    """[B, length, V] standard Gumbel noise, each problem's row from its own generator, seeded by
-    one draw of torch's global RNG (so runs stay seeded and resumable) and the problem's id."""
-    base = int(torch.randint(0, 2 ** 62, (1,)).item())
-    rows = []
-    for problem_id in ids:
-        digest = hashlib.blake2b(f"{base}/{problem_id}".encode(), digest_size=8).digest()
-        g = torch.Generator().manual_seed(int.from_bytes(digest, "little") >> 1)
-        rows.append(-torch.empty(length, V).exponential_(generator=g).log())
-    return torch.stack(rows).to(device)
+class GumbelNoise:
+    """Standard Gumbel noise for each problem, choice position and option, from generators of its
+    own, seeded by one draw of torch's global RNG (so runs stay seeded and resumable) and the
+    problem's id. Choices over the V output tokens read one [length, V] table per problem; a
+    solver that chooses among more options (RE-Deduction's pair × operator steps) gets a draw
+    seeded by the position too."""
+
+    def __init__(self, ids: list[str], length: int, V: int, device: torch.device) -> None:
+        self.base = int(torch.randint(0, 2 ** 62, (1,)).item())
+        self.ids, self.V, self.device = ids, V, device
+        self.table = torch.stack([_gumbel(self._seed(i), (length, V)) for i in ids]).to(device)
+
+    def _seed(self, problem_id: str, position: int | None = None) -> int:
+        key = f"{self.base}/{problem_id}" + ("" if position is None else f"/{position}")
+        return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little") >> 1
+
+    def __call__(self, rows: torch.Tensor, position: int, options: int) -> torch.Tensor:
+        """[len(rows), options] noise for problems `rows` at choice `position`."""
+        if options <= self.V:
+            return self.table[rows, position, :options]
+        return torch.stack([_gumbel(self._seed(self.ids[r], position), (options,))
+                            for r in rows.tolist()]).to(self.device)
+
+
+def _gumbel(seed: int, shape: tuple[int, ...]) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return -torch.empty(shape).exponential_(generator=g).log()
 
 
 def _loss(logits: torch.Tensor, allowed: torch.Tensor, slot_mask: torch.Tensor) -> torch.Tensor:

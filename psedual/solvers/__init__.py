@@ -6,11 +6,12 @@ from psedual.solvers.bert_tree import BertTree
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.dns import DNS
 from psedual.solvers.graph2tree import Graph2Tree
+from psedual.solvers.re_deduction import REDeduction
 from psedual.solvers.gts import GTS
 
 # name -> (model class, config class); every solver takes a Vocab and its config.
 SOLVERS = {"gts": (GTS, SolverConfig), "dns": (DNS, SolverConfig), "graph2tree": (Graph2Tree, SolverConfig),
-           "bert_tree": (BertTree, SolverConfig)}
+           "bert_tree": (BertTree, SolverConfig), "re_deduction": (REDeduction, SolverConfig)}
 
 
 def get_solver(name: str):
