@@ -101,3 +101,53 @@ def test_a_plm_run_warms_up_decays_and_its_checkpoint_solves(tmp_path):
     assert result.test_value_acc >= 0.0 and (tmp_path / "best.pt").is_file()
     infix, answer = solve(tmp_path / "best.pt", "Tom has 3 apples and buys 5 more. How many apples does he have?")
     assert infix and answer
+
+
+def test_gold_deduction_steps_rebuild_the_expression_and_its_answer(datasets):
+    """Every MAWPS and SVAMP(-train) problem whose gold expression gives its answer: prefix → steps →
+    prefix is the identity, and the steps, evaluated one by one, give the answer. The only
+    exceptions are expressions without an operator (the answer is a number of the text), which
+    a deduction cannot write: counted. (Identity up to the order of + and × operands, which the
+    steps put in quantity order.)"""
+    from psedual.data.expr import OPERATORS, evaluate, from_prefix, values_equal
+    from psedual.data.numbers import parse_number
+    from psedual.solvers.re_deduction import deduction_ops, gold_steps, steps_to_prefix
+
+    ops = deduction_ops(OPERATORS)
+    checked, bare = 0, []
+    for name in ("mawps", "svamp"):
+        problems = [p for p in datasets(name).problems if p.answer_agrees and (name != "svamp" or p.split == "train")]
+        constants = sorted({t for p in problems for t in p.prefix if t not in OPERATORS and not t.startswith("N")})
+        for p in problems:
+            token_id = {**{o: k for k, o in enumerate(OPERATORS)},
+                        **{c: len(OPERATORS) + k for k, c in enumerate(constants)},
+                        **{f"N{k}": len(OPERATORS) + len(constants) + k for k in range(len(p.numbers))}}
+            ids = [token_id[t] for t in p.prefix]
+            n_leaves = len(constants) + len(p.numbers)
+            steps = gold_steps(ids, len(OPERATORS), n_leaves, ops)
+            if not steps:
+                bare.append(p.id)
+                continue
+            tokens = {v: t for t, v in token_id.items()}
+            rebuilt = [tokens[t] for t in steps_to_prefix(steps, len(OPERATORS), n_leaves, ops)]
+            assert _commuted(from_prefix(rebuilt)) == _commuted(from_prefix(p.prefix)), p.id
+            values = [parse_number(c) for c in constants] + list(p.values())
+            for i, j, k in steps:
+                assert i <= j
+                o, reverse = ops[k]
+                a, b = (values[j], values[i]) if reverse else (values[i], values[j])
+                values.append(evaluate([OPERATORS[o], "N0", "N1"], [a, b]))
+            assert values_equal(values[-1], p.answer_value()), p.id
+            checked += 1
+    print(f"gold deduction steps: {checked} problems rebuilt; {len(bare)} without an operator: {bare[:5]}")
+    assert checked > 5000 and len(bare) < 0.01 * checked
+
+
+def _commuted(node) -> str:
+    """A tree as text with the operands of + and * in sorted order."""
+    if node.is_leaf:
+        return node.token
+    a, b = _commuted(node.left), _commuted(node.right)
+    if node.token in "+*":
+        a, b = sorted((a, b))
+    return f"({a} {node.token} {b})"
