@@ -151,3 +151,9 @@ def _commuted(node) -> str:
     if node.token in "+*":
         a, b = sorted((a, b))
     return f"({a} {node.token} {b})"
+
+
+def test_math23k_without_a_chinese_encoder_says_what_to_give(tmp_path):
+    config = replace(RUN, data=DataConfig("math23k", train_size=16))
+    with pytest.raises(ValueError, match="math23k is not English.*--plm a local Chinese BERT/RoBERTa directory"):
+        train(config, tmp_path, progress=False)

@@ -191,6 +191,10 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
     torch.manual_seed(config.seed)
     model_cls, _ = get_solver(config.solver)
     model = model_cls(vocab, config.model)
+    if config.model.plm == "minilm" and any(isinstance(m, PLMEncoder) for m in model.modules()) \
+            and any(p.language != "en" for p in train_set[:100]):
+        raise ValueError(f"{config.data.dataset} is not English, and the default pretrained encoder (minilm) is: give "
+                         "--plm a local Chinese BERT/RoBERTa directory (nothing is downloaded)")
     reexaminer = Reexaminer(vocab, config.model, config.psedual) if config.psedual is not None else None
     # on the device before the optimiser is built, which keeps references to the parameters
     step_fn = _Step(model, reexaminer, config.psedual.alpha if config.psedual is not None else 0.0).to(device)
