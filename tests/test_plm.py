@@ -93,8 +93,9 @@ def test_a_pretrained_encoder_trains_at_its_own_rate_and_the_recurrent_recipe_is
         replace(RUN, lr_schedule="cosine")
 
 
-def test_a_plm_run_warms_up_decays_and_its_checkpoint_solves(tmp_path):
-    result = train(RUN, tmp_path, progress=False)
+@pytest.mark.parametrize("solver", ["bert_tree", "re_deduction"])
+def test_a_plm_run_warms_up_decays_and_its_checkpoint_solves(tmp_path, solver):
+    result = train(replace(RUN, solver=solver), tmp_path, progress=False)
     lrs = pl.read_parquet(tmp_path / "epochs.parquet")["lr"].to_list()
     # 2 steps per epoch, 6 in all, 1 (20%) warming up: the lr read at each epoch's last step
     assert lrs == pytest.approx([1e-2 * 4 / 5, 1e-2 * 2 / 5, 0.0])
