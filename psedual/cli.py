@@ -66,6 +66,24 @@ def _results_add(args: argparse.Namespace) -> None:
     print(f"{runs.height} run(s) in {args.root}/{{runs,epochs,predictions}}/experiment={args.experiment}/")
 
 
+def _llm(args: argparse.Namespace) -> None:
+    from psedual.llm.client import LLMError
+    from psedual.llm.run import LLMConfig, run
+
+    config = LLMConfig(**{k: getattr(args, k) for k in ("model", "base_url", "dataset", "fold", "api_key_env",
+                                                         "reexamine", "rounds", "samples", "temperature", "limit",
+                                                         "concurrency", "timeout", "max_retries")})
+    try:
+        m = run(config, args.out, progress=sys.stderr.isatty())
+    except LLMError as err:
+        raise ValueError(str(err)) from None
+    print(f"{m['variant']} {m['llm.model']} on {m['data.dataset']}: value {100 * m['test_value_acc']:.2f}% expr "
+          f"{100 * m['test_expr_acc']:.2f}% over {m['n_test']} problems; {m['failures']} unusable replies; "
+          f"reexamination changed {m['changed']} answers ({m['changed_to_right']} to right, {m['changed_to_wrong']} "
+          f"to wrong); {m['calls']} calls, {m['cache_hits']} from the cache, {m['prompt_tokens']}+"
+          f"{m['completion_tokens']} tokens; {m['seconds']:.1f} s | {args.out}")
+
+
 def _solve(args: argparse.Namespace) -> None:
     from psedual.train.solve import solve
 
@@ -134,6 +152,27 @@ def build_parser() -> argparse.ArgumentParser:
     ra.add_argument("--experiment", required=True, help="experiment name in the tables")
     ra.add_argument("--root", default="results", help="results storage: folder or URI (default ./results)")
     ra.set_defaults(run=_results_add)
+
+    ll = commands.add_parser("llm", help="a chat model (OpenAI-compatible endpoint) solves a test split zero-shot, "
+                             "optionally reexamining its own solutions")
+    ll.add_argument("--dataset", default="svamp", choices=list(DATASETS))
+    ll.add_argument("--fold", type=int, help="test fold of a cross-validated dataset (mawps: 0-4)")
+    ll.add_argument("--model", required=True, help="the endpoint's model name")
+    ll.add_argument("--base-url", required=True, help="e.g. https://api.openai.com/v1, http://localhost:8000/v1 (vLLM), "
+                    "http://localhost:11434/v1 (Ollama)")
+    ll.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                    help="environment variable holding the API key (default OPENAI_API_KEY; never printed or stored)")
+    ll.add_argument("--reexamine", action="store_true", help="reexamine each solution (see psedual/llm/run.py)")
+    ll.add_argument("--rounds", type=int, default=1, help="re-solves of a solution reexamination rejects (default 1)")
+    ll.add_argument("--samples", type=int, default=1, help="candidate solutions to choose among (default 1)")
+    ll.add_argument("--temperature", type=float, default=0.0)
+    ll.add_argument("--limit", type=int, help="only the first N test problems")
+    ll.add_argument("--concurrency", type=int, default=8, help="problems in flight (default 8)")
+    ll.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
+    ll.add_argument("--max-retries", type=int, default=4, help="retries with backoff on 429/5xx/timeouts (default 4)")
+    ll.add_argument("--out", required=True, help="run folder: predictions/metrics Parquet and the reply cache "
+                    "(rerun with the same folder to resume: answered requests are not sent again)")
+    ll.set_defaults(run=_llm)
 
     so = commands.add_parser("solve", help="solve one problem with a trained checkpoint")
     so.add_argument("--checkpoint", required=True)

@@ -1,0 +1,1 @@
+"""LLMs on MWP benchmarks, with reexamination (`psedual llm`)."""
