@@ -44,8 +44,25 @@ def scan(root: str, table: str, experiments: list[str] | None = None) -> pl.Lazy
         if missing:
             raise FileNotFoundError(f"{local}: no experiment {', '.join(missing)}; present: {', '.join(found)}")
     lf = pl.scan_parquet(f"{folder}/experiment=*/*.parquet", hive_partitioning=True,
-                         hive_schema={"experiment": pl.String})
+                         hive_schema={"experiment": pl.String}, **_evolving_schema(root, folder))
     return lf.filter(pl.col("experiment").is_in(experiments)) if experiments else lf
+
+
+def _evolving_schema(root: str, folder: str) -> dict:
+    """Tables written by different versions hold different columns (a config field added later):
+    read them under the union of their schemas, a file's missing columns as null. (Local
+    folders; a remote store is read under its first file's schema.)"""
+    if not _is_local(root):
+        return {}
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files = sorted(Path(folder.removeprefix("file://")).glob("experiment=*/*.parquet"))
+    schemas = {pq.read_schema(f).remove_metadata() for f in files}
+    if len(schemas) < 2:
+        return {}
+    union = pa.unify_schemas(sorted(schemas, key=lambda sc: -len(sc.names)))
+    return {"schema": pl.from_arrow(union.empty_table()).schema, "missing_columns": "insert"}
 
 
 def column(name: str, columns: list[str]) -> str:

@@ -407,3 +407,17 @@ def test_table3_command_compares_fusion_modes_per_variant(tmp_path, capsys):
     assert "| gts / gru | teacher forcing |" in out and "| gts / gcn | teacher forcing |" in out
     saved = pl.read_parquet(tmp_path / "claims" / "table3_all.parquet")
     assert sorted(saved["group"]) == ["gts / gcn", "gts / gru"] and saved["n_family"].to_list() == [2, 2]
+
+
+def test_tables_written_by_older_versions_read_with_newer_ones(tmp_path):
+    """A config field added later (this version's `device`) is null in older experiments' files."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from analysis.read import scan
+
+    for name, cols in (("old", {"trial": ["a"], "lr": [0.1]}), ("new", {"trial": ["b"], "lr": [0.2], "device": ["auto"]})):
+        (tmp_path / "runs" / f"experiment={name}").mkdir(parents=True)
+        pq.write_table(pa.table(cols), tmp_path / "runs" / f"experiment={name}" / "t.parquet")
+    rows = scan(str(tmp_path), "runs").collect().sort("trial")
+    assert rows["device"].to_list() == [None, "auto"] and rows["experiment"].to_list() == ["old", "new"]
