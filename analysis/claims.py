@@ -122,6 +122,8 @@ def _selection_flags(runs: pl.DataFrame, epochs: pl.DataFrame) -> dict[tuple[str
               .agg(pl.col("epoch").get(pl.col("valid_value_acc").arg_max()).alias("valid_best")))
     checked = runs.join(argmax, on=list(read.KEY), how="left")
     for r in checked.iter_rows(named=True):
+        if r.get("llm.model") is not None:  # a zero-shot LLM run: no checkpoint was chosen on any split
+            continue
         name = f"{r['experiment']}/{r['trial']}"
         reasons = []
         if not r["n_valid"]:

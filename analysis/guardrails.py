@@ -17,9 +17,10 @@ import polars as pl
 
 SHOWN_IDS = 5
 RESULT_PREFIXES = ("valid_", "test_", "final_", "n_")
-NOT_COMPARED = {"trial", "error", "best_epoch", "train_seconds", "test_seconds", "threads", "device"}
+NOT_COMPARED = {"trial", "error", "best_epoch", "train_seconds", "test_seconds", "threads", "device",
+                "llm.failures", "llm.changed", "llm.calls", "llm.prompt_tokens", "llm.completion_tokens"}
 """Run outcomes and execution details, not configuration (`threads` and `device` change only the
-summation order and kernels; `precision` is compared)."""
+summation order and kernels; `precision` is compared; an LLM run's counts are outcomes)."""
 
 
 class GuardrailError(ValueError):

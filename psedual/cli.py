@@ -61,8 +61,10 @@ def _results_add(args: argparse.Namespace) -> None:
 
     runs = add_run_folders(args.folders, args.root, args.experiment)
     for r in runs.iter_rows(named=True):
-        print(f"{args.experiment}/{r['trial']}: {r['solver']} {r['variant']} fusion {r['psedual.fusion']} seed "
-              f"{r['seed']}: test value {100 * r['test_value_acc']:.2f}%, {r['epochs_done']} epochs")
+        what = (f"{r['variant']} ({r['llm.model']}, prompts {r['llm.prompt_version']})" if r["llm.model"] else
+                f"{r['solver']} {r['variant']} fusion {r['psedual.fusion']} seed {r['seed']}")
+        print(f"{args.experiment}/{r['trial']}: {what}: test value {100 * r['test_value_acc']:.2f}%, "
+              f"{r['epochs_done']} epochs")
     print(f"{runs.height} run(s) in {args.root}/{{runs,epochs,predictions}}/experiment={args.experiment}/")
 
 

@@ -127,3 +127,18 @@ def test_a_bad_key_is_refused_and_never_printed(svamp, tmp_path, monkeypatch, ca
         assert KEY.encode() not in stored  # nor in the cache, the tables or config.json
     finally:
         server.close()
+
+
+def test_llm_runs_join_the_tables_and_the_analysis(fake, tmp_path):
+    run(_config(fake), tmp_path / "llm", progress=False)
+    run(_config(fake, reexamine=True), tmp_path / "llm-reexamine", progress=False)
+    root = str(tmp_path / "results")
+    assert main(["results", "add", str(tmp_path / "llm"), str(tmp_path / "llm-reexamine"), "--experiment", "x",
+                 "--root", root]) == 0
+    runs = pl.read_parquet(tmp_path / "results" / "runs" / "experiment=x" / "*.parquet").sort("trial")
+    assert runs["variant"].to_list() == ["llm", "llm+reexamine"] and runs["llm.changed"].to_list() == [0, 1]
+    assert runs["solver"].to_list() == ["llm:fake-1"] * 2 and runs["n_test"].to_list() == [8, 8]
+    assert main(["analyze", "compare", "--root", root, "--experiment", "x", "--arm", "variant", "--base", "llm",
+                 "--treatment", "llm+reexamine", "--resamples", "200"]) == 0
+    claim = pl.read_parquet(tmp_path / "results" / "claims" / "compare_x.parquet").row(0, named=True)
+    assert (claim["n_examples"], claim["test"], claim["base"], claim["psedual"]) == (8, "mcnemar_exact", 37.5, 50.0)

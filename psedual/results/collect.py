@@ -37,24 +37,34 @@ def variant(config) -> str:
 
 def add_run_folders(folders: list[str | Path], root: str, experiment: str) -> pl.DataFrame:
     """Write finished `psedual train` run folders (config.json, epochs/predictions/metrics
-    Parquet) into the result tables as trials of `experiment`, named by their folder names, so
-    `psedual analyze` compares them like sweep trials. Nothing is re-evaluated: the tables hold
-    what the run's own test evaluation wrote."""
+    Parquet) or `psedual llm` run folders (no epochs) into the result tables as trials of
+    `experiment`, named by their folder names, so `psedual analyze` compares them like sweep
+    trials. Nothing is re-evaluated: the tables hold what the run's own test evaluation wrote."""
     names = [Path(f).name for f in folders]
     if len(set(names)) != len(names):
         raise ValueError(f"run folders must have distinct names (they become trial ids): {names}")
     version, rows = code_version(), []
     for folder in map(Path, folders):
-        missing = [n for n in ("config.json", "epochs.parquet", "predictions.parquet", "metrics.parquet")
-                   if not (folder / n).is_file()]
+        llm = (folder / "config.json").is_file() and "llm" in json.loads((folder / "config.json").read_text())
+        missing = [n for n in ("config.json", "predictions.parquet", "metrics.parquet", "epochs.parquet")
+                   if not (folder / n).is_file() and not (llm and n == "epochs.parquet")]
         if missing:
             raise FileNotFoundError(f"{folder}: not a finished run folder (missing {', '.join(missing)})")
-        config = TrainConfig.from_dict(json.loads((folder / "config.json").read_text()))
+        saved = json.loads((folder / "config.json").read_text())
         metrics = pl.read_parquet(folder / "metrics.parquet").row(0, named=True)
-        epochs = pl.read_parquet(folder / "epochs.parquet").to_dicts()
         trial = folder.name
-        row = {**metrics, **config.flat(), "trial": trial, "variant": variant(config), "status": "completed",
-               "code_version": version, "epochs_done": len(epochs)}
+        if "llm" in saved:  # a `psedual llm` run: no training config, no epochs
+            epochs = []
+            row = {**metrics, "trial": trial, "status": "completed", "code_version": version, "epochs_done": 0,
+                   "solver": f"llm:{metrics['llm.model']}", "seed": 0,
+                   **{f"llm.{k}": metrics[k] for k in ("failures", "changed", "calls", "prompt_tokens",
+                                                        "completion_tokens")},
+                   "test_seconds": metrics["seconds"]}
+        else:
+            config = TrainConfig.from_dict(saved)
+            epochs = pl.read_parquet(folder / "epochs.parquet").to_dicts()
+            row = {**metrics, **config.flat(), "trial": trial, "variant": variant(config), "status": "completed",
+                   "code_version": version, "epochs_done": len(epochs)}
         tables.write(root, "epochs", experiment, trial, [{"trial": trial, **e} for e in epochs])
         tables.write(root, "predictions", experiment, trial,
                      [{"trial": trial, **r} for r in pl.read_parquet(folder / "predictions.parquet").to_dicts()])

@@ -49,6 +49,11 @@ RUNS_SCHEMA = pa.schema([
     ("final_epsilon", pa.float64()), ("final_tau", pa.float64()), ("n_train", pa.int64()),
     ("n_valid", pa.int64()), ("n_test", pa.int64()), ("n_test_infilled", pa.int64()),
     ("train_seconds", pa.float64()), ("test_seconds", pa.float64()),
+    # `psedual llm` runs only (else null)
+    ("llm.model", pa.string()), ("llm.prompt_version", pa.string()), ("llm.rounds", pa.int64()),
+    ("llm.samples", pa.int64()), ("llm.temperature", pa.float64()), ("llm.failures", pa.int64()),
+    ("llm.changed", pa.int64()), ("llm.calls", pa.int64()), ("llm.prompt_tokens", pa.int64()),
+    ("llm.completion_tokens", pa.int64()),
 ])
 EPOCHS_SCHEMA = pa.schema([("trial", pa.string()), *run_tables.EPOCHS_SCHEMA])
 PREDICTIONS_SCHEMA = pa.schema([("trial", pa.string()), *run_tables.PREDICTIONS_SCHEMA])
