@@ -14,16 +14,11 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from psedual.data.expr import from_prefix, to_infix, try_evaluate
+from psedual.data.expr import infix_with_numbers, try_evaluate
 from psedual.data.record import Problem
 from psedual.llm.parse import masked_text, problem_text
 
 KEY = "sk-test-do-not-print-0123456789"
-
-
-def _infix(prefix, p: Problem) -> str:
-    return to_infix(from_prefix([p.number_texts[int(t[1:])] if t.startswith("N") and t[1:].isdigit() else t
-                                 for t in prefix]))
 
 
 def wrong_prefix(p: Problem) -> tuple[str, ...]:
@@ -108,15 +103,14 @@ class FakeLLM:
         else:
             return 200, ""
         value = try_evaluate(prefix, p.values())
-        return 200, f"Expression: {_infix(prefix, p)}\nAnswer: {value}"
+        return 200, f"Expression: {infix_with_numbers(prefix, p.number_texts)}\nAnswer: {value}"
 
     def _refill(self, p: Problem, prompt: str) -> str:
         """Right for every behaviour but `caught`, whose wrong solution comes back misplaced."""
         expression = re.search(r"^Expression: (.*)$", prompt, re.MULTILINE).group(1)
-        wrong = self.behaviour.get(p.id) == "caught" and expression == _infix(wrong_prefix(p), p)
-        used = set()
-        for t in re.findall(r"[\d.,/]+", expression):
-            used.add(t)
+        wrong = (self.behaviour.get(p.id) == "caught"
+                 and expression == infix_with_numbers(wrong_prefix(p), p.number_texts))
+        used = set(re.findall(r"[\d.,/]+", expression))
         lines = []
         for k, text in enumerate(p.number_texts):
             lines.append(f"[N{k}]: {text if text in used else 'none'}")

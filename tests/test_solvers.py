@@ -24,12 +24,10 @@ PINNED = {"gts": [2.418612241744995, 2.336639642715454], "dns": [2.3541197776794
 
 def small(name: str, vocab: Vocab, dropout: float = 0.0):
     model_cls, config_cls = get_solver(name)
-    # pretrained-encoder solvers: the shipped MiniLM's tokenizer under a tiny random encoder
-    tiny = {"plm_layers": 2, "plm_hidden": 32} if name in PLM else {}
-    return model_cls(vocab, config_cls(embedding_size=32, hidden_size=64, layers=1, dropout=dropout, **tiny))
-
-
-PLM = ("bert_tree", "re_deduction")
+    # pretrained-encoder solvers: the shipped MiniLM's tokenizer under a tiny random encoder (the
+    # recurrent solvers ignore the plm sizes)
+    return model_cls(vocab, config_cls(embedding_size=32, hidden_size=64, layers=1, dropout=dropout, plm_layers=2,
+                                       plm_hidden=32))
 
 
 def _problems(mawps, n=16):

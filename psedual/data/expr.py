@@ -219,6 +219,11 @@ def from_prefix(tokens: Sequence[str]) -> Node:
     return node
 
 
+def infix_with_numbers(prefix: Sequence[str], texts: Sequence[str]) -> str:
+    """A prefix over slots as infix, each slot written as its number's text in the problem."""
+    return to_infix(from_prefix([texts[int(m.group(1))] if (m := SLOT.fullmatch(t)) else t for t in prefix]))
+
+
 def to_infix(node: Node) -> str:
     """Readable infix with only the brackets the parser needs to rebuild the same tree."""
     if node.is_leaf:

@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from psedual.data.cache import load_dataset
 from psedual.data.config import DataConfig
-from psedual.data.expr import from_prefix, to_infix, try_evaluate, values_equal
+from psedual.data.expr import infix_with_numbers, try_evaluate, values_equal
 from psedual.data.numbers import NumberError, parse_number
 from psedual.data.record import Problem
 from psedual.data.splits import split_dataset
@@ -88,12 +88,6 @@ class LLMConfig:
         return "llm+reexamine" if self.reexamine else "llm"
 
 
-def _with_numbers(prefix: tuple[str, ...], p: Problem) -> str:
-    """Infix text of a prefix over slots, with the problem's numbers written in."""
-    return to_infix(from_prefix([p.number_texts[int(t[1:])] if t.startswith("N") and t[1:].isdigit() else t
-                                 for t in prefix]))
-
-
 def check_refill(refill: dict[int, str], prefix: tuple[str, ...], p: Problem) -> list[str]:
     """Slots the refilling got wrong, described; empty when it agrees with the problem."""
     values = p.values()
@@ -117,8 +111,8 @@ def _solve_messages(p: Problem) -> list[dict]:
 
 def _reexamine(chat: CachedChat, p: Problem, prefix: tuple[str, ...]) -> list[str]:
     slots = ", ".join(f"[N{k}]" for k in range(len(p.numbers)))
-    text = prompt("reexamine").format(slots=slots, masked=masked_text(p), expression=_with_numbers(prefix, p),
-                                      first_slot="[N0]")
+    text = prompt("reexamine").format(slots=slots, masked=masked_text(p), first_slot="[N0]",
+                                      expression=infix_with_numbers(prefix, p.number_texts))
     return check_refill(parse_refill(chat([{"role": "user", "content": text}]).text, len(p.numbers)), prefix, p)
 
 
@@ -131,19 +125,21 @@ def solve_one(chat: CachedChat, p: Problem, config: LLMConfig) -> dict:
     if config.reexamine:
         candidates = [(reply, parsed)] + [(r, parse_solution(r.text, p))
                                           for r in (chat(messages, sample=s) for s in range(1, config.samples))]
-        wrong_of = {}
-        for r, c in candidates:
-            if c.prefix is not None:
-                wrong_of[id(c)] = _reexamine(chat, p, c.prefix)
-                reexamined = True
-                if not wrong_of[id(c)]:
-                    reply, parsed = r, c
-                    break
-        wrong = wrong_of.get(id(parsed), [])
+        wrong: list[str] = []  # sample 0's mismatches, kept unless a later sample agrees
+        for k, (r, c) in enumerate(candidates):
+            if c.prefix is None:
+                continue
+            reexamined = True
+            mismatch = _reexamine(chat, p, c.prefix)
+            if k == 0:
+                wrong = mismatch
+            if not mismatch:
+                reply, parsed, wrong = r, c, mismatch
+                break
         while wrong and rounds_used < config.rounds:
             rounds_used += 1
-            feedback = prompt("resolve").format(expression=_with_numbers(parsed.prefix, p), mismatch="; ".join(wrong),
-                                                problem=problem_text(p))
+            feedback = prompt("resolve").format(expression=infix_with_numbers(parsed.prefix, p.number_texts),
+                                                mismatch="; ".join(wrong), problem=problem_text(p))
             retry = chat(messages + [{"role": "assistant", "content": reply.text},
                                      {"role": "user", "content": feedback}])
             new = parse_solution(retry.text, p)

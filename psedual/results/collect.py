@@ -45,12 +45,11 @@ def add_run_folders(folders: list[str | Path], root: str, experiment: str) -> pl
         raise ValueError(f"run folders must have distinct names (they become trial ids): {names}")
     version, rows = code_version(), []
     for folder in map(Path, folders):
-        llm = (folder / "config.json").is_file() and "llm" in json.loads((folder / "config.json").read_text())
+        saved = json.loads((folder / "config.json").read_text()) if (folder / "config.json").is_file() else {}
         missing = [n for n in ("config.json", "predictions.parquet", "metrics.parquet", "epochs.parquet")
-                   if not (folder / n).is_file() and not (llm and n == "epochs.parquet")]
+                   if not (folder / n).is_file() and not ("llm" in saved and n == "epochs.parquet")]
         if missing:
             raise FileNotFoundError(f"{folder}: not a finished run folder (missing {', '.join(missing)})")
-        saved = json.loads((folder / "config.json").read_text())
         metrics = pl.read_parquet(folder / "metrics.parquet").row(0, named=True)
         trial = folder.name
         if "llm" in saved:  # a `psedual llm` run: no training config, no epochs

@@ -87,6 +87,11 @@ def pairs(n: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     return ij[0], ij[1]
 
 
+def pair_index(i: int, j: int, n: int) -> int:
+    """Position of the pair (i, j), i ≤ j, in `pairs(n)`: row i starts after rows 0..i-1."""
+    return i * n - i * (i - 1) // 2 + (j - i)
+
+
 @dataclass
 class DeductionEncoded:
     outputs: torch.Tensor  # [B, T, H] word states
@@ -167,9 +172,9 @@ class REDeduction(nn.Module):
         total, K = enc.leaves.new_zeros(()), len(self.ops)
         for t in range(max(map(len, gold), default=0)):
             live = torch.tensor([len(g) > t for g in gold], device=q.device)
-            scores, hidden, i, j = self._options(q, mask)
-            index = {(int(a), int(b)): p for p, (a, b) in enumerate(zip(i.tolist(), j.tolist()))}
-            target = torch.tensor([index[g[t][:2]] * K + g[t][2] if len(g) > t else 0 for g in gold], device=q.device)
+            scores, hidden, _, _ = self._options(q, mask)
+            target = torch.tensor([pair_index(g[t][0], g[t][1], q.shape[1]) * K + g[t][2] if len(g) > t else 0
+                                   for g in gold], device=q.device)
             total = total + F.cross_entropy(scores, target, reduction="none")[live].sum()
             chosen = hidden[torch.arange(B, device=q.device), target // K]
             new = self._make(chosen, target % K)
@@ -212,8 +217,8 @@ class REDeduction(nn.Module):
             rows = torch.arange(len(live)).unsqueeze(1).expand_as(flat).flatten()
             flat, top = flat.flatten(), top.flatten()
             new = self._make(hidden[rows, flat // n_ops], flat % n_ops)
-            stop = F.logsigmoid(self.stop(new).squeeze(-1))
-            go = F.logsigmoid(-self.stop(new).squeeze(-1))
+            stop_logit = self.stop(new).squeeze(-1)
+            stop, go = F.logsigmoid(stop_logit), F.logsigmoid(-stop_logit)
             grown = []
             for c in range(len(rows)):
                 r, option = int(rows[c]), int(flat[c])
@@ -241,6 +246,7 @@ class REDeduction(nn.Module):
         V, n_ops = len(self.vocab.output_tokens), len(self.ops)
         device = enc.leaves.device
         op_of = torch.tensor([o for o, _ in self.ops], device=device)
+        reverse = torch.tensor([r for _, r in self.ops], device=device)
         max_steps = max(1, (max_length - 1) // 2)
         q, mask = enc.leaves, enc.leaf_mask
         live = torch.ones(B, dtype=torch.bool, device=device)
@@ -255,7 +261,6 @@ class REDeduction(nn.Module):
             # token rows: the operator's, and each side's leaf (the mass on intermediates is not a token)
             y3 = y.view(B, -1, n_ops)
             op_row = y.new_zeros(B, V).index_add(1, op_of, y3.sum(1))
-            reverse = torch.tensor([r for _, r in self.ops], device=device)
             first = torch.where(reverse, j.unsqueeze(1), i.unsqueeze(1))  # [P, K] left operand's quantity
             second = torch.where(reverse, i.unsqueeze(1), j.unsqueeze(1))
             side_rows = []

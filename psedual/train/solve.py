@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from psedual.data.build import text_tokens
-from psedual.data.expr import from_prefix, to_infix, try_evaluate
+from psedual.data.expr import infix_with_numbers, try_evaluate
 from psedual.data.numbers import canonical, parse_number
 from psedual.data.record import Problem
 from psedual.solvers.batch import collate
@@ -25,11 +25,5 @@ def solve(checkpoint_path: str | Path, text: str, beam_size: int = 5) -> tuple[s
                       tuple(canonical(v) for v in values), tuple(texts), (), "0", False, (), "command line")
     prefix = model.decode(collate([problem], model.vocab, with_targets=False), beam_size=beam_size)[0]
     value = try_evaluate(prefix, values)
-    tree = from_prefix(_with_numbers(prefix, texts))
     answer = "invalid" if value is None else (canonical(value) if not isinstance(value, float) else f"{value:g}")
-    return to_infix(tree), answer
-
-
-def _with_numbers(prefix, texts) -> list[str]:
-    """Slots replaced by the numbers as the problem wrote them, for reading."""
-    return [texts[int(t[1:])] if t.startswith("N") and t[1:].isdigit() else t for t in prefix]
+    return infix_with_numbers(prefix, texts), answer
