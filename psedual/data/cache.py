@@ -21,6 +21,7 @@ from psedual.atomic import write_parquet
 from psedual.data.files import DataFileError
 from psedual.data.record import PROBLEM_SCHEMA, SKIP_SCHEMA, Problem, Skip, problems_from_table, skips_from_table, to_table
 from psedual.data.registry import get_spec
+from psedual.data.root import find_data_root
 
 CODE_VERSION = "1"
 _PACKAGE_DIR = Path(__file__).resolve().parent
@@ -39,23 +40,6 @@ class Dataset:
     key: str = ""
     """The cache key this content was stored under."""
     from_cache: bool = False
-
-
-def find_data_root(explicit: str | os.PathLike | None = None) -> Path:
-    """The benchmark folder: the argument, else $PSEDUAL_DATA, else `shared/data` beside the
-    working directory or the checkout (CI clones the repository next to `shared/`)."""
-    if explicit is not None or os.environ.get("PSEDUAL_DATA"):
-        root = Path(explicit if explicit is not None else os.environ["PSEDUAL_DATA"])
-        if not root.is_dir():
-            raise DataFileError(f"{root}: data root is not a folder")
-        return root
-    checkout = _PACKAGE_DIR.parent.parent
-    candidates = [Path.cwd() / "shared/data", Path.cwd().parent / "shared/data",
-                  checkout / "shared/data", checkout.parent / "shared/data"]
-    for c in candidates:
-        if c.is_dir():
-            return c
-    raise DataFileError(f"no data root found; looked in {[str(c) for c in candidates]}; set PSEDUAL_DATA")
 
 
 def cache_dir() -> Path:
