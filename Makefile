@@ -1,4 +1,4 @@
-# `make demo` installs everything and runs the main job; `make test` installs and runs the tests.
+# `make demo` installs everything, fetches the data it needs if missing, and runs the main job; `make test` installs and runs the tests.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -30,7 +30,10 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
+# The default sweep (search_spaces/default.yaml) trains on MAWPS fold 0: on a machine whose data root
+# lacks it, fetch it first (into $PSEDUAL_DATA or ~/.local/share/psedual/data; README: Data).
 demo: install
+	$(BIN)/python -m psedual.data.fetch --if-missing mawps
 	RAY_AUTH_MODE=disabled $(BIN)/python tune.py
 
 test: install
