@@ -19,25 +19,6 @@ def _data_stats(args: argparse.Namespace) -> None:
                 min_constant_count=args.min_constant_count))
 
 
-def _train(args: argparse.Namespace) -> None:
-    from psedual.data.config import DataConfig
-    from psedual.reexamine.config import PseDualConfig
-    from psedual.solvers.config import SolverConfig
-    from psedual.train.config import TrainConfig
-    from psedual.train.trainer import train
-
-    model = SolverConfig(**{k: getattr(args, k) for k in _MODEL_FIELDS})
-    given = {k: getattr(args, k) for k in _PSEDUAL_FIELDS if getattr(args, k) is not None}
-    if args.psedual is None and given:
-        raise ValueError(f"--{', --'.join(k.replace('_', '-') for k in given)} need --psedual gru|gcn")
-    psedual = PseDualConfig(expression_encoder=args.psedual, **given) if args.psedual else None
-    data = DataConfig(args.dataset, fold=args.fold, data_root=args.data_root, user_path=args.user_path,
-                      train_size=args.train_size)
-    config = TrainConfig(data, model=model, psedual=psedual, **{k: getattr(args, k) for k in _TRAIN_FIELDS})
-    result = train(config, args.out, resume=args.resume)
-    print(summary(result))
-
-
 def _percent(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.2f}%"
 
@@ -68,43 +49,11 @@ def _results_add(args: argparse.Namespace) -> None:
     print(f"{runs.height} run(s) in {args.root}/{{runs,epochs,predictions}}/experiment={args.experiment}/")
 
 
-def _llm(args: argparse.Namespace) -> None:
-    from psedual.llm.client import LLMError
-    from psedual.llm.run import LLMConfig, run
-
-    config = LLMConfig(**{k: getattr(args, k) for k in ("model", "base_url", "dataset", "fold", "api_key_env",
-                                                         "reexamine", "rounds", "samples", "temperature", "limit",
-                                                         "concurrency", "timeout", "max_retries")})
-    try:
-        m = run(config, args.out, progress=sys.stderr.isatty())
-    except LLMError as err:
-        raise ValueError(str(err)) from None
-    print(f"{m['variant']} {m['llm.model']} on {m['data.dataset']}: value {100 * m['test_value_acc']:.2f}% expr "
-          f"{100 * m['test_expr_acc']:.2f}% over {m['n_test']} problems; {m['failures']} unusable replies; "
-          f"reexamination changed {m['changed']} answers ({m['changed_to_right']} to right, {m['changed_to_wrong']} "
-          f"to wrong); {m['calls']} calls, {m['cache_hits']} from the cache, {m['prompt_tokens']}+"
-          f"{m['completion_tokens']} tokens; {m['seconds']:.1f} s | {args.out}")
-
-
 def _solve(args: argparse.Namespace) -> None:
     from psedual.train.solve import solve
 
     infix, answer = solve(args.checkpoint, args.text, beam_size=args.beam_size)
     print(f"{infix} = {answer}")
-
-
-# TrainConfig and SolverConfig fields settable from the command line, with their types.
-_TRAIN_FIELDS = {"solver": str, "epochs": int, "batch_size": int, "lr": float, "weight_decay": float,
-                 "lr_step": int, "lr_gamma": float, "min_word_count": int, "beam_size": int, "seed": int,
-                 "threads": int, "device": str, "precision": str, "lr_schedule": str, "warmup_fraction": float,
-                 "plm_lr": float, "plm_weight_decay": float, "clip_grad_norm": float}
-_MODEL_FIELDS = {"embedding_size": int, "hidden_size": int, "layers": int, "dropout": float, "plm": str,
-                 "plm_layers": int, "plm_hidden": int}
-_PSEDUAL_FIELDS = {"fusion": str, "epsilon_schedule": str, "epsilon0": float, "epsilon_final": float,
-                   "epsilon_decay": float, "epsilon_hold_epochs": int, "epsilon_epoch_decay": float,
-                   "tau_schedule": str, "tau0": float, "tau_final": float, "tau_reset": str, "tau_min": float,
-                   "tau_rate": float, "tau_interval": int, "qp_gradient": str, "alpha": float,
-                   "problem_encoder": str, "token_embedding_size": int, "max_length_factor": int}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,31 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--min-constant-count", type=int, default=5, help="training problems a constant needs (default 5)")
     st.set_defaults(run=_data_stats)
 
-    from psedual.solvers.config import SolverConfig
-    from psedual.train.config import TrainConfig
+    from psedual.typed_cli import COMMANDS
 
-    defaults = TrainConfig()
-    model_defaults = SolverConfig()
-    tr = commands.add_parser("train", help="train one solver; test the best validation checkpoint once")
-    tr.add_argument("--dataset", default="mawps", choices=list(DATASETS))
-    tr.add_argument("--fold", type=int, help="test fold of a cross-validated dataset (mawps: 0-4)")
-    tr.add_argument("--data-root")
-    tr.add_argument("--user-path")
-    tr.add_argument("--train-size", type=int, help="train on a nested seeded subset of this size")
-    for fields, source in ((_TRAIN_FIELDS, defaults), (_MODEL_FIELDS, model_defaults)):
-        for name, kind in fields.items():
-            tr.add_argument(f"--{name.replace('_', '-')}", type=kind, default=getattr(source, name),
-                            help=f"default {getattr(source, name)}")
-    from psedual.reexamine.config import EXPRESSION_ENCODERS, PseDualConfig
-
-    ps = tr.add_argument_group("PseDual (reexamining module; needs --psedual)")
-    ps.add_argument("--psedual", choices=EXPRESSION_ENCODERS, help="train with the reexamining module, reading "
-                    "expressions with this encoder (default: the solver alone)")
-    for name, kind in _PSEDUAL_FIELDS.items():
-        ps.add_argument(f"--{name.replace('_', '-')}", type=kind, help=f"default {getattr(PseDualConfig(), name)}")
-    tr.add_argument("--out", required=True, help="run folder: checkpoints, epochs/predictions/metrics Parquet")
-    tr.add_argument("--resume", action="store_true", help="continue from OUT/last.pt")
-    tr.set_defaults(run=_train)
+    for words, command in COMMANDS.items():  # parsed by `typed_cli`: listed here for `psedual --help`
+        if len(words) == 1:
+            commands.add_parser(words[0], help=command.help, add_help=False)
+        else:
+            data.add_parser(words[1], help=command.help, add_help=False)
 
     results = commands.add_parser("results", help="the result tables").add_subparsers(dest="results_command",
                                                                                        required=True)
@@ -154,27 +85,6 @@ def build_parser() -> argparse.ArgumentParser:
     ra.add_argument("--experiment", required=True, help="experiment name in the tables")
     ra.add_argument("--root", default="results", help="results storage: folder or URI (default ./results)")
     ra.set_defaults(run=_results_add)
-
-    ll = commands.add_parser("llm", help="a chat model (OpenAI-compatible endpoint) solves a test split zero-shot, "
-                             "optionally reexamining its own solutions")
-    ll.add_argument("--dataset", default="svamp", choices=list(DATASETS))
-    ll.add_argument("--fold", type=int, help="test fold of a cross-validated dataset (mawps: 0-4)")
-    ll.add_argument("--model", required=True, help="the endpoint's model name")
-    ll.add_argument("--base-url", required=True, help="e.g. https://api.openai.com/v1, http://localhost:8000/v1 (vLLM), "
-                    "http://localhost:11434/v1 (Ollama)")
-    ll.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                    help="environment variable holding the API key (default OPENAI_API_KEY; never printed or stored)")
-    ll.add_argument("--reexamine", action="store_true", help="reexamine each solution (see psedual/llm/run.py)")
-    ll.add_argument("--rounds", type=int, default=1, help="re-solves of a solution reexamination rejects (default 1)")
-    ll.add_argument("--samples", type=int, default=1, help="candidate solutions to choose among (default 1)")
-    ll.add_argument("--temperature", type=float, default=0.0)
-    ll.add_argument("--limit", type=int, help="only the first N test problems")
-    ll.add_argument("--concurrency", type=int, default=8, help="problems in flight (default 8)")
-    ll.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
-    ll.add_argument("--max-retries", type=int, default=4, help="retries with backoff on 429/5xx/timeouts (default 4)")
-    ll.add_argument("--out", required=True, help="run folder: predictions/metrics Parquet and the reply cache "
-                    "(rerun with the same folder to resume: answered requests are not sent again)")
-    ll.set_defaults(run=_llm)
 
     so = commands.add_parser("solve", help="solve one problem with a trained checkpoint")
     so.add_argument("--checkpoint", required=True)
@@ -188,17 +98,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _typed(words: tuple[str, ...], command, argv: list[str]) -> int:
+    """Run a command whose parser jsonargparse generates from a typed config."""
+    from jsonargparse import ArgumentError
+
+    from psedual.typed_cli import normalise
+
+    parser = command.parser()
+    try:
+        cfg = parser.parse_args(normalise(argv[len(words):], set(parser._option_string_actions)))
+    except ArgumentError as err:
+        print(f"psedual {' '.join(words)}: error: {err}\n(psedual {' '.join(words)} --help lists the options)",
+              file=sys.stderr)
+        return 2
+    return command.run(cfg) or 0
+
+
 def main(argv: list[str] | None = None) -> int:
     from analysis.cli import ERRORS, one_line
+    from psedual.typed_cli import find
 
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    typed = find(argv)
+    args = None if typed else build_parser().parse_args(argv)
     try:
+        if typed:
+            return _typed(*typed, argv)
         args.run(args)
     except (DataFileError, ValueError, FileNotFoundError) as err:  # checkpoint, vocabulary, guardrail errors too
         print(f"psedual: error: {err}", file=sys.stderr)
         return 2
     except ERRORS as err:  # `analyze` reads tables it did not write: any of these is one line, not a traceback
-        if args.command != "analyze":
+        if args is None or args.command != "analyze":
             raise
         print(f"psedual: error: {one_line(err)}", file=sys.stderr)
         return 2

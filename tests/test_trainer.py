@@ -171,10 +171,11 @@ def test_a_run_says_its_regime_and_warns_when_it_stays_near_teacher_forcing(tmp_
 
 
 def test_psedual_cli_flags_need_psedual(tmp_path, capsys):
-    assert main(["train", "--fusion", "predicted", "--out", str(tmp_path)]) == 2
-    assert "--fusion need --psedual gru|gcn" in capsys.readouterr().err
+    assert main(["train", "--fold", "0", "--fusion", "predicted", "--out", str(tmp_path)]) == 2
+    assert "--psedual.fusion set PseDual's knobs: they need --variant gru|gcn" in capsys.readouterr().err
     assert main(["train", "--psedual", "gcn", "--fusion", "sometimes", "--out", str(tmp_path)]) == 2
-    assert "unknown fusion 'sometimes'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "psedual train: error:" in err and "psedual.fusion" in err and "sometimes" in err
 
 
 def test_resumes_a_checkpoint_saved_before_the_psedual_field(finished, tmp_path):

@@ -161,3 +161,19 @@ def test_a_trial_that_cannot_be_placed_is_refused(local_ray, tmp_path):
     spec = replace(load_spec(ROOT / "search_spaces" / "smoke.yaml"), resources=Resources(num_workers=3, in_process=False))
     with pytest.raises(ValueError, match="needs 3 CPUs for its workers; this Ray has 2"):
         run_sweep(spec, str(tmp_path), verbose=0)
+
+
+def test_the_main_job_runs_twice_and_refuses_a_taken_name_in_one_line(local_ray, tmp_path, capsys):
+    from psedual.cli import main
+
+    job = ["tune", "--space", str(ROOT / "search_spaces" / "smoke.yaml"), "--storage", str(tmp_path)]
+    assert main(job) == 0 and main(job) == 0  # `make demo` twice: a fresh experiment each time
+    out = capsys.readouterr().out
+    assert "experiment smoke:" in out and "experiment smoke-2:" in out
+    assert _check_tables(tmp_path, "smoke-2", 2)["predictions"].height == 2 * 397
+    assert main([*job, "--name", "smoke"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("psedual: error:") and "holds experiment 'smoke' already: --resume smoke" in err
+    assert len(err.splitlines()) == 1
+    assert main([*job, "--resume", "nothing-here"]) == 2
+    assert "no experiment 'nothing-here'" in capsys.readouterr().err

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from psedual.data.registry import get_spec
+from psedual.data.registry import DatasetName, get_spec
 
 
 @dataclass(frozen=True)
 class DataConfig:
     """Which dataset, fold and training subset a run uses; built by the CLI and the sweeps."""
 
-    dataset: str = "mawps"
+    dataset: DatasetName = "mawps"
     """Registry name: math23k, mawps, mawps-single, svamp, mathqa or jsonl."""
     fold: int | None = None
     """Test fold for cross-validated datasets (mawps: 0-4); must be None for the others."""
@@ -28,6 +28,9 @@ class DataConfig:
     """Share of the training pool carved out for validation where the source has no validation split."""
     min_constant_count: int = 5
     """A constant is in the solver's vocabulary if at least this many training problems use it."""
+    drop_inconsistent: bool = False
+    """Leave out of training the problems whose gold expression disagrees with their answer
+    (counted; valid and test problems are always kept); `data stats` counts them either way."""
 
     def __post_init__(self) -> None:
         spec = get_spec(self.dataset)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from psedual.data.sources import jsonl, math23k, mathqa, mawps, svamp
 from psedual.data.sources.common import LoadResult
@@ -35,6 +36,7 @@ DATASETS: dict[str, DatasetSpec] = {
                           "a training file in MathQA's form (default: <data root>/mathqa/train.json if present)"),
     "jsonl": DatasetSpec("jsonl", (), 0, lambda _, path: jsonl.load(path), "the folder holding train/valid/test.jsonl"),
 }
+DatasetName = Literal[tuple(DATASETS)]  # the configs' annotation: the CLI lists the registry's names
 
 
 def get_spec(name: str) -> DatasetSpec:

@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from psedual.data.cache import load_dataset
 from psedual.data.config import DataConfig
+from psedual.data.registry import DatasetName
 from psedual.data.expr import infix_with_numbers, try_evaluate, values_equal
 from psedual.data.numbers import NumberError, parse_number
 from psedual.data.record import Problem
@@ -54,7 +55,7 @@ class LLMConfig:
     """The endpoint's model name."""
     base_url: str
     """An OpenAI-compatible endpoint, e.g. https://api.openai.com/v1 or http://localhost:8000/v1 (vLLM)."""
-    dataset: str = "svamp"
+    dataset: DatasetName = "svamp"
     """Registry name of the dataset whose test split is solved."""
     fold: int | None = None
     """Test fold of a cross-validated dataset."""

@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
-FUSIONS = ("scheduled", "teacher_forcing", "predicted")
-EPSILON_SCHEDULES = ("horizon", "step", "epoch")
-TAU_SCHEDULES = ("horizon", "step")
-TAU_RESETS = ("none", "epoch")
-QP_GRADIENTS = ("straight_through", "soft", "none")
-PROBLEM_ENCODERS = ("shared", "separate")
-EXPRESSION_ENCODERS = ("gru", "gcn")  # checked against `expression.EXPRESSION_ENCODERS` by a test
+# Each choice is one Literal type: the fields' annotations (so the CLI lists the choices), the
+# checks below and the sweep validation all read it.
+Fusion = Literal["scheduled", "teacher_forcing", "predicted"]
+EpsilonSchedule = Literal["horizon", "step", "epoch"]
+TauSchedule = Literal["horizon", "step"]
+TauReset = Literal["none", "epoch"]
+QPGradient = Literal["straight_through", "soft", "none"]
+ProblemEncoder = Literal["shared", "separate"]
+ExpressionEncoder = Literal["gru", "gcn"]  # checked against `expression.EXPRESSION_ENCODERS` by a test
+FUSIONS = get_args(Fusion)
+EPSILON_SCHEDULES = get_args(EpsilonSchedule)
+TAU_SCHEDULES = get_args(TauSchedule)
+TAU_RESETS = get_args(TauReset)
+QP_GRADIENTS = get_args(QPGradient)
+PROBLEM_ENCODERS = get_args(ProblemEncoder)
+EXPRESSION_ENCODERS = get_args(ExpressionEncoder)
 
 
 def _choose(name: str, value: str, valid: tuple[str, ...]) -> None:
@@ -22,12 +32,12 @@ def _choose(name: str, value: str, valid: tuple[str, ...]) -> None:
 class PseDualConfig:
     """The reexamining module and its schedules; defaults follow the paper."""
 
-    expression_encoder: str = "gcn"
+    expression_encoder: ExpressionEncoder = "gcn"
     """How the infiller reads an expression: `gru` over its prefix tokens, or `gcn` over its tree."""
-    fusion: str = "scheduled"
+    fusion: Fusion = "scheduled"
     """`scheduled`: Q = ε·Q_gold + (1−ε)·Q_pred; `teacher_forcing`: ε ≡ 1 (gold only, the paper's
     table-3 ablation, no expression is sampled); `predicted`: ε ≡ 0 (sampled only)."""
-    epsilon_schedule: str = "horizon"
+    epsilon_schedule: EpsilonSchedule = "horizon"
     """`horizon`: ε decays exponentially from epsilon0 at the first step to exactly
     `epsilon_final` at the run's last step, whatever the dataset size, batch size and epochs;
     `step`: ε_t = epsilon0 · epsilon_decay^t after t optimiser steps (the paper's literal rule,
@@ -44,7 +54,7 @@ class PseDualConfig:
     """Epochs at epsilon0 in the `epoch` schedule."""
     epsilon_epoch_decay: float = 0.99
     """Per-epoch decay of the `epoch` schedule after the hold."""
-    tau_schedule: str = "horizon"
+    tau_schedule: TauSchedule = "horizon"
     """`horizon`: τ decays exponentially from tau0 to exactly `tau_final` at the last step of the
     anneal (the run's, or each epoch's with `tau_reset: epoch`); `step`: Jang et al.'s
     τ = max(tau_min, tau0 · exp(−tau_rate · t)), updated every `tau_interval` steps."""
@@ -52,7 +62,7 @@ class PseDualConfig:
     """Gumbel-softmax temperature at the first step of the anneal."""
     tau_final: float = 0.5
     """`horizon`: τ at the anneal's last step (the paper anneals towards 0.5)."""
-    tau_reset: str = "none"
+    tau_reset: TauReset = "none"
     """`none`: one anneal over the whole run; `epoch`: the anneal restarts at tau0 every epoch, as
     the paper and the published code describe it."""
     tau_min: float = 0.5
@@ -61,7 +71,7 @@ class PseDualConfig:
     """`step`: annealing rate per step (applied in blocks of `tau_interval` steps)."""
     tau_interval: int = 100
     """`step`: steps between temperature updates."""
-    qp_gradient: str = "straight_through"
+    qp_gradient: QPGradient = "straight_through"
     """How the sampled expression Q_pred enters the infiller. `straight_through`: hard one-hot tokens
     forward, the Gumbel-softmax's gradient backward, so τ scales and shapes the gradient that
     reaches the decoder but not the expression read; `soft`: the relaxed Gumbel-softmax rows
@@ -70,7 +80,7 @@ class PseDualConfig:
     published code (τ then changes nothing)."""
     alpha: float = 1.0
     """Weight of the infilling loss: L = L_solve + alpha · L_infill."""
-    problem_encoder: str = "shared"
+    problem_encoder: ProblemEncoder = "shared"
     """`shared`: the masked problem is read through the solver's own encoder pass; `separate`: a
     second word encoder of the same shape, owned by the reexamining module."""
     token_embedding_size: int = 128

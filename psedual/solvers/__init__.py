@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from psedual.solvers.bert_tree import BertTree
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.dns import DNS
@@ -12,6 +14,7 @@ from psedual.solvers.gts import GTS
 # name -> (model class, config class); every solver takes a Vocab and its config.
 SOLVERS = {"gts": (GTS, SolverConfig), "dns": (DNS, SolverConfig), "graph2tree": (Graph2Tree, SolverConfig),
            "bert_tree": (BertTree, SolverConfig), "re_deduction": (REDeduction, SolverConfig)}
+SolverName = Literal[tuple(SOLVERS)]  # the configs' annotation: the CLI lists the registry's names
 
 
 def get_solver(name: str):

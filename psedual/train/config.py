@@ -3,16 +3,30 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
+import types
+from typing import Literal, get_args, get_origin, get_type_hints
 
 from psedual.data.config import DataConfig
 from psedual.reexamine.config import PseDualConfig
-from psedual.solvers import get_solver
+from psedual.solvers import SolverName, get_solver
 from psedual.solvers.config import SolverConfig
 
 
-DEVICES = ("auto", "cpu", "cuda")
-PRECISIONS = ("fp32", "bf16")
-LR_SCHEDULES = ("step", "linear")
+Device = Literal["auto", "cpu", "cuda"]
+Precision = Literal["fp32", "bf16"]
+LRSchedule = Literal["step", "linear"]
+DEVICES = get_args(Device)
+PRECISIONS = get_args(Precision)
+LR_SCHEDULES = get_args(LRSchedule)
+
+
+def _type_name(annotation: object) -> str:
+    """`int`, `float | None`, ...: a choice (Literal) is named by its values' type."""
+    if get_origin(annotation) is Literal:
+        return type(get_args(annotation)[0]).__name__
+    if isinstance(annotation, types.UnionType):
+        return " | ".join("None" if a is type(None) else _type_name(a) for a in get_args(annotation))
+    return getattr(annotation, "__name__", str(annotation))
 
 
 @dataclass(frozen=True)
@@ -21,7 +35,7 @@ class TrainConfig:
 
     data: DataConfig = field(default_factory=lambda: DataConfig("mawps", fold=0))
     """Which problems to train, validate and test on."""
-    solver: str = "gts"
+    solver: SolverName = "gts"
     """Registry name of the solver."""
     model: SolverConfig = field(default_factory=SolverConfig)
     """The solver's sizes and dropout."""
@@ -39,7 +53,7 @@ class TrainConfig:
     """The learning rate is multiplied by lr_gamma every lr_step epochs."""
     lr_gamma: float = 0.5
     """Learning-rate decay factor."""
-    lr_schedule: str = "step"
+    lr_schedule: LRSchedule = "step"
     """`step`: lr × lr_gamma every lr_step epochs (the GTS recipe); `linear`: linear warm-up over
     warmup_fraction of all steps, then linear decay to 0 (transformers' schedule, per step)."""
     warmup_fraction: float = 0.1
@@ -58,11 +72,11 @@ class TrainConfig:
     """Seeds initialisation, shuffling and dropout."""
     threads: int = 0
     """torch CPU threads; 0 keeps torch's default."""
-    device: str = "auto"
+    device: Device = "auto"
     """`auto` (CUDA when present, else CPU), `cpu` or `cuda`. Inside a Ray Train worker the
     device is the one Ray assigned, whatever this says. Not part of a run's identity: a run
     may resume on another device."""
-    precision: str = "fp32"
+    precision: Precision = "fp32"
     """`fp32`, or `bf16`: the training forward pass under autocast (decoding stays fp32)."""
 
     def __post_init__(self) -> None:
@@ -102,9 +116,9 @@ class TrainConfig:
         """The keys of `flat()` with their annotations (`"int | None"`, ...), for sweep
         validation and table schemas."""
         nested = {"data": DataConfig, "model": SolverConfig, "psedual": PseDualConfig}
-        out = {f.name: str(f.type) for f in fields(cls) if f.name not in nested}
+        out = {name: _type_name(t) for name, t in get_type_hints(cls).items() if name not in nested}
         for prefix, sub in nested.items():
-            out.update({f"{prefix}.{f.name}": str(f.type) for f in fields(sub)})
+            out.update({f"{prefix}.{name}": _type_name(t) for name, t in get_type_hints(sub).items()})
         return out
 
     @classmethod

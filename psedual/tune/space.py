@@ -11,15 +11,18 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Literal, get_args
 
 import yaml
 
 from psedual.data.config import DataConfig
-from psedual.reexamine.config import PseDualConfig
+from psedual.reexamine.config import EXPRESSION_ENCODERS, PseDualConfig
 from psedual.solvers.config import SolverConfig
 from psedual.train.config import TrainConfig
 
-VARIANTS = ("base", "gru", "gcn")
+Variant = Literal[("base", *EXPRESSION_ENCODERS)]
+"""`base`: the solver alone; an expression encoder's name: PseDual reading expressions with it."""
+VARIANTS = get_args(Variant)
 DISTRIBUTIONS = ("uniform", "loguniform", "int", "choice")
 MODES = ("optuna", "grid")
 

@@ -90,25 +90,27 @@ def ensure_ray(address: str | None) -> None:
                  log_to_driver=os.environ.get("CI") is None, configure_logging=True)
 
 
-def run_sweep(spec: SweepSpec, storage: str, resume: bool = False, address: str | None = None,
-              verbose: int = 1) -> list[TrialOutcome]:
+def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bool = False,
+              address: str | None = None, verbose: int = 1) -> list[TrialOutcome]:
+    """Run (or `resume`) the sweep as experiment `name` (default: the sweep's own name)."""
+    name = name or spec.name
     check_ray_default()
     ensure_ray(address)
     if address in (None, "local"):
         check_fits(spec.resources, ray.cluster_resources())
     storage = storage_uri(storage)
     fn = trainable(spec.resources, storage)
-    path = f"{storage.rstrip('/')}/{spec.name}"
+    path = f"{storage.rstrip('/')}/{name}"
     if resume:
         if not ray.tune.Tuner.can_restore(path):
             raise ValueError(f"no sweep to resume at {path}")
         tuner = ray.tune.Tuner.restore(path, trainable=fn, resume_errored=True, resume_unfinished=True)
     else:
         if "://" not in path and (Path(path) / "tuner.pkl").exists():
-            raise ValueError(f"{path} holds a sweep already: --resume {spec.name}, or choose another name")
+            raise ValueError(f"{path} holds a sweep already: --resume {name}, or choose another name")
         tuner = ray.tune.Tuner(fn, param_space=param_space(spec), tune_config=_tune_config(spec),
                                run_config=ray.tune.RunConfig(
-                                   name=spec.name, storage_path=storage, verbose=verbose,
+                                   name=name, storage_path=storage, verbose=verbose,
                                    failure_config=ray.tune.FailureConfig(max_failures=spec.resources.max_failures),
                                    checkpoint_config=ray.tune.CheckpointConfig(num_to_keep=2)))
     grid = tuner.fit()

@@ -1,0 +1,94 @@
+"""The main job: one sweep file on Ray Tune, then each trial's chosen checkpoint tested once and
+the runs table printed. `psedual tune` and `python tune.py` (kept for `ray submit`) both run it.
+
+Every run of the job is an experiment with a name of its own, so the job runs again and again:
+without `name` it is the sweep's name, or the first free `<name>-2`, `<name>-3`, ... in the
+storage; an explicit `name` that exists already is refused (`resume` continues it instead).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+DEFAULT_SPACE = "search_spaces/default.yaml"
+SHOWN = ["trial", "variant", "solver", "lr", "status", "epochs_done", "best_epoch", "valid_value_acc",
+         "test_value_acc", "test_expr_acc", "test_infill_acc", "train_seconds"]
+
+
+@dataclass(frozen=True)
+class TuneJob:
+    """A sweep and where its trials, checkpoints and result tables go."""
+
+    space: str = DEFAULT_SPACE
+    """The sweep's YAML file (search_spaces/*.yaml)."""
+    name: str | None = None
+    """Experiment name: the results partition and the resume handle. Default: the sweep's
+    `name`, or the first free `<name>-2`, `<name>-3`, ... when that is taken. A name that is
+    taken already is refused: continue it with `resume`."""
+    resume: str | None = None
+    """Continue the killed experiment of this name (its sweep YAML is `space`)."""
+    storage: str = "results"
+    """Local folder or pyarrow URI (s3://, gs://, ...) for the trials and the result tables."""
+    address: str | None = None
+    """Ray cluster to attach to (`auto` on a cluster); default: a local Ray for this process only."""
+
+    def __post_init__(self) -> None:
+        if self.name is not None and self.resume is not None:
+            raise ValueError("give name (a new experiment) or resume (an existing one), not both")
+        for value in (self.name, self.resume):
+            if value is not None and (not value or "/" in value or value.startswith(".")):
+                raise ValueError(f"bad experiment name {value!r}: a non-empty folder name")
+
+
+def taken(storage: str, name: str) -> bool:
+    """Whether the storage holds a sweep or result tables under this experiment name."""
+    import pyarrow.fs as pafs
+
+    from psedual.tune.sweep import storage_uri
+
+    fs, base = pafs.FileSystem.from_uri(storage_uri(storage))
+    paths = [f"{base}/{name}"] + [f"{base}/{t}/experiment={name}" for t in ("runs", "epochs", "predictions")]
+    return any(info.type != pafs.FileType.NotFound for info in fs.get_file_info(paths))
+
+
+def experiment_name(job: TuneJob, sweep_name: str) -> str:
+    if job.resume is not None:
+        if not taken(job.storage, job.resume):
+            raise ValueError(f"no experiment {job.resume!r} in {job.storage} to resume")
+        return job.resume
+    if job.name is not None:
+        if taken(job.storage, job.name):
+            raise ValueError(f"{job.storage} holds experiment {job.name!r} already: --resume {job.name} continues "
+                             f"it; choose another --name, or leave --name out for a fresh one")
+        return job.name
+    name, k = sweep_name, 1
+    while taken(job.storage, name):
+        k += 1
+        name = f"{sweep_name}-{k}"
+    return name
+
+
+def run_job(job: TuneJob) -> int:
+    """Run the sweep, test, print the runs table; 1 if a trial ended in error."""
+    if job.address is None:  # a Ray started here, for this process only: no token to manage
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    import polars as pl
+
+    from psedual.results.collect import collect
+    from psedual.tune.space import load_spec
+    from psedual.tune.sweep import run_sweep
+
+    spec = load_spec(job.space)
+    name = experiment_name(job, spec.name)
+    print(f"experiment {name}: {job.space} ({'resumed' if job.resume else 'new'}), storage {job.storage}", flush=True)
+    began = time.perf_counter()
+    outcomes = run_sweep(spec, job.storage, name=name, resume=job.resume is not None, address=job.address,
+                         verbose=0 if os.environ.get("CI") else 1)
+    runs = collect(outcomes, job.storage, name, spec.resources)  # tests run as parallel Ray tasks
+    with pl.Config(tbl_rows=50, tbl_cols=len(SHOWN), tbl_width_chars=200, float_precision=4):
+        print(runs.select([c for c in SHOWN if c in runs.columns]))
+    print(f"{len(runs)} trials in {time.perf_counter() - began:.0f} s; tables in "
+          f"{job.storage}/{{runs,epochs,predictions}}/experiment={name}/")
+    return 1 if (runs["status"] == "error").any() else 0

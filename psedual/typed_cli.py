@@ -1,0 +1,182 @@
+"""The commands whose options are the typed configs' fields: `train`, `tune`, `llm`, `data fetch`.
+
+jsonargparse builds each parser from the dataclasses themselves: one option per field, named by
+the sweep files' dotted keys (`--lr`, `--data.fold`, `--model.hidden_size`, `--psedual.fusion`,
+`--variant`), its help the field's docstring, its choices the field's Literal type (so the
+registries' names), nested groups from nested configs, and `--config FILE.yaml` (flat dotted
+keys or nested mappings) with command-line overrides after it; `--print_config` writes one.
+Earlier versions' spellings still work (`--batch-size`, `--fold`, `--psedual gcn`): see `normalise`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+
+from jsonargparse import ArgumentParser, Namespace, set_parsing_settings
+
+# The help of each option is the docstring under its field.
+set_parsing_settings(docstring_parse_attribute_docstrings=True)
+
+
+@dataclass(frozen=True)
+class Command:
+    """A generated command: its one-line help, its parser and what it runs."""
+
+    help: str
+    parser: Callable[[], ArgumentParser]
+    run: Callable[[Namespace], int | None]
+
+
+def _parser(command: str, description: str) -> ArgumentParser:
+    parser = ArgumentParser(prog=f"psedual {command}", description=description, exit_on_error=False,
+                            default_env=False)
+    parser.add_argument("--config", action="config", help="a YAML file of options (the same keys, dotted or "
+                        "nested); options after it override it")
+    return parser
+
+
+def _flatten(values: dict, prefix: str = "") -> dict:
+    out: dict = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+# ---- train -----------------------------------------------------------------------------------
+
+def _train_parser() -> ArgumentParser:
+    from psedual.reexamine.config import PseDualConfig
+    from psedual.train.config import TrainConfig
+    from psedual.tune.space import Variant
+
+    p = _parser("train", "Train one solver; test the checkpoint of the best validation epoch once.")
+    p.add_class_arguments(TrainConfig, nested_key=None, skip={"psedual"}, fail_untyped=True)
+    # TrainConfig's default data is MAWPS fold 0; on the command line the fold is said, as the
+    # dataset is (a fixed-split dataset then needs no `--data.fold null`).
+    p.set_defaults({"data.fold": None})
+    p.add_argument("--variant", type=Variant, default="base",
+                   help="`base`: the solver alone; `gru`/`gcn`: PseDual, reading expressions with that encoder "
+                        "(`--psedual gcn` is the same). The psedual.* options need one of these.")
+    p.add_class_arguments(PseDualConfig, nested_key="psedual", skip={"expression_encoder"}, fail_untyped=True)
+    p.add_argument("--out", required=True, help="run folder: checkpoints, epochs/predictions/metrics Parquet")
+    p.add_argument("--resume", action="store_true", help="continue from OUT/last.pt")
+    return p
+
+
+def _train_config(cfg: Namespace):
+    """The TrainConfig of a parsed `train` command, built as a sweep builds a trial's."""
+    from psedual.reexamine.config import PseDualConfig
+    from psedual.tune.space import make_config
+
+    flat = _flatten(cfg.as_dict())
+    for key in ("config", "out", "resume", "__path__"):
+        flat.pop(key, None)
+    defaults = PseDualConfig()
+    psedual = {k: v for k, v in flat.items() if k.startswith("psedual.")}
+    if flat["variant"] == "base":
+        changed = [k for k, v in psedual.items() if v != getattr(defaults, k.split(".", 1)[1])]
+        if changed:
+            raise ValueError(f"--{', --'.join(changed)} set PseDual's knobs: they need --variant gru|gcn")
+        flat = {k: v for k, v in flat.items() if k not in psedual}
+    return make_config(flat)
+
+
+def _run_train(cfg: Namespace) -> None:
+    from psedual.cli import summary
+    from psedual.train.trainer import train
+
+    result = train(_train_config(cfg), cfg.out, resume=cfg.resume)
+    print(summary(result))
+
+
+# ---- tune ------------------------------------------------------------------------------------
+
+def _tune_parser() -> ArgumentParser:
+    from psedual.job import TuneJob
+
+    p = _parser("tune", "The main job: a sweep on Ray Tune (Optuna/ASHA or a grid), then each trial's "
+                "chosen checkpoint tested once; the runs table printed. Runs again and again: each run is "
+                "a new experiment unless --resume names one.")
+    p.add_class_arguments(TuneJob, nested_key=None, fail_untyped=True)
+    return p
+
+
+def _run_tune(cfg: Namespace) -> int:
+    from psedual.job import TuneJob, run_job
+
+    return run_job(TuneJob(**{f.name: cfg[f.name] for f in fields(TuneJob)}))
+
+
+# ---- llm -------------------------------------------------------------------------------------
+
+def _llm_parser() -> ArgumentParser:
+    from psedual.llm.run import LLMConfig
+
+    p = _parser("llm", "A chat model (OpenAI-compatible endpoint) solves a test split zero-shot, optionally "
+                "reexamining its own solutions.")
+    p.add_class_arguments(LLMConfig, nested_key=None, fail_untyped=True)
+    p.add_argument("--out", required=True, help="run folder: predictions/metrics Parquet and the reply cache "
+                   "(rerun with the same folder to resume: answered requests are not sent again)")
+    return p
+
+
+def _run_llm(cfg: Namespace) -> None:
+    from psedual.llm.client import LLMError
+    from psedual.llm.run import LLMConfig, run
+
+    config = LLMConfig(**{f.name: cfg[f.name] for f in fields(LLMConfig)})
+    try:
+        m = run(config, cfg.out, progress=sys.stderr.isatty())
+    except LLMError as err:
+        raise ValueError(str(err)) from None
+    print(f"{m['variant']} {m['llm.model']} on {m['data.dataset']}: value {100 * m['test_value_acc']:.2f}% expr "
+          f"{100 * m['test_expr_acc']:.2f}% over {m['n_test']} problems; {m['failures']} unusable replies; "
+          f"reexamination changed {m['changed']} answers ({m['changed_to_right']} to right, {m['changed_to_wrong']} "
+          f"to wrong); {m['calls']} calls, {m['cache_hits']} from the cache, {m['prompt_tokens']}+"
+          f"{m['completion_tokens']} tokens; {m['seconds']:.1f} s | {cfg.out}")
+
+
+COMMANDS: dict[tuple[str, ...], Command] = {
+    ("train",): Command("train one solver; test the best validation checkpoint once", _train_parser, _run_train),
+    ("tune",): Command("the main job: a sweep on Ray Tune, then tests and the runs table (as tune.py)",
+                       _tune_parser, _run_tune),
+    ("llm",): Command("a chat model (OpenAI-compatible endpoint) solves a test split zero-shot",
+                      _llm_parser, _run_llm),
+}
+
+
+def normalise(argv: list[str], options: set[str]) -> list[str]:
+    """The spellings of earlier versions, mapped onto the generated options: dashes in option
+    names (`--batch-size` → `--batch_size`), a nested field's bare name where it is unique
+    (`--fold` → `--data.fold`, `--fusion` → `--psedual.fusion`), and `--psedual gcn` →
+    `--variant gcn`."""
+    from psedual.tune.space import VARIANTS
+
+    by_leaf: dict[str, list[str]] = {}
+    for option in options:
+        by_leaf.setdefault("--" + option.rpartition(".")[2].lstrip("-"), []).append(option)
+    out: list[str] = []
+    for i, token in enumerate(argv):
+        if token.startswith("--"):
+            name, eq, value = token[2:].partition("=")
+            name = "--" + name.replace("-", "_")
+            if name not in options and len(by_leaf.get(name, [])) == 1:
+                name = by_leaf[name][0]
+            token = name + eq + value
+        if token == "--psedual" and i + 1 < len(argv) and argv[i + 1] in VARIANTS:
+            token = "--variant"
+        out.append(token)
+    return out
+
+
+def find(argv: list[str]) -> tuple[tuple[str, ...], Command] | None:
+    """The generated command that argv starts with, if any."""
+    for words, command in COMMANDS.items():
+        if tuple(argv[:len(words)]) == words:
+            return words, command
+    return None

@@ -1,0 +1,115 @@
+"""The generated command line: every typed-config field is an option, listed in --help with its
+docstring and choices, settable, and readable from a YAML file with overrides after it."""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import fields
+
+import pytest
+
+from psedual.cli import main
+from psedual.job import TuneJob
+from psedual.llm.run import LLMConfig
+from psedual.reexamine.config import PseDualConfig
+from psedual.train.config import TrainConfig
+from psedual.typed_cli import COMMANDS, _train_config, normalise
+
+# Non-default values that every check in the configs accepts; the rest are derived from the type.
+SPECIAL = {"data.dataset": "mawps", "data.fold": 3, "model.plm": "/tmp/a-plm-folder", "data.data_root": "/tmp/d",
+           "data.user_path": "/tmp/u"}
+
+
+def _other_value(key: str, annotation: object, default: object) -> object:
+    if key in SPECIAL:
+        return SPECIAL[key]
+    if typing.get_origin(annotation) is typing.Literal:
+        return next(v for v in typing.get_args(annotation) if v != default)
+    kind = next(a for a in typing.get_args(annotation) or (annotation,) if a is not type(None))
+    if kind is bool:
+        return not default
+    if kind is int:
+        return 2 if default is None else default + 1
+    if kind is float:
+        return 0.25 if not default else default / 2
+    return "something"
+
+
+def _hints(cls) -> dict:
+    return typing.get_type_hints(cls)
+
+
+def _train_fields() -> dict[str, tuple[object, object]]:
+    """Dotted key → (annotation, default) of every TrainConfig field the command line sets."""
+    out = {}
+    defaults = TrainConfig()
+    for name, annotation in _hints(TrainConfig).items():
+        if name in ("data", "model"):
+            sub = getattr(defaults, name)
+            out.update({f"{name}.{k}": (a, getattr(sub, k)) for k, a in _hints(type(sub)).items()})
+        elif name == "psedual":
+            out.update({f"psedual.{k}": (a, getattr(PseDualConfig(), k)) for k, a in _hints(PseDualConfig).items()
+                        if k != "expression_encoder"})  # --variant sets it
+        else:
+            out[name] = (annotation, getattr(defaults, name))
+    return out
+
+
+def test_every_train_field_is_in_the_help_with_its_docstring_and_choices(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for key, (annotation, _) in _train_fields().items():
+        assert f"--{key} " in text, key
+        if typing.get_origin(annotation) is typing.Literal:
+            assert f"--{key} {{{','.join(typing.get_args(annotation))}}}" in text, key
+    assert "--variant {base,gru,gcn}" in text and "--solver {gts,dns,graph2tree,bert_tree,re_deduction}" in text
+    assert "Passes over the training set." in text  # TrainConfig.epochs' docstring
+    assert "Weight of the infilling loss" in text  # PseDualConfig.alpha's
+
+
+def test_every_train_field_is_settable():
+    argv, wanted = ["--variant", "gru", "--out", "x"], {"psedual.expression_encoder": "gru"}
+    for key, (annotation, default) in _train_fields().items():
+        value = _other_value(key, annotation, default)
+        argv += [f"--{key}", str(value)]
+        wanted[key] = value
+    parser = COMMANDS[("train",)].parser()
+    config = _train_config(parser.parse_args(normalise(argv, set(parser._option_string_actions))))
+    flat = config.flat()
+    assert {k: flat[k] for k in wanted} == wanted
+
+
+def test_a_yaml_config_with_dotted_keys_and_overrides_after_it(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("# psedual train --config run.yaml\nlr: 0.002\nmodel.hidden_size: 64\nvariant: gcn\n"
+                    "data:\n  fold: 4\npsedual.fusion: predicted\nepochs: 7\n")
+    parser = COMMANDS[("train",)].parser()
+    argv = ["--config", str(path), "--epochs", "9", "--out", "x"]
+    config = _train_config(parser.parse_args(normalise(argv, set(parser._option_string_actions))))
+    assert (config.lr, config.model.hidden_size, config.data.fold, config.epochs) == (0.002, 64, 4, 9)
+    assert (config.psedual.expression_encoder, config.psedual.fusion) == ("gcn", "predicted")
+
+
+def test_earlier_spellings_map_onto_the_generated_options():
+    options = set(COMMANDS[("train",)].parser()._option_string_actions)
+    assert normalise(["--batch-size", "8", "--fold=2", "--psedual", "gcn", "--tau-final", "0.7", "--psedual",
+                      "run.yaml"], options) == ["--batch_size", "8", "--data.fold=2", "--variant", "gcn",
+                                                "--psedual.tau_final", "0.7", "--psedual", "run.yaml"]
+
+
+@pytest.mark.parametrize("words, cls", [(("tune",), TuneJob), (("llm",), LLMConfig)])
+def test_the_other_generated_commands_have_every_field(words, cls):
+    parser = COMMANDS[words].parser()
+    for f in fields(cls):
+        assert f"--{f.name}" in parser._option_string_actions, f.name
+
+
+def test_bad_options_are_one_clear_error(tmp_path, capsys):
+    assert main(["train", "--fold", "0", "--solver", "gpt", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "psedual train: error:" in err and "Got value: gpt" in err and "re_deduction" in err
+    assert main(["train", "--dataset", "svamp", "--fold", "1", "--out", str(tmp_path)]) == 2
+    assert "svamp has fixed splits; fold must be None, got 1" in capsys.readouterr().err
+    assert main(["train", "--no-such-option", "1", "--out", str(tmp_path)]) == 2
+    assert "no_such_option" in capsys.readouterr().err
