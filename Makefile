@@ -33,7 +33,7 @@ install: $(VENV)/.installed
 # The default sweep (search_spaces/default.yaml) trains on MAWPS fold 0: on a machine whose data root
 # lacks it, fetch it first (into $PSEDUAL_DATA or ~/.local/share/psedual/data; README: Data).
 demo: install
-	$(BIN)/python -m psedual.data.fetch --if-missing mawps
+	$(BIN)/psedual data fetch --if_missing mawps
 	RAY_AUTH_MODE=disabled $(BIN)/python tune.py
 
 test: install

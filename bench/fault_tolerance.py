@@ -80,10 +80,29 @@ def worker_killed(work: Path) -> None:
           f"same predictions: {tables['predictions'][0].equals(tables['predictions'][1])}")
 
 
+def stop_ray_under(ray_tmp: Path) -> int:
+    """Kill the processes whose command line names `ray_tmp`: the Ray a killed driver started.
+    Never `ray stop`, which stops every Ray of this user on the machine."""
+    import psutil  # a Ray dependency
+
+    killed = 0
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if proc.pid != os.getpid() and any(str(ray_tmp) in arg for arg in proc.info["cmdline"] or ()):
+                proc.kill()
+                killed += 1
+        except psutil.Error:  # gone already, or not ours to kill
+            continue
+    return killed
+
+
 def driver_killed(work: Path) -> None:
     (work / "d.yaml").write_text(TINY.format(name="driver", variants="[base, gcn]", seeds="[0, 1]", in_process="true"))
     cmd = [sys.executable, str(ROOT / "tune.py"), "--space", str(work / "d.yaml"), "--storage", str(work / "results")]
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "CI": "1"}
+    # The driver's local Ray keeps its sockets and session under a temp dir of its own, so that the
+    # Ray it leaves behind when killed can be told from any other Ray on this machine.
+    ray_tmp = Path(tempfile.mkdtemp(prefix="pdray-"))
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "CI": "1", "RAY_TMPDIR": str(ray_tmp)}
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     state = work / "results" / "driver"
     began = time.time()
@@ -95,12 +114,13 @@ def driver_killed(work: Path) -> None:
     proc.wait()
     partial = len(list((work / "results" / "runs" / "experiment=driver").glob("*.parquet"))) \
         if (work / "results" / "runs" / "experiment=driver").exists() else 0
-    subprocess.run(["ray", "stop", "--force"], capture_output=True, env=env)
+    left = stop_ray_under(ray_tmp)
     resumed = subprocess.run([*cmd, "--resume", "driver"], env=env, capture_output=True, text=True)
+    stop_ray_under(ray_tmp)
     runs = pl.read_parquet(work / "results" / "runs" / "experiment=driver" / "*.parquet")
     preds = pl.read_parquet(work / "results" / "predictions" / "experiment=driver" / "*.parquet")
     print(f"driver killed after {time.time() - began:.0f} s with {partial} runs rows written; "
-          f"--resume exit code {resumed.returncode}")
+          f"({left} processes of its Ray left, stopped); --resume exit code {resumed.returncode}")
     print(f"  runs rows {runs.height} (trials {runs['trial'].n_unique()}, statuses {sorted(runs['status'])}); "
           f"predictions rows {preds.height}, duplicates {preds.height - preds.unique(['trial', 'id']).height}")
 

@@ -141,7 +141,36 @@ def _run_llm(cfg: Namespace) -> None:
           f"{m['completion_tokens']} tokens; {m['seconds']:.1f} s | {cfg.out}")
 
 
+# ---- data fetch ------------------------------------------------------------------------------
+
+def _fetch_parser() -> ArgumentParser:
+    from psedual.data.fetch import FetchConfig
+    from psedual.data.manifest import MANIFEST
+
+    p = _parser("data fetch", "Download benchmarks from their public sources, pinned by commit, each file checked "
+                "against its SHA256 (psedual/data/manifest.py) and renamed into place only then.")
+    p.add_argument("datasets", nargs="*", default=[],
+                   help=f"any of {', '.join(MANIFEST)} (default: all; MathQA's training file is yours to bring)")
+    p.add_class_arguments(FetchConfig, nested_key=None, skip={"datasets"}, fail_untyped=True)
+    p.add_argument("--sums", action="store_true", help="print `SHA256  path` lines (sha256sum -c form) and exit")
+    p.add_argument("--urls", action="store_true", help="print `URL  path` lines and exit")
+    return p
+
+
+def _run_fetch(cfg: Namespace) -> None:
+    from psedual.data.fetch import FetchConfig, fetch, listing
+
+    config = FetchConfig(**{f.name: tuple(cfg[f.name]) if f.name == "datasets" else cfg[f.name]
+                            for f in fields(FetchConfig)})
+    if cfg.sums or cfg.urls:
+        print("\n".join(listing(config, "sums" if cfg.sums else "urls")))
+        return
+    fetch(config)
+
+
 COMMANDS: dict[tuple[str, ...], Command] = {
+    ("data", "fetch"): Command("download the benchmarks, pinned by commit, SHA256-checked", _fetch_parser,
+                               _run_fetch),
     ("train",): Command("train one solver; test the best validation checkpoint once", _train_parser, _run_train),
     ("tune",): Command("the main job: a sweep on Ray Tune, then tests and the runs table (as tune.py)",
                        _tune_parser, _run_tune),

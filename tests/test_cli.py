@@ -9,6 +9,7 @@ from dataclasses import fields
 import pytest
 
 from psedual.cli import main
+from psedual.data.fetch import FetchConfig
 from psedual.job import TuneJob
 from psedual.llm.run import LLMConfig
 from psedual.reexamine.config import PseDualConfig
@@ -98,11 +99,12 @@ def test_earlier_spellings_map_onto_the_generated_options():
                                                 "--psedual.tau_final", "0.7", "--psedual", "run.yaml"]
 
 
-@pytest.mark.parametrize("words, cls", [(("tune",), TuneJob), (("llm",), LLMConfig)])
+@pytest.mark.parametrize("words, cls", [(("tune",), TuneJob), (("llm",), LLMConfig), (("data", "fetch"), FetchConfig)])
 def test_the_other_generated_commands_have_every_field(words, cls):
     parser = COMMANDS[words].parser()
+    positional = {a.dest for a in parser._actions if not a.option_strings}
     for f in fields(cls):
-        assert f"--{f.name}" in parser._option_string_actions, f.name
+        assert f"--{f.name}" in parser._option_string_actions or f.name in positional, f.name
 
 
 def test_bad_options_are_one_clear_error(tmp_path, capsys):

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from psedual.data import root as root_module
-from psedual.data.fetch import FetchConfig, fetch, main
+from psedual.cli import main as cli_main
+from psedual.data.fetch import FetchConfig, fetch
 from psedual.data.files import DataFileError
 from psedual.data.manifest import BUNDLED_DIR, MANIFEST
 from psedual.data.registry import DATASETS
@@ -88,6 +89,10 @@ def upstream(data_root, monkeypatch):
     server.shutdown()
     server.server_close()
     thread.join()
+
+
+def main(argv: list[str]) -> int:
+    return cli_main(["data", "fetch", *argv])
 
 
 def _run(up: Upstream, dest: Path, *args: str) -> int:
@@ -204,10 +209,10 @@ def test_server_down_gives_the_offline_message(tmp_path, capsys):
 
 def test_the_module_runs_as_a_command(tmp_path):
     mirror = f"http://127.0.0.1:{_dead_port()}"
-    done = subprocess.run([sys.executable, "-m", "psedual.data.fetch", "mathqa", "--mirror", mirror, "--dest",
+    done = subprocess.run([sys.executable, "-m", "psedual.cli", "data", "fetch", "mathqa", "--mirror", mirror, "--dest",
                            str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "Offline?" in done.stderr
-    sums = subprocess.run([sys.executable, "-m", "psedual.data.fetch", "--sums", "mathqa"], capture_output=True,
+    sums = subprocess.run([sys.executable, "-m", "psedual.cli", "data", "fetch", "--sums", "mathqa"], capture_output=True,
                           text=True, timeout=60)
     assert sums.stdout.splitlines() == [f"{f.sha256}  {f.path}" for f in MANIFEST["mathqa"]]
 

@@ -1,10 +1,10 @@
 """`psedual data fetch`: download the benchmarks from their public sources, pinned by commit.
 
-    python -m psedual.data.fetch                        # every fetchable dataset
-    python -m psedual.data.fetch mawps svamp --dest DIR
-    python -m psedual.data.fetch --if-missing mawps     # `make demo`: nothing when a data root has them
-    python -m psedual.data.fetch --sums mathqa          # the SHA256 list, for placing files by hand
-    python -m psedual.data.fetch --urls mathqa          # where each file comes from
+    psedual data fetch                        # every fetchable dataset
+    psedual data fetch mawps svamp --dest DIR
+    psedual data fetch --if_missing mawps     # `make demo`: nothing when a data root has them
+    psedual data fetch --sums mathqa          # the SHA256 list, for placing files by hand
+    psedual data fetch --urls mathqa          # where each file comes from
 
 Files go to --dest, else $PSEDUAL_DATA, else the per-user folder
 ${XDG_DATA_HOME:-~/.local/share}/psedual/data, which find_data_root() also searches.
@@ -16,7 +16,6 @@ Nothing else in the package downloads anything.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import http.client
 import os
@@ -275,7 +274,7 @@ def _offline_message(url: str, err: _Failed, f: SourceFile, part: Path, dest: Pa
     names = " ".join(config.names)
     kept = f"; the {err.have:,} bytes received are kept in {part}: run the command again to resume" if err.have else ""
     return (f"cannot download {url} ({err.reason}){kept}. Offline? Put the files there by hand: {f.path} goes to "
-            f"{dest / f.path} with SHA256 {f.sha256}; `python -m psedual.data.fetch --sums {names}` lists every file "
+            f"{dest / f.path} with SHA256 {f.sha256}; `psedual data fetch --sums {names}` lists every file "
             f"and its SHA256 (check them with `sha256sum -c` inside {dest}) and `--urls {names}` where each comes from; "
             f"or use --mirror URL for a host with the same layout")
 
@@ -288,32 +287,9 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m psedual.data.fetch", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("datasets", nargs="*", metavar="DATASET", help=f"any of {', '.join(MANIFEST)} (default: all)")
-    parser.add_argument("--dest", help="folder to write into (default $PSEDUAL_DATA, else "
-                        "${XDG_DATA_HOME:-~/.local/share}/psedual/data)")
-    parser.add_argument("--mirror", metavar="URL", help="a host with raw.githubusercontent.com's layout "
-                        "(URL/<owner>/<repo>/<commit>/<path>) instead of GitHub")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per connection or read (default 60)")
-    parser.add_argument("--retries", type=int, default=2, help="resumes after a connection breaks mid-file (default 2)")
-    parser.add_argument("--if-missing", action="store_true", help="do nothing when the data root already has the files")
-    parser.add_argument("--sums", action="store_true", help="print `SHA256  path` lines (sha256sum -c form) and exit")
-    parser.add_argument("--urls", action="store_true", help="print `URL  path` lines and exit")
-    args = parser.parse_args(argv)
-    try:
-        config = FetchConfig(tuple(args.datasets), args.dest, args.mirror, args.timeout, args.retries, args.if_missing)
-        if args.sums or args.urls:
-            for f in config.files():
-                print(f"{f.sha256}  {f.path}" if args.sums else f"{f.url(config.mirror or RAW_GITHUB)}  {f.path}")
-            return 0
-        fetch(config)
-    except (DataFileError, ValueError) as err:
-        print(f"psedual: error: {err}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def listing(config: FetchConfig, what: str) -> list[str]:
+    """`SHA256  path` lines (`sums`, for `sha256sum -c` after placing files by hand) or
+    `URL  path` lines (`urls`) of the files `config` names."""
+    if what == "sums":
+        return [f"{f.sha256}  {f.path}" for f in config.files()]
+    return [f"{f.url(config.mirror or RAW_GITHUB)}  {f.path}" for f in config.files()]
