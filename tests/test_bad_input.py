@@ -95,9 +95,10 @@ def test_empty_equation_list_is_a_skip(mawps_root):
     assert "lEquations" in skip.detail
 
 
-def test_missing_question_is_a_skip(mawps_root):
-    skip = _skip_for(mawps_root, 4, 2, lambda r: r.update(sQuestion=""), "missing field")
-    assert "'sQuestion'" in skip.detail
+def test_blank_question_is_a_skip(mawps_root):
+    # There but blank is told apart from absent ("no 'sQuestion'" would be wrong).
+    skip = _skip_for(mawps_root, 4, 2, lambda r: r.update(sQuestion="  "), "empty field")
+    assert "'sQuestion' is there but blank" in skip.detail
 
 
 def test_unknown_token_in_equation_is_a_skip(mawps_root):
@@ -330,7 +331,9 @@ def test_jsonl_needs_exactly_one_equation(jsonl_folder, change):
         ({"equation": None, "prefix": "* N0"}, "unparseable equation", "ends too early"),
         ({"answer": "abc"}, "answer not a number", "'abc'"),
         ({"answer": None}, "missing field", "'answer'"),
-        ({"text": ""}, "missing field", "'text'"),
+        ({"text": ""}, "empty field", "'text' is there but blank"),
+        ({"text": "   "}, "empty field", "'text' is there but blank"),  # was kept with 0 numbers
+        ({"equation": ""}, "empty field", "the equation is there but blank"),
         ({"language": "fr"}, "bad language", "'fr'"),
     ],
 )

@@ -10,6 +10,8 @@ import pytest
 
 from psedual.data.expr import evaluate, values_equal
 from psedual.data.numbers import parse_number
+from psedual.data.sources.common import LITERAL_AND_DISAGREES, LITERAL_NOT_IN_TEXT
+from psedual.data.splits import constants_of
 
 # Problems whose gold expression does not give the source's own answer: errors in
 # the source files (e.g. MAWPS 3327 says 40 / 7 = 5, Math23K 12495 rounds its
@@ -50,7 +52,8 @@ def test_math23k_standard_split(datasets):
     assert [_read(ds.skips, ds.problems, split=s) for s in ("train", "valid", "test")] == [21162, 1000, 1000]
     # One record's equation is garbled in the source ('(1/6)0'); it is a counted skip.
     assert [(s.origin.rsplit("(", 1)[1], s.reason) for s in ds.skips] == [("id 17520)", "unparseable equation")]
-    assert ds.notes == {"quantity-cell indices past the text's end dropped": 588, "unit stripped from equation": 1}
+    assert ds.notes == {"quantity-cell indices past the text's end dropped": 588, "unit stripped from equation": 1,
+                        LITERAL_NOT_IN_TEXT: 5453}
 
 
 def test_svamp_and_mathqa_counts(datasets):
@@ -58,6 +61,21 @@ def test_svamp_and_mathqa_counts(datasets):
     assert Counter(p.split for p in sv.problems) == {"train": 3138, "test": 1000} and not sv.skips
     qa = datasets("mathqa")
     assert Counter(p.split for p in qa.problems) == {"valid": 3540, "test": 2410} and not qa.skips
+
+
+# Kept problems whose gold uses a literal that is not one of the text's numbers (a constant),
+# and those of them whose gold also disagrees with the answer (MAWPS 3327: 40 / 7 = 5).
+LITERALS = {"math23k": (5453, 0), "mawps": (62, 6), "mawps-single": (61, 6), "svamp": (79, 6), "mathqa": (3980, 0)}
+
+
+@pytest.mark.parametrize("name", sorted(LITERALS))
+def test_literals_not_in_the_text_are_counted(datasets, name):
+    ds = datasets(name)
+    flagged = [p for p in ds.problems if constants_of(p)]
+    disagreeing = {p.id.split(":", 1)[1] for p in flagged if not p.answer_agrees}
+    assert (len(flagged), len(disagreeing)) == LITERALS[name]
+    assert (ds.notes.get(LITERAL_NOT_IN_TEXT, 0), ds.notes.get(LITERAL_AND_DISAGREES, 0)) == LITERALS[name]
+    assert disagreeing <= DISAGREEING[name]
 
 
 @pytest.mark.parametrize("name", sorted(DISAGREEING))

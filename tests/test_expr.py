@@ -9,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from psedual.data import expr
-from psedual.data.build import RecordError, equation_side
+from psedual.data.build import RecordError, equation_side, parse_answer
 from psedual.data.expr import (
     ExpressionError,
+    ExpressionTooLarge,
     InvalidValue,
     Node,
     evaluate,
@@ -23,7 +24,7 @@ from psedual.data.expr import (
     try_evaluate,
     values_equal,
 )
-from psedual.data.numbers import NumberError, canonical, parse_number
+from psedual.data.numbers import NumberError, NumberTooLong, canonical, parse_number
 
 
 def prefix(text: str, atoms=()) -> list[str]:
@@ -432,3 +433,77 @@ def test_infix_round_trip_evaluates_the_same(tree, numbers):
 def test_brackets_close_their_own_kind(text):
     with pytest.raises(ExpressionError, match="unbalanced"):
         parse_infix(text)
+
+
+# --- size limits: refused with a reason, never a RecursionError or Python's digit limit -------
+
+
+def test_nesting_up_to_the_limit_parses_and_one_more_is_refused():
+    assert value("(" * expr.MAX_DEPTH + "1+2" + ")" * expr.MAX_DEPTH) == 3
+    with pytest.raises(ExpressionTooLarge, match="nested deeper than 100"):
+        parse_infix("(" * (expr.MAX_DEPTH + 1) + "1+2" + ")" * (expr.MAX_DEPTH + 1))
+    assert value("+".join(["1"] * expr.MAX_DEPTH)) == expr.MAX_DEPTH  # a left-deep tree 100 levels deep
+    with pytest.raises(ExpressionTooLarge, match=r"nested deeper than 100 \(101 levels\)"):
+        parse_infix("+".join(["1"] * (expr.MAX_DEPTH + 1)))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["(" * 5000 + "1" + ")" * 5000, "-" * 5000 + "1", "^".join(["1"] * 5000), "+".join(["1"] * 300),
+     "1+" * 5000 + "1", "1" * 20_000],
+    ids=["brackets", "unary minuses", "power chain", "flat sum", "too many tokens", "too many characters"],
+)
+def test_oversized_infix_is_refused_not_a_recursion_error(text):
+    with pytest.raises(ExpressionTooLarge) as info:
+        parse_infix(text)
+    assert len(str(info.value)) < 400  # the message quotes a shortened text
+
+
+def test_prefix_depth_and_length_limits():
+    ok = ["+", "N0"] * (expr.MAX_DEPTH - 1) + ["N0"]  # 100 levels, right-deep
+    assert evaluate(ok, [Fraction(1)]) == expr.MAX_DEPTH
+    with pytest.raises(ExpressionTooLarge, match="nested deeper than 100"):
+        from_prefix(["+", "N0"] * expr.MAX_DEPTH + ["N0"])
+    with pytest.raises(ExpressionTooLarge, match="1,001 tokens"):
+        from_prefix(["+"] * 500 + ["1"] * 501)
+    assert try_evaluate(["+"] * 5000 + ["1"] * 5001) is None
+
+
+def test_evaluating_a_deep_tree_built_elsewhere_is_refused():
+    node = Node("1")
+    for _ in range(5000):
+        node = Node("+", node, Node("1"))
+    with pytest.raises(ExpressionTooLarge):
+        evaluate(node)
+    assert expr.depth(node) == 5001
+
+
+@pytest.mark.parametrize("text", ["1" * 5000, "1" * 101, f"1.{'0' * 100}1", "1e400", "1e-400", f"1/{'9' * 101}",
+                                  "1" * 5000 + "%", "(1/" + "7" * 5000 + ")"])
+def test_over_long_numbers_are_refused(text):
+    with pytest.raises(NumberTooLong, match="longer than 100 digits") as info:
+        parse_number(text)
+    assert len(str(info.value)) < 400
+
+
+def test_numbers_at_the_limit_round_trip():
+    assert parse_number("9" * 100) == 10 ** 100 - 1
+    small = Fraction(1, 2 ** 300)  # 300 decimal places: stored as a fraction, which reads back
+    assert canonical(small) == f"1/{2 ** 300}" and parse_number(canonical(small)) == small
+    assert canonical(Fraction(1, 8)) == "0.125"
+
+
+def test_huge_values_stay_writable():
+    # 2^-9000 passes the evaluator's bound; writing it as a decimal would need a 6,000-digit
+    # int, past Python's limit. As an answer it is refused by size, not by a crash.
+    tiny = value("((1/2)^1000)^9")
+    assert canonical(tiny) == f"1/{2 ** 9000}"
+    assert len(canonical(value("(2^1000)^9"))) == 2710  # the largest the evaluator lets through...
+    with pytest.raises(InvalidValue, match="too large"):
+        value("(2^1000)^15")  # ...and 4,516 digits would be past Python's int-to-str limit
+    with pytest.raises(RecordError) as info:
+        parse_answer("((1/2)^1000)^9")
+    assert info.value.reason == "over a size limit"
+    with pytest.raises(RecordError) as info:
+        parse_answer(float("nan"))
+    assert info.value.reason == "answer not a number" and "not a finite number" in info.value.detail

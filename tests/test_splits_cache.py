@@ -10,7 +10,7 @@ import pytest
 
 from psedual.data.cache import cache_key, load_dataset
 from psedual.data.config import DataConfig
-from psedual.data.splits import constants_of, split_dataset
+from psedual.data.splits import INCONSISTENT, OUTSIDE_VOCABULARY, constants_of, split_dataset
 
 
 def test_mawps_fold_views_partition_the_data(datasets):
@@ -109,3 +109,17 @@ def test_mathqa_reads_a_user_training_file(tmp_path, data_root):
     assert (len(s.train), len(s.valid), len(s.test)) == (12, 3540, 2410)  # 100 is used once: left out
     assert s.constants == () and s.left_out == {"uses a constant outside the vocabulary": 1}
     assert all(p.answer_agrees for p in ds.problems if p.split == "train")
+
+
+def test_drop_inconsistent_leaves_out_training_problems_whose_gold_disagrees(datasets):
+    ds = datasets("mawps")
+    base = split_dataset(ds, DataConfig("mawps", fold=0))
+    dropped = split_dataset(ds, DataConfig("mawps", fold=0, drop_inconsistent=True))
+    assert base.left_out == {OUTSIDE_VOCABULARY: 22} and len(base.train) == 1409
+    assert sum(not p.answer_agrees for p in base.train) == 3  # trained on by default
+    assert dropped.left_out == {INCONSISTENT: 7, OUTSIDE_VOCABULARY: 22} and len(dropped.train) == 1402
+    assert all(p.answer_agrees for p in dropped.train)
+    assert dropped.valid == base.valid and dropped.test == base.test  # never dropped there
+    # Decided before the vocabulary: 7 (days in a week) reached min_constant_count (5) only
+    # through MAWPS 3253, whose gold 700 / 7 disagrees with its answer 7.
+    assert base.constants == ("12", "3", "0.01", "7") and dropped.constants == ("12", "3", "0.01")

@@ -5,17 +5,38 @@ a number of the text (exactly, or within MATCH_TOLERANCE for float-printed
 values such as 0.3333333333333333 for 1/3) becomes that number's slot; when the
 value occurs several times in the text, the first occurrence is used. Every
 other literal is a constant, stored canonically. Which constants a solver may
-produce is decided later, from the training split only (`vocab.py`).
+produce is decided later, from the training split only (`vocab.py`). A kept
+problem whose gold uses such a literal (a number not in its text) is counted by
+the loaders (`sources.common`), and so is one whose gold also disagrees with
+its answer (`3+7` where the text has 3 and 5): `data stats` shows both, and
+`DataConfig.drop_inconsistent` leaves the latter out of training.
+
+Limits: one record that breaks any of these is a counted skip with reason
+"over a size limit"; the rest of its file loads, and no record can take more
+than a fraction of a second or reach Python's recursion or int-digit limits.
+- MAX_TEXT_CHARS (10,000): characters of a problem text (real benchmarks: < 700);
+- MAX_NUMBERS (100): numbers in one problem (real benchmarks: <= 26);
+- `numbers.MAX_DIGITS` (100): digits of a number's numerator or denominator,
+  in the text, the equation or the answer;
+- `expr.MAX_EXPRESSION_CHARS` (10,000), `expr.MAX_TOKENS` (1,000) and
+  `expr.MAX_DEPTH` (100): size and nesting of an equation or a prefix.
+Other per-record refusals: a NaN or infinite answer ("answer not a number"),
+a field that is there but blank ("empty field"), text that is not valid
+Unicode, such as a lone surrogate from a JSON `\ud800` escape ("invalid
+text"; checked here, so the Parquet cache never sees it).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
+from dataclasses import fields
 from fractions import Fraction
 
 from psedual.data.expr import (
     MATCH_TOLERANCE,
+    MAX_TOKENS,
     SLOT,
     ExpressionError,
     InvalidValue,
@@ -26,8 +47,12 @@ from psedual.data.expr import (
     to_prefix,
     values_equal,
 )
-from psedual.data.numbers import NumberError, canonical, find_numbers, parse_number
+from psedual.data.numbers import NumberError, SizeLimitError, canonical, check_size, find_numbers, parse_number, quote
 from psedual.data.record import NUM_TOKEN, Problem
+
+MAX_TEXT_CHARS = 10_000
+MAX_NUMBERS = 100
+OVER_LIMIT = "over a size limit"
 
 # English tokens: a word that mixes letters and digits (`mp3`, `2d`, `h8`: not a
 # quantity), a number (with its sign when `-` stands alone before it: "-2 , -15"),
@@ -77,9 +102,23 @@ def english_words(text: str) -> list[str]:
     return _EN_TOKEN.findall(text)
 
 
+def check_text(text: str, name: str, limit: int = MAX_TEXT_CHARS) -> str:
+    """`text`, field `name` of a record, or a RecordError when it is blank or longer than
+    `limit` (checked before tokenizing: a 5-million-number text would take a minute and
+    gigabytes)."""
+    if len(text) > limit:
+        raise RecordError(OVER_LIMIT, f"{name!r} has {len(text):,} characters (limit {limit:,})")
+    if not text.strip():
+        raise RecordError("empty field", f"{name!r} is there but blank: {quote(text)}")
+    return text
+
+
 def text_tokens(text: str, language: str) -> tuple[list[str], list[int], list[str]]:
     """Raw problem text to tokens, slot positions and numbers as written: English is
-    tokenised here; Chinese text is expected to be segmented into space-separated words."""
+    tokenised here; Chinese text is expected to be segmented into space-separated words.
+    A text over MAX_TEXT_CHARS is refused here, before tokenizing (a blank one, by the loaders)."""
+    if len(text) > MAX_TEXT_CHARS:
+        raise RecordError(OVER_LIMIT, f"text has {len(text):,} characters (limit {MAX_TEXT_CHARS:,})")
     words = english_words(text) if language == "en" else text.split()
     tokens, num_pos, texts, _ = split_tokens(words, language)
     return tokens, num_pos, texts
@@ -91,10 +130,10 @@ def equation_side(equation: str) -> str:
     if len(sides) == 1:
         return sides[0]
     if len(sides) != 2:
-        raise RecordError("unparseable equation", f"{len(sides) - 1} '=' signs in {equation!r}")
+        raise RecordError("unparseable equation", f"{len(sides) - 1} '=' signs in {quote(equation)}")
     left_var, right_var = (bool(_VARIABLE.fullmatch(s)) for s in sides)
     if left_var == right_var:
-        raise RecordError("unparseable equation", f"no single unknown on one side of {equation!r}")
+        raise RecordError("unparseable equation", f"no single unknown on one side of {quote(equation)}")
     return sides[1] if left_var else sides[0]
 
 
@@ -106,6 +145,8 @@ def slot_literals(node: Node, values: Sequence[Fraction]) -> Node:
         return node
     try:
         value = parse_number(node.token)
+    except SizeLimitError as err:
+        raise RecordError(OVER_LIMIT, f"equation literal: {err}") from err
     except NumberError as err:
         raise RecordError("unparseable equation", str(err)) from err
     for k, v in enumerate(values):
@@ -121,17 +162,24 @@ def slot_literals(node: Node, values: Sequence[Fraction]) -> Node:
 def parse_answer(answer: object) -> Fraction:
     """A gold answer as a Fraction: numbers, `50%`, `((4)/(7))`, `7((2)/(3))`."""
     if isinstance(answer, bool) or not isinstance(answer, (int, float, str)):
-        raise RecordError("answer not a number", f"answer {answer!r}")
-    if isinstance(answer, (int, float)):
-        return Fraction(repr(answer)) if isinstance(answer, float) else Fraction(answer)
-    text = re.sub(r"(\d+)\(\((\d+)\)/\((\d+)\)\)", r"\1(\2/\3)", answer.strip())  # 7((2)/(3))
+        raise RecordError("answer not a number", f"answer {quote(answer)}")
+    if isinstance(answer, float) and not math.isfinite(answer):  # JSON's NaN and Infinity
+        raise RecordError("answer not a number", f"answer {answer!r} is not a finite number")
     try:
+        if isinstance(answer, (int, float)):
+            return check_size(Fraction(repr(answer)) if isinstance(answer, float) else Fraction(answer), answer)
+        text = re.sub(r"(\d+)\(\((\d+)\)/\((\d+)\)\)", r"\1(\2/\3)", answer.strip())  # 7((2)/(3))
         value = evaluate(parse_infix(text))
+    except SizeLimitError as err:
+        raise RecordError(OVER_LIMIT, f"answer: {err}") from err
     except (ExpressionError, InvalidValue, NumberError) as err:
-        raise RecordError("answer not a number", f"answer {answer!r}: {err}") from err
+        raise RecordError("answer not a number", f"answer {quote(answer)}: {err}") from err
     if not isinstance(value, Fraction):
-        raise RecordError("answer not a number", f"answer {answer!r} is not exact")
-    return value
+        raise RecordError("answer not a number", f"answer {quote(answer)} is not exact")
+    try:
+        return check_size(value, answer)  # its canonical string must read back (`Problem.answer_value`)
+    except SizeLimitError as err:
+        raise RecordError(OVER_LIMIT, f"answer: {err}") from err
 
 
 def make_problem(
@@ -152,16 +200,15 @@ def make_problem(
 ) -> Problem:
     """Check and assemble one Problem from an infix `equation` (literals matched to
     numbers) or a `prefix` already over slots `N<k>` and constant literals."""
+    if len(number_texts) > MAX_NUMBERS:
+        raise RecordError(OVER_LIMIT, f"{len(number_texts):,} numbers in the text (limit {MAX_NUMBERS})")
     try:
         values = [parse_number(t) for t in number_texts]
+    except SizeLimitError as err:
+        raise RecordError(OVER_LIMIT, f"in the text: {err}") from err
     except NumberError as err:
         raise RecordError("unreadable number", str(err)) from err
-    if (equation is None) == (prefix is None):
-        raise RecordError("no equation", "the record needs exactly one of an equation or a prefix")
-    if equation is not None and not isinstance(equation, str):
-        raise RecordError("unparseable equation", f"equation must be a string, found {equation!r}")
-    if prefix is not None and (not isinstance(prefix, (list, tuple)) or not all(isinstance(t, str) for t in prefix)):
-        raise RecordError("unparseable equation", f"prefix must be a list of strings, found {prefix!r}")
+    _check_expression_fields(equation, prefix)
     try:
         if equation is not None:
             atoms = [t for t in number_texts if not t.isdigit()]
@@ -169,12 +216,14 @@ def make_problem(
         else:
             tree = slot_literals(from_prefix(list(prefix)), values)
         value = evaluate(tree, values)
+    except SizeLimitError as err:  # before its bases ExpressionError and InvalidValue
+        raise RecordError(OVER_LIMIT, str(err)) from err
     except ExpressionError as err:
         raise RecordError("unparseable equation", str(err)) from err
     except InvalidValue as err:
         raise RecordError("invalid equation value", str(err)) from err
     gold = parse_answer(answer)
-    return Problem(
+    return _checked_text(Problem(
         id=f"{dataset}:{source_id}",
         dataset=dataset,
         split=split,
@@ -189,4 +238,41 @@ def make_problem(
         answer_agrees=values_equal(value, gold),
         cells=tuple(cells),
         origin=origin,
-    )
+    ))
+
+
+def _check_expression_fields(equation: object, prefix: object) -> None:
+    """Exactly one of `equation` (a string) and `prefix` (a list of strings), not blank."""
+    given = equation if equation is not None else prefix
+    if isinstance(given, (str, list, tuple)) and not (given.strip() if isinstance(given, str) else given):
+        which = "equation" if equation is not None else "prefix"
+        raise RecordError("empty field", f"the {which} is there but blank: {quote(given)}")
+    if equation is not None and prefix is not None:
+        raise RecordError("no equation", "the record has both an equation and a prefix; give exactly one")
+    if equation is None and prefix is None:
+        raise RecordError("no equation", "the record has neither an equation nor a prefix; give exactly one")
+    if equation is not None and not isinstance(equation, str):
+        raise RecordError("malformed record", f"equation must be a string, found {quote(equation)}")
+    if prefix is None:
+        return
+    if not isinstance(prefix, (list, tuple)):
+        raise RecordError("malformed record", f"prefix must be a list of strings, found {quote(prefix)}")
+    if len(prefix) > MAX_TOKENS:  # before looking at every token of a million
+        raise RecordError(OVER_LIMIT, f"prefix of {len(prefix):,} tokens (limit {MAX_TOKENS:,})")
+    if not all(isinstance(t, str) for t in prefix):
+        raise RecordError("malformed record", f"prefix must be a list of strings, found {quote(prefix)}")
+
+
+def _checked_text(problem: Problem) -> Problem:
+    """`problem`, or a RecordError when a string in it is not valid Unicode: JSON's `\\ud800`
+    escape gives a lone surrogate that no UTF-8 writer (the Parquet cache) accepts."""
+    for f in fields(Problem):
+        value = getattr(problem, f.name)
+        for text in value if isinstance(value, tuple) else (value,):
+            if isinstance(text, str) and not text.isascii():
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError as err:
+                    raise RecordError("invalid text", f"{f.name}: lone surrogate {text[err.start]!r} at character "
+                                      f"{err.start} of {quote(text)} (not valid Unicode)") from None
+    return problem

@@ -1,8 +1,11 @@
 """Loading a dataset once: processed problems are cached as Parquet.
 
-The cache key hashes the dataset's source files (bytes), any user file, and
-the processing code itself (the modules in PROCESSING_CODE plus CODE_VERSION),
-so editing a loader or a source file never serves stale rows.
+The cache key hashes the dataset's source files (bytes, and their paths as
+given and resolved: problems and skips quote those paths, so a byte-identical
+copy of a folder gets its own entry), any user file, and the processing code
+itself (the modules in PROCESSING_CODE plus CODE_VERSION), so editing a loader
+or a source file never serves stale rows. Strings are checked for valid Unicode
+before they are written (`build`), so no record can break a cache write.
 Files are written to a temporary name and renamed, so a killed writer never
 leaves half a cache entry.
 """
@@ -12,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -40,6 +43,10 @@ class Dataset:
     key: str = ""
     """The cache key this content was stored under."""
     from_cache: bool = False
+    root: str = ""
+    """The data root read, resolved ('' for a jsonl folder, which is `user_path`)."""
+    user_path: str = ""
+    """The user's file or folder, resolved ('' if none)."""
 
 
 def cache_dir() -> Path:
@@ -67,7 +74,8 @@ def cache_key(name: str, root: Path, user_path: Path | None) -> str:
             digest = hashlib.sha256(path.read_bytes()).hexdigest()
         except FileNotFoundError:
             raise DataFileError(f"{path}: file not found") from None
-        h.update(f"{path.name}\0{digest}\0".encode())
+        # Both spellings: origins quote the path as given, and the same spelling may be another folder.
+        h.update(f"{path}\0{path.resolve()}\0{digest}\0".encode("utf-8", "surrogatepass"))
     return h.hexdigest()[:20]
 
 
@@ -80,11 +88,13 @@ def load_dataset(name: str, data_root: str | os.PathLike | None = None, user_pat
     user = Path(user_path) if user_path is not None else None
     key = cache_key(name, root, user)
     stem = cache_dir() / f"{name}-{key}"
+    where = {"root": str(root.resolve()) if name != "jsonl" else "",
+             "user_path": str(user.resolve()) if user is not None else ""}
     if use_cache and (hit := _read_cache(stem, name, key)) is not None:
-        return hit
+        return replace(hit, **where)
     result = spec.read(root, user)
     _check_unique_ids(result.problems)
-    dataset = Dataset(name, result.problems, result.skips, dict(sorted(result.notes.items())), key)
+    dataset = Dataset(name, result.problems, result.skips, dict(sorted(result.notes.items())), key, **where)
     if use_cache:
         _write_cache(stem, dataset)
     return dataset

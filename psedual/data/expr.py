@@ -5,6 +5,17 @@ order of appearance) or constant literals (canonical strings, see
 `numbers.canonical`); inner nodes are the binary operators + - * / ^.
 Infix is parsed by recursive descent, evaluation is rational arithmetic over
 `Fraction`, and nothing derived from data is ever handed to `eval`.
+
+Size limits (`ExpressionTooLarge`, checked before any recursion can go deep, so
+no input reaches Python's recursion limit):
+- MAX_EXPRESSION_CHARS (10,000): characters of infix text, checked before tokenizing;
+- MAX_TOKENS (1,000): tokens of an infix or prefix expression;
+- MAX_DEPTH (100): nesting, counted as brackets, unary minuses and `^` chains
+  while parsing, and as the depth of the tree built (a flat sum of 200 terms is
+  a tree 200 deep). Real benchmarks reach depth 21 (Math23K, MathQA).
+Trees from `parse_infix` and `from_prefix` are therefore at most MAX_DEPTH deep,
+which is what makes the recursive helpers below (`to_infix`, `_eval`) safe;
+`evaluate` checks a tree built elsewhere before recursing.
 """
 
 from __future__ import annotations
@@ -15,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from psedual.data.numbers import NumberError, parse_number
+from psedual.data.numbers import NumberError, NumberTooLong, SizeLimitError, parse_number, quote
 
 OPERATORS = ("+", "-", "*", "/", "^")
 PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "^": 3}
@@ -32,7 +43,12 @@ _TOLERANCE = Fraction(1, 10_000)
 # Bounds that keep a hostile or broken expression from eating memory: 9^9^9 has
 # hundreds of millions of digits.
 MAX_EXPONENT = 1000
-MAX_BITS = 20_000
+# Below Python's 4,300-digit int-to-str limit (10,000 bits is about 3,010 digits), so every
+# value that passes can be written out by `numbers.canonical`.
+MAX_BITS = 10_000
+MAX_EXPRESSION_CHARS = 10_000
+MAX_TOKENS = 1_000
+MAX_DEPTH = 100
 
 Value = Fraction | float
 
@@ -43,6 +59,14 @@ class ExpressionError(ValueError):
 
 class InvalidValue(ValueError):
     """A well-formed expression without a finite real value (e.g. division by zero)."""
+
+
+class ExpressionTooLarge(ExpressionError, SizeLimitError):
+    """An expression over MAX_EXPRESSION_CHARS, MAX_TOKENS or MAX_DEPTH."""
+
+
+class ValueTooLarge(InvalidValue, SizeLimitError):
+    """A literal over the numbers' size limit (`numbers.MAX_DIGITS`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +95,15 @@ def tokenize_infix(text: str, atoms: Sequence[str] = ()) -> list[str]:
     contain operators: Math23K writes the fraction `(1/6)` in the text and
     means the same quantity when `(1/6)` appears in the equation.
     """
+    if len(text) > MAX_EXPRESSION_CHARS:
+        raise ExpressionTooLarge(f"expression of {len(text):,} characters (limit {MAX_EXPRESSION_CHARS:,}): "
+                                 f"{quote(text)}")
     atoms = sorted(set(atoms), key=len, reverse=True)
     tokens: list[str] = []
     pos = 0
     while pos < len(text):
+        if len(tokens) > MAX_TOKENS:
+            raise ExpressionTooLarge(f"expression of more than {MAX_TOKENS:,} tokens: {quote(text)}")
         ch = text[pos]
         if ch.isspace():
             pos += 1
@@ -96,7 +125,7 @@ def tokenize_infix(text: str, atoms: Sequence[str] = ()) -> list[str]:
             tokens.append(ch)
             pos += 1
         else:
-            raise ExpressionError(f"unknown token {text[pos:pos + 12]!r} at position {pos} of {text!r}")
+            raise ExpressionError(f"unknown token {text[pos:pos + 12]!r} at position {pos} of {quote(text)}")
     return tokens
 
 
@@ -114,13 +143,34 @@ def parse_infix(text: str, atoms: Sequence[str] = ()) -> Node:
     """Parse an infix expression (no `x=`) into a tree; leaves keep their written form."""
     tokens = tokenize_infix(text, atoms)
     if not tokens:
-        raise ExpressionError(f"empty expression {text!r}")
+        raise ExpressionError(f"empty expression {quote(text)}")
     parser = _InfixParser(tokens, text)
     node = parser.expression()
     if parser.pos != len(tokens):
         extra = tokens[parser.pos]
         what = f"unbalanced {extra!r}" if extra in ")]" else f"unexpected {extra!r}"
-        raise ExpressionError(f"{what} at token {parser.pos} of {text!r}")
+        raise ExpressionError(f"{what} at token {parser.pos} of {quote(text)}")
+    check_depth(node, text)
+    return node
+
+
+def depth(node: Node) -> int:
+    """Levels of a tree (a leaf is 1), counted without recursion."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        n, d = stack.pop()
+        deepest = max(deepest, d)
+        if not n.is_leaf:
+            stack += [(n.left, d + 1), (n.right, d + 1)]
+    return deepest
+
+
+def check_depth(node: Node, source: object = None) -> Node:
+    """`node`, or ExpressionTooLarge when it is deeper than MAX_DEPTH."""
+    levels = depth(node)
+    if levels > MAX_DEPTH:
+        shown = f": {quote(source)}" if source is not None else ""
+        raise ExpressionTooLarge(f"expression nested deeper than {MAX_DEPTH} ({levels} levels){shown}")
     return node
 
 
@@ -130,6 +180,14 @@ class _InfixParser:
 
     def __init__(self, tokens: list[str], text: str) -> None:
         self.tokens, self.text, self.pos = tokens, text, 0
+        self.nesting = 0  # open brackets, unary minuses and `^` levels: the recursion's depth
+
+    def deeper(self) -> None:
+        """Enter one more level; every recursive call goes through here, so the stack stays
+        within a few frames per level (about 6 * MAX_DEPTH in all)."""
+        self.nesting += 1
+        if self.nesting > MAX_DEPTH:
+            raise ExpressionTooLarge(f"expression nested deeper than {MAX_DEPTH}: {quote(self.text)}")
 
     def peek(self) -> str | None:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else None
@@ -137,7 +195,7 @@ class _InfixParser:
     def take(self) -> str:
         token = self.peek()
         if token is None:
-            raise ExpressionError(f"expression ends too early: {self.text!r}")
+            raise ExpressionError(f"expression ends too early: {quote(self.text)}")
         self.pos += 1
         return token
 
@@ -158,7 +216,10 @@ class _InfixParser:
         base = self.unary()
         if self.peek() == "^":
             self.take()
-            return Node("^", base, self.power())
+            self.deeper()
+            exponent = self.power()
+            self.nesting -= 1
+            return Node("^", base, exponent)
         return base
 
     def unary(self) -> Node:
@@ -170,16 +231,21 @@ class _InfixParser:
             if following is not None and _NUMBER.fullmatch(following):
                 self.take()
                 return Node("-" + following)
-            return Node("-", Node("0"), self.unary())
+            self.deeper()
+            operand = self.unary()
+            self.nesting -= 1
+            return Node("-", Node("0"), operand)
         token = self.take()
         if token in _CLOSING:
+            self.deeper()
             node = self.expression()
+            self.nesting -= 1
             if self.peek() != _CLOSING[token]:
-                raise ExpressionError(f"unbalanced {token!r} in {self.text!r}")
+                raise ExpressionError(f"unbalanced {token!r} in {quote(self.text)}")
             self.take()
             return node
         if token in OPERATORS or token in ")]":
-            raise ExpressionError(f"unexpected {token!r} at token {self.pos - 1} of {self.text!r}")
+            raise ExpressionError(f"unexpected {token!r} at token {self.pos - 1} of {quote(self.text)}")
         return Node(token)
 
 
@@ -199,24 +265,36 @@ def to_prefix(node: Node) -> list[str]:
 
 
 def from_prefix(tokens: Sequence[str]) -> Node:
-    """Build the tree of a prefix sequence; malformed sequences raise ExpressionError."""
-    pos = 0
-
-    def build() -> Node:
-        nonlocal pos
-        if pos >= len(tokens):
-            raise ExpressionError(f"prefix expression ends too early: {' '.join(tokens)!r}")
-        token = tokens[pos]
-        pos += 1
+    """Build the tree of a prefix sequence, without recursion; malformed sequences raise
+    ExpressionError, ones over MAX_TOKENS or MAX_DEPTH ExpressionTooLarge."""
+    if len(tokens) > MAX_TOKENS:
+        raise ExpressionTooLarge(f"prefix expression of {len(tokens):,} tokens (limit {MAX_TOKENS:,})")
+    # Operators still waiting for a child: [token, left child or None]. Each is an ancestor
+    # of the next token, so the stack's height is that token's depth minus one.
+    pending: list[list] = []
+    for pos, token in enumerate(tokens):
+        if len(pending) >= MAX_DEPTH:
+            raise ExpressionTooLarge(f"prefix expression nested deeper than {MAX_DEPTH}: {_shown(tokens)}")
         if token in OPERATORS:
-            left = build()
-            return Node(token, left, build())
-        return Node(token)
+            pending.append([token, None])
+            continue
+        node = Node(token)
+        while pending:
+            op, left = pending[-1]
+            if left is None:
+                pending[-1][1] = node
+                break
+            pending.pop()
+            node = Node(op, left, node)
+        else:  # nothing pending: `node` is the whole expression
+            if pos != len(tokens) - 1:
+                raise ExpressionError(f"prefix expression has {len(tokens) - pos - 1} extra tokens: {_shown(tokens)}")
+            return node
+    raise ExpressionError(f"prefix expression ends too early: {_shown(tokens)}")
 
-    node = build()
-    if pos != len(tokens):
-        raise ExpressionError(f"prefix expression has {len(tokens) - pos} extra tokens: {' '.join(tokens)!r}")
-    return node
+
+def _shown(tokens: Sequence[str]) -> str:
+    return quote(" ".join(map(str, tokens)))
 
 
 def infix_with_numbers(prefix: Sequence[str], texts: Sequence[str]) -> str:
@@ -253,7 +331,7 @@ def evaluate(expression: Node | Sequence[str], numbers: Sequence[Fraction] = ())
     non-real power, or a value too large to hold; ExpressionError for a
     malformed prefix sequence or an unreadable literal.
     """
-    node = expression if isinstance(expression, Node) else from_prefix(expression)
+    node = check_depth(expression) if isinstance(expression, Node) else from_prefix(expression)
     return _eval(node, numbers)
 
 
@@ -266,6 +344,8 @@ def _eval(node: Node, numbers: Sequence[Fraction]) -> Value:
             return numbers[k]
         try:
             return _bounded(parse_number(node.token))
+        except NumberTooLong as err:  # well-formed, only too large to hold
+            raise ValueTooLarge(f"value too large: {err}") from err
         except NumberError as err:
             raise ExpressionError(str(err)) from err
     a, b = _eval(node.left, numbers), _eval(node.right, numbers)

@@ -1,12 +1,24 @@
-"""Reading source files with errors that name the file, the record and the fault."""
+"""Reading source files with errors that name the file, the record and the fault.
+
+A file that cannot be read as a whole (missing, not UTF-8, not JSON) is a
+DataFileError naming it, and the load stops. Within a readable file, what one
+record holds is passed on as it is for the loaders to judge per record, with
+one exception made here: a JSON number too long to be a number (more than
+`numbers.MAX_WRITTEN_DIGITS` digits; Python refuses to build ints past 4,300
+digits) is kept as its string, which the loaders then refuse with the record's
+name ("over a size limit").
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import math
 from collections.abc import Iterator
 from pathlib import Path
+
+from psedual.data.numbers import MAX_WRITTEN_DIGITS
 
 
 class DataFileError(ValueError):
@@ -33,12 +45,41 @@ def _json_error(path: Path, err: json.JSONDecodeError, what: str) -> DataFileErr
     return DataFileError(f"{path}: {what}: {err.msg} at line {err.lineno} column {err.colno}")
 
 
+def _int(text: str) -> int | str:
+    return text if len(text) > MAX_WRITTEN_DIGITS else int(text)
+
+
+def _float(text: str) -> float | str:
+    value = float(text)  # 1e400 becomes inf: keep what was written, which the loaders refuse by size
+    return value if math.isfinite(value) and len(text) <= MAX_WRITTEN_DIGITS else text
+
+
+# Numbers as json reads them, except that an over-long one stays a string (see the docstring).
+_DECODER = json.JSONDecoder(parse_int=_int, parse_float=_float)
+_TOO_DEEP = "JSON nested too deeply to read (Python's recursion limit)"
+
+
+def _loads(text: str) -> object:
+    obj, end = _DECODER.raw_decode(text, _skip_space(text, 0))
+    if _skip_space(text, end) != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return obj
+
+
+def _skip_space(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    return pos
+
+
 def read_json(path: Path) -> object:
     text = read_text(path)
     try:
-        return json.loads(text)
+        return _loads(text)
     except json.JSONDecodeError as err:
         raise _json_error(path, err, "invalid or truncated JSON") from None
+    except RecursionError:
+        raise DataFileError(f"{path}: {_TOO_DEEP}") from None
 
 
 def read_json_list(path: Path) -> list[object]:
@@ -51,18 +92,18 @@ def read_json_list(path: Path) -> list[object]:
 def read_concatenated_json(path: Path) -> list[object]:
     """Objects written one after another with no enclosing list (Math23K's raw file)."""
     text = read_text(path)
-    decoder = json.JSONDecoder()
     records: list[object] = []
     pos = 0
     while True:
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
+        pos = _skip_space(text, pos)
         if pos == len(text):
             return records
         try:
-            obj, pos = decoder.raw_decode(text, pos)
+            obj, pos = _DECODER.raw_decode(text, pos)
         except json.JSONDecodeError as err:
             raise _json_error(path, err, f"record {len(records)} (after {len(records)} good records) is not valid JSON") from None
+        except RecursionError:
+            raise DataFileError(f"{path}: record {len(records)}: {_TOO_DEEP}") from None
         records.append(obj)
 
 
@@ -72,14 +113,32 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, object]]:
         if not line.strip():
             continue
         try:
-            yield lineno, json.loads(line)
+            obj = _loads(line)
         except json.JSONDecodeError as err:
             raise DataFileError(f"{path}: line {lineno} is not valid JSON: {err.msg} at column {err.colno}") from None
+        except RecursionError:
+            raise DataFileError(f"{path}: line {lineno}: {_TOO_DEEP}") from None
+        yield lineno, obj
 
 
-def read_csv(path: Path, required: tuple[str, ...]) -> list[dict[str, str]]:
-    reader = csv.DictReader(io.StringIO(read_text(path)))
-    missing = [c for c in required if c not in (reader.fieldnames or [])]
-    if missing:
-        raise DataFileError(f"{path}: missing columns {missing}; found {reader.fieldnames}")
-    return list(reader)
+def read_csv(path: Path, required: tuple[str, ...]) -> list[tuple[int, dict[str, str]]]:
+    """(line where the row starts, row) for each data row."""
+    text = read_text(path)
+    # csv refuses fields over 128 KiB with an error naming no line: let any field through
+    # (the loaders refuse an over-long one as that record's skip), for this read only.
+    limit = csv.field_size_limit(max(csv.field_size_limit(), len(text) + 1))
+    try:
+        reader = csv.DictReader(io.StringIO(text))
+        missing = [c for c in required if c not in (reader.fieldnames or [])]
+        if missing:
+            raise DataFileError(f"{path}: missing columns {missing}; found {reader.fieldnames}")
+        rows, start = [], reader.line_num + 1
+        try:
+            for row in reader:
+                rows.append((start, row))
+                start = reader.line_num + 1
+        except csv.Error as err:
+            raise DataFileError(f"{path}: line {start}: not valid CSV: {err}") from None
+        return rows
+    finally:
+        csv.field_size_limit(limit)

@@ -3,7 +3,13 @@
 Every number is a `fractions.Fraction`, so 1/3 stays 1/3 and 0.1 + 0.2 is 0.3.
 A number is stored as its canonical string (`canonical`), which `parse_number`
 reads back to the same Fraction: integers as `12`, terminating decimals as
-`0.125`, everything else as `p/q`.
+`0.125` (up to MAX_DIGITS places), everything else as `p/q`.
+
+Size limit: a number whose value, in lowest terms, has a numerator or a
+denominator of more than MAX_DIGITS (100) digits is refused (`NumberTooLong`);
+a written form with more than 3 * MAX_DIGITS digits is refused before it is
+read, so Python's int-conversion limit (4,300 digits) is never reached. Every
+value that passes has a canonical string that passes too.
 """
 
 from __future__ import annotations
@@ -20,7 +26,10 @@ _EN_NUMBER = r"^-?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d*\.\d+|\d+/\d+|\d+)$"
 NUMBER_PATTERNS = {"zh": re.compile(_ZH_NUMBER), "en": re.compile(_EN_NUMBER)}
 
 _PLAIN = re.compile(r"[-+]?(\d+(?:\.\d*)?|\.\d+)([eE][-+]?\d+)?")
-MAX_DECIMAL_EXPONENT = 100_000
+MAX_DIGITS = 100
+# Written digits read at most: canonical forms of accepted values have up to 2 * MAX_DIGITS.
+MAX_WRITTEN_DIGITS = 3 * MAX_DIGITS
+_LIMIT = 10 ** MAX_DIGITS
 _FRACTION = re.compile(r"\((\d+)/(\d+)\)|(\d+)/(\d+)")
 _MIXED = re.compile(r"(\d+)\((\d+)/(\d+)\)")
 
@@ -29,10 +38,37 @@ class NumberError(ValueError):
     """A string that should be a number is not one."""
 
 
+class SizeLimitError(ValueError):
+    """Input over one of the data layer's documented size limits (loaders count it as a skip)."""
+
+
+class NumberTooLong(NumberError, SizeLimitError):
+    """A number with more digits than MAX_DIGITS."""
+
+
+def quote(text: object, limit: int = 200) -> str:
+    """`repr(text)`, shortened for messages: a hostile record may hold megabytes."""
+    shown = repr(text)
+    if len(shown) <= limit:
+        return shown
+    return f"{shown[:limit // 2]}...{shown[-20:]} ({len(str(text)):,} characters)"
+
+
+def check_size(value: Fraction, text: object = None) -> Fraction:
+    """`value`, or NumberTooLong when its numerator or denominator has more than MAX_DIGITS digits."""
+    if abs(value.numerator) >= _LIMIT or value.denominator >= _LIMIT:
+        shown = f" in {quote(text)}" if text is not None else ""
+        raise NumberTooLong(f"number longer than {MAX_DIGITS} digits{shown}")
+    return value
+
+
 def parse_number(text: str) -> Fraction:
     """Read one written number exactly: `12`, `1,000`, `3.5`, `.5`, `2e-06`,
     `50%`, `(1/2)`, `1/2`, `3(1/2)`, or a canonical `p/q`."""
     s = text.strip()
+    # Counted before any int() is built: a 5,000-digit string would hit Python's own limit.
+    if len(s) > 2 * MAX_WRITTEN_DIGITS or sum(ch.isdigit() for ch in s) > MAX_WRITTEN_DIGITS:
+        raise NumberTooLong(f"number longer than {MAX_DIGITS} digits: {quote(text)}")
     percent = s.endswith("%")
     if percent:
         s = s[:-1].strip()
@@ -40,21 +76,21 @@ def parse_number(text: str) -> Fraction:
     if m := _MIXED.fullmatch(s):
         whole, num, den = (int(g) for g in m.groups())
         if den == 0:
-            raise NumberError(f"zero denominator in {text!r}")
+            raise NumberError(f"zero denominator in {quote(text)}")
         value = whole + Fraction(num, den)
     elif m := _FRACTION.fullmatch(s[1:] if s.startswith("-") else s):
         num, den = (int(g) for g in m.groups() if g is not None)
         if den == 0:
-            raise NumberError(f"zero denominator in {text!r}")
+            raise NumberError(f"zero denominator in {quote(text)}")
         value = Fraction(num, den) * (-1 if s.startswith("-") else 1)
     elif m := _PLAIN.fullmatch(s):
         # Fraction("1e1000000000") would build a billion-digit integer before any check.
-        if m.group(2) and abs(int(m.group(2)[1:])) > MAX_DECIMAL_EXPONENT:
-            raise NumberError(f"exponent too large in {text!r}")
+        if m.group(2) and abs(int(m.group(2)[1:])) > MAX_WRITTEN_DIGITS:
+            raise NumberTooLong(f"number longer than {MAX_DIGITS} digits: exponent too large in {quote(text)}")
         value = Fraction(s)
     else:
-        raise NumberError(f"not a number: {text!r}")
-    return value / 100 if percent else value
+        raise NumberError(f"not a number: {quote(text)}")
+    return check_size(value / 100 if percent else value, text)
 
 
 def canonical(value: Fraction) -> str:
@@ -62,10 +98,15 @@ def canonical(value: Fraction) -> str:
     if value.denominator == 1:
         return str(value.numerator)
     den = value.denominator
+    places = 0
     for p in (2, 5):
+        power = 0
         while den % p == 0:
             den //= p
-    if den != 1:
+            power += 1
+        places = max(places, power)
+    # A decimal of more than MAX_DIGITS places (1/2**300) would be longer than its fraction.
+    if den != 1 or places > MAX_DIGITS:
         return f"{value.numerator}/{value.denominator}"
     # A terminating decimal: scale to an integer and place the point.
     digits = 0

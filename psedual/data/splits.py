@@ -12,6 +12,9 @@ Orders are seeded hashes of problem ids, so they do not depend on file order:
   `min_constant_count` training problems use it. A training problem that uses a
   constant outside the vocabulary is left out of training (counted); valid and
   test problems are never dropped (they count as unsolvable, see stats).
+- with `drop_inconsistent`, training problems whose gold expression disagrees
+  with their answer are left out (counted) before the vocabulary is decided,
+  so a typo's constant cannot enter it; valid and test problems are kept.
 """
 
 from __future__ import annotations
@@ -74,11 +77,24 @@ def split_dataset(dataset: Dataset, config: DataConfig) -> Splits:
         n_valid = max(1, round(config.valid_fraction * len(pool)))
         valid, pool = ranked[:n_valid], ranked[n_valid:]
     train = nested_subset(pool, config.train_size, config.subset_seed) if config.train_size else pool
+    left_out: dict[str, int] = {}
+    if config.drop_inconsistent:
+        train = _leave_out(train, lambda p: p.answer_agrees, INCONSISTENT, left_out)
     constants = constant_vocabulary(train, config.min_constant_count)
     allowed = set(constants)
-    kept = [p for p in train if constants_of(p) <= allowed]
-    left_out = {"uses a constant outside the vocabulary": len(train) - len(kept)} if len(kept) < len(train) else {}
+    kept = _leave_out(train, lambda p: constants_of(p) <= allowed, OUTSIDE_VOCABULARY, left_out)
     return Splits(_by_id(kept), _by_id(valid), _by_id(test), constants, left_out)
+
+
+OUTSIDE_VOCABULARY = "uses a constant outside the vocabulary"
+INCONSISTENT = "gold disagrees with the answer (drop_inconsistent)"
+
+
+def _leave_out(problems: list[Problem], keep, reason: str, counts: dict[str, int]) -> list[Problem]:
+    kept = [p for p in problems if keep(p)]
+    if len(kept) < len(problems):
+        counts[reason] = len(problems) - len(kept)
+    return kept
 
 
 def _by_id(problems: list[Problem]) -> tuple[Problem, ...]:

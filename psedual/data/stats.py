@@ -1,4 +1,6 @@
-"""`psedual data stats`: what each dataset holds, what was dropped and why."""
+"""`psedual data stats`: what each dataset holds, what was dropped and why; and the
+same in brief (`summary`, `summary_text`) for a training run to print and record.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from psedual.data.cache import Dataset, load_dataset
 from psedual.data.config import DataConfig
 from psedual.data.record import Problem
 from psedual.data.registry import get_spec
-from psedual.data.splits import constants_of, split_dataset
+from psedual.data.splits import Splits, constants_of, split_dataset
 
 
 def _row(label: str, problems: list[Problem], skipped: int) -> str:
@@ -49,26 +51,69 @@ def describe(dataset: Dataset, config: DataConfig, seconds: float) -> str:
         unsolvable = {name: sum(not constants_of(p) <= allowed for p in ps)
                       for name, ps in (("valid", s.valid), ("test", s.test))}
         label = f"fold {view.fold}" if spec.folds else "run view"
+        pool = len(s.train) + sum(s.left_out.values())
+        none = "(none: no training split)" if not pool else "(none)"
         lines.append(f"  {label}: train {len(s.train):,} / valid {len(s.valid):,} / test {len(s.test):,}; "
                      f"constants (used by >= {view.min_constant_count} training problems): "
-                     f"{' '.join(s.constants) or '(none: no training split)'}")
-        if not s.train:
+                     f"{' '.join(s.constants) or none}")
+        if not pool:
             lines.append(f"    no training problems: give {dataset.name}'s training file with --user-path")
             continue
         left = "; ".join(f"{r}: {n}" for r, n in s.left_out.items()) or "none"
         lines.append(f"    training problems left out: {left}; valid/test problems needing a constant "
                      f"outside the vocabulary (kept, unsolvable): {unsolvable['valid']}/{unsolvable['test']}")
+        lines.append(f"    {_inconsistent(s)}")
+    return "\n".join(lines)
+
+
+def _inconsistent(s: Splits) -> str:
+    n = sum(not p.answer_agrees for p in s.train)
+    return (f"training problems whose gold disagrees with the answer: {n:,}"
+            + (" (trained on; --data.drop_inconsistent leaves them out)" if n else ""))
+
+
+def summary(dataset: Dataset, splits: Splits) -> dict:
+    """What a run read and left out, for its outputs: where from, the cache key, the counts."""
+    reasons = Counter(s.reason for s in dataset.skips)
+    return {"dataset": dataset.name, "data_root": dataset.root or None, "user_path": dataset.user_path or None,
+            "cache_key": dataset.key, "from_cache": dataset.from_cache, "kept": len(dataset.problems),
+            "skipped": len(dataset.skips), "skipped_by_reason": dict(sorted(reasons.items())),
+            "skip_examples": [f"{s.origin}: {s.reason}: {s.detail[:200]}" for s in dataset.skips[:5]],
+            "notes": dict(dataset.notes), "train": len(splits.train), "valid": len(splits.valid),
+            "test": len(splits.test), "left_out": sum(splits.left_out.values()),
+            "left_out_by_reason": dict(splits.left_out),
+            "train_disagreeing": sum(not p.answer_agrees for p in splits.train)}
+
+
+def summary_text(info: dict) -> str:
+    """`summary` as the few lines a training run prints before its first epoch."""
+    where = info["user_path"] or info["data_root"]
+    cached = "from cache" if info["from_cache"] else "processed"
+    reasons = "; ".join(f"{r}: {n:,}" for r, n in info["skipped_by_reason"].items())
+    lines = [f"data: {info['dataset']} from {where} (cache key {info['cache_key']}, {cached}): "
+             f"{info['kept']:,} problems kept, {info['skipped']:,} records skipped"
+             + (f" ({reasons})" if reasons else "")]
+    lines += [f"  e.g. {e}" for e in info["skip_examples"][:3]]
+    if info["notes"]:
+        lines.append("  notes: " + "; ".join(f"{k}: {n:,}" for k, n in info["notes"].items()))
+    left = "; ".join(f"{r}: {n:,}" for r, n in info["left_out_by_reason"].items()) or "none"
+    lines.append(f"  run view: train {info['train']:,} / valid {info['valid']:,} / test {info['test']:,}; "
+                 f"left out of training: {left}")
+    if info["train_disagreeing"]:
+        lines.append(f"  {info['train_disagreeing']:,} training problems' gold disagrees with the answer "
+                     "(trained on; --data.drop_inconsistent leaves them out)")
     return "\n".join(lines)
 
 
 def stats(names: list[str], *, data_root: str | None = None, user_path: str | None = None,
-          use_cache: bool = True, min_constant_count: int = 5) -> str:
+          use_cache: bool = True, min_constant_count: int = 5, drop_inconsistent: bool = False) -> str:
     out = []
     for name in names:
         start = time.perf_counter()
         dataset = load_dataset(name, data_root, user_path, use_cache=use_cache)
         seconds = time.perf_counter() - start
         config = DataConfig(name, fold=0 if get_spec(name).folds else None, data_root=data_root,
-                            user_path=user_path, min_constant_count=min_constant_count)
+                            user_path=user_path, min_constant_count=min_constant_count,
+                            drop_inconsistent=drop_inconsistent)
         out.append(describe(dataset, config, seconds))
     return "\n\n".join(out)

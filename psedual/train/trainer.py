@@ -26,7 +26,8 @@ import torch
 from torch import nn
 
 from psedual.data.cache import load_dataset
-from psedual.data.splits import split_dataset
+from psedual.data.splits import Splits, split_dataset
+from psedual.data.stats import summary, summary_text
 from psedual.metrics import (expression_accuracy, expression_correct, expression_correct_values, infilling_accuracy,
                              perfect_match_ratio, value_accuracy, value_correct)
 from psedual.reexamine import Reexaminer, schedules
@@ -143,13 +144,30 @@ class _Step(nn.Module):
         return loss, None if self.reexaminer is None else self.reexaminer(self.model, batch, enc, clock)
 
 
-def _data(config: TrainConfig):
-    splits = split_dataset(load_dataset(config.data.dataset, config.data.data_root, config.data.user_path),
-                           config.data)
+def _view(config: TrainConfig) -> tuple[Splits, dict]:
+    """The run's splits, and what was read and left out (`data.stats.summary`) for its outputs."""
+    dataset = load_dataset(config.data.dataset, config.data.data_root, config.data.user_path)
+    splits = split_dataset(dataset, config.data)
+    return splits, summary(dataset, splits)
+
+
+def _sets(config: TrainConfig, splits: Splits):
     if not splits.train:
         raise ValueError(f"{config.data.dataset}: no training problems")
     train_set, valid_set, test_set = list(splits.train), list(splits.valid), list(splits.test)
     return train_set, valid_set, test_set, Vocab.build(train_set, splits.constants, config.min_word_count)
+
+
+def _data(config: TrainConfig):
+    return _sets(config, _view(config)[0])
+
+
+def _data_columns(info: dict) -> dict:
+    """The data summary as scalar metrics columns (the full summary is the run's data.json)."""
+    return {"data_root": info["user_path"] or info["data_root"], "data_key": info["cache_key"],
+            "data_kept": info["kept"], "data_skipped": info["skipped"], "data_left_out": info["left_out"],
+            "data_skipped_by_reason": json.dumps(info["skipped_by_reason"]),
+            "data_left_out_by_reason": json.dumps(info["left_out_by_reason"])}
 
 
 def _parameter_groups(step_fn: nn.Module, config: TrainConfig) -> list[dict]:
@@ -185,7 +203,10 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
     if device.type == "cuda" and device.index is not None:
         torch.cuda.set_device(device)  # NCCL's object gathers run on the current device
     # data and vocabulary (from the training split only)
-    train_set, valid_set, _, vocab = _data(config)
+    splits, data_info = _view(config)
+    train_set, valid_set, _, vocab = _sets(config, splits)
+    if main:  # what was read, skipped and left out, before any time is spent on it
+        print(summary_text(data_info), file=sys.stderr, flush=True)
 
     # model and optimiser
     torch.manual_seed(config.seed)
@@ -232,6 +253,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
                 warnings.warn(warning, UserWarning, stacklevel=3)
         out.mkdir(parents=True, exist_ok=True)
         (out / "config.json").write_text(json.dumps(asdict(config), indent=2))
+        (out / "data.json").write_text(json.dumps(data_info, indent=2))
         if history:  # a resumed folder may predate per-epoch tables; test_run reads this one
             tables.write(history, out / "epochs.parquet", tables.EPOCHS_SCHEMA)
     forward = step_fn
@@ -324,7 +346,8 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> R
     out = Path(out_dir)
     config = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))
     device = torch.device(device) if device is not None else resolve(config.device)
-    train_set, valid_set, test_set, vocab = _data(config)
+    splits, data_info = _view(config)
+    train_set, valid_set, test_set, vocab = _sets(config, splits)
     # the best epoch is the first with the highest validation value accuracy, as training keeps it
     history = pq.read_table(out / "epochs.parquet").to_pylist()
     best = max(history, key=lambda row: (row["valid_value_acc"], -row["epoch"]))
@@ -363,7 +386,8 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> R
     tables.write(rows, out / "predictions.parquet", tables.PREDICTIONS_SCHEMA)
     tables.write([{**config.flat(), **asdict(result), "n_train": len(train_set),
                    "n_valid": len(valid_set), "n_test": len(test_set),
-                   "n_test_infilled": sum(g is not None for g in fill[1]) if config.psedual is not None else None}],
+                   "n_test_infilled": sum(g is not None for g in fill[1]) if config.psedual is not None else None,
+                   **_data_columns(data_info)}],
                  out / "metrics.parquet")
     return result
 

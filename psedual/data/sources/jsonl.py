@@ -13,6 +13,11 @@ Layout: `DIR/train.jsonl`, `DIR/test.jsonl`, and optionally `DIR/valid.jsonl`
   and constant literals): exactly one of the two.
 - `answer` (required): a number, or a string such as `"3/4"` or `"50%"`.
 - `id` (optional): defaults to `<split>-<line>`; ids must be unique.
+
+A line that is not JSON stops the load (`DataFileError` naming file and line);
+any other fault of one record is a counted skip naming `file:line` and why,
+including the size limits listed in `build` (10,000 characters of text, 100
+numbers, 100-digit numbers, expressions 100 deep).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from pathlib import Path
 
 from psedual.data.build import RecordError, make_problem, text_tokens
 from psedual.data.files import DataFileError, read_jsonl
-from psedual.data.sources.common import Collector, LoadResult, require
+from psedual.data.sources.common import Collector, LoadResult, require, require_text
 
 NAME = "jsonl"
 SPLIT_FILES = {"train": "train.jsonl", "valid": "valid.jsonl", "test": "test.jsonl"}
@@ -42,7 +47,7 @@ def load(folder: Path) -> LoadResult:
                 language = rec.get("language", "en") if isinstance(rec, dict) else "en"
                 if language not in ("en", "zh"):
                     raise RecordError("bad language", f"language {language!r}; use 'en' or 'zh'")
-                tokens, num_pos, texts = text_tokens(str(require(rec, "text")), language)
+                tokens, num_pos, texts = text_tokens(require_text(rec, "text"), language)
                 prefix = rec.get("prefix")
                 if isinstance(prefix, str):
                     prefix = prefix.split()

@@ -16,7 +16,7 @@ from pathlib import Path
 from psedual.data.build import RecordError, make_problem, split_tokens
 from psedual.data.files import DataFileError, read_concatenated_json, read_json
 from psedual.data.record import SPLITS
-from psedual.data.sources.common import Collector, LoadResult, require
+from psedual.data.sources.common import Collector, LoadResult, require, require_text
 
 NAME = "math23k"
 FILES = ("math23k/Math_23K.json", "math23k/split_ids.json", "math23k/group_num.json")
@@ -39,9 +39,9 @@ def load(root: Path) -> LoadResult:
         def build(rec=rec, source_id=source_id, split=split):
             if not split:
                 raise RecordError("not in split_ids", f"id {source_id!r} is in no split of split_ids.json")
-            equation = str(require(rec, "equation"))
+            equation = require_text(rec, "equation")
             stripped = _UNIT.sub("", equation)
-            words = str(require(rec, "segmented_text")).split()
+            words = require_text(rec, "segmented_text").split()
             tokens, num_pos, texts, starts = split_tokens(words, "zh")
             # Graph2Tree's windows around the last quantity can run past the text's end.
             all_cells = cells_of.get(source_id, [])

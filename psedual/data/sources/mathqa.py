@@ -11,7 +11,7 @@ from pathlib import Path
 
 from psedual.data.build import make_problem, text_tokens
 from psedual.data.files import read_json_list
-from psedual.data.sources.common import Collector, LoadResult, require
+from psedual.data.sources.common import Collector, LoadResult, require, require_text
 
 NAME = "mathqa"
 FILES = ("mathqa/valid.json", "mathqa/test.json")
@@ -29,10 +29,10 @@ def load(root: Path, train_file: Path | None = None) -> LoadResult:
             origin = f"{path}#{i}"
 
             def build(rec=rec, split=split, i=i, origin=origin):
-                tokens, num_pos, texts = text_tokens(str(require(rec, "original_text")), "en")
+                tokens, num_pos, texts = text_tokens(require_text(rec, "original_text"), "en")
                 return make_problem(dataset=NAME, source_id=f"{split}-{i}", split=split, fold=-1, language="en",
                                     tokens=tokens, num_pos=num_pos, number_texts=texts, answer=require(rec, "ans"),
-                                    origin=origin, equation=str(require(rec, "equation")))
+                                    origin=origin, equation=require_text(rec, "equation"))
 
             out.add(build, split=split, fold=-1, origin=origin)
     return out.result

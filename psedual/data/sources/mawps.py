@@ -13,7 +13,8 @@ from pathlib import Path
 
 from psedual.data.build import RecordError, make_problem, text_tokens
 from psedual.data.files import read_json_list
-from psedual.data.sources.common import Collector, LoadResult, require
+from psedual.data.numbers import quote
+from psedual.data.sources.common import Collector, LoadResult, require, require_text
 
 FOLDS = 5
 FOLD_FILES = tuple(f"mawps/five_fold/fold_{k}.json" for k in range(FOLDS))
@@ -24,15 +25,15 @@ def _add(out: Collector, rec: object, *, split: str, fold: int, origin: str) -> 
     def build():
         equations = require(rec, "lEquations")
         if not isinstance(equations, list) or len(equations) != 1:
-            raise RecordError("unparseable equation", f"expected one equation in lEquations, found {equations!r}")
+            raise RecordError("unparseable equation", f"expected one equation in lEquations, found {quote(equations)}")
         answer = rec.get("answer")
         if answer is None:
             solutions = require(rec, "lSolutions")
             answer = solutions[0] if isinstance(solutions, list) and len(solutions) == 1 else solutions
-        tokens, num_pos, texts = text_tokens(str(require(rec, "sQuestion")), "en")
+        tokens, num_pos, texts = text_tokens(require_text(rec, "sQuestion"), "en")
         return make_problem(dataset=out.dataset, source_id=str(require(rec, "iIndex")), split=split, fold=fold,
                             language="en", tokens=tokens, num_pos=num_pos, number_texts=texts, answer=answer,
-                            origin=origin, equation=str(equations[0]))
+                            origin=origin, equation=equations[0])
 
     out.add(build, split=split, fold=fold, origin=origin)
 

@@ -6,19 +6,23 @@ slot, numbered in order of appearance; `numberK` in the equation refers to the
 first occurrence of mask K. Test rows get SVAMP's own ids (`chal-1`, ...) by
 matching their text and numbers to `SVAMP.json`. The two files disagree on 58
 problems (a typo, or numbers in another order); the CSV is what the SVAMP
-paper tested on, so it is kept, and the mismatches are counted.
+paper tested on, so it is kept, and the mismatches are counted. A row is
+matched to SVAMP.json only once it has become a problem, so a malformed row
+(too few `Numbers`, an unreadable one) is a counted skip naming its line.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
-from psedual.data.build import RecordError, english_words, make_problem
+from psedual.data.build import MAX_NUMBERS, OVER_LIMIT, RecordError, english_words, make_problem
+from psedual.data.expr import MAX_EXPRESSION_CHARS
 from psedual.data.files import read_csv, read_json_list
-from psedual.data.numbers import parse_number
+from psedual.data.numbers import NumberError, SizeLimitError, parse_number, quote
 from psedual.data.record import NUM_TOKEN
-from psedual.data.sources.common import Collector, LoadResult, require
+from psedual.data.sources.common import Collector, LoadResult, require_text
 
 NAME = "svamp"
 FILES = ("svamp/train_mawps_asdiv-a.csv", "svamp/test_svamp.csv", "svamp/SVAMP.json")
@@ -31,42 +35,60 @@ def load(root: Path) -> LoadResult:
     ids = _svamp_ids(root / FILES[2])
     for name, split in ((FILES[0], "train"), (FILES[1], "test")):
         path = root / name
-        for i, row in enumerate(read_csv(path, _COLUMNS)):
-            origin = f"{path}#{i + 2}"  # +2: the header is line 1 and rows count from 0
-            source_id = f"{split}-{i}"
-            if split == "test":
-                source_id = _test_id(row, ids, out) or source_id
-            out.add(lambda row=row, source_id=source_id, split=split, origin=origin:
-                    _problem(row, source_id, split, origin), split=split, fold=-1, origin=origin)
+        for i, (line, row) in enumerate(read_csv(path, _COLUMNS)):
+            origin = f"{path}:{line}"
+
+            def build(row=row, split=split, origin=origin, i=i):
+                problem = _problem(row, f"{split}-{i}", split, origin)
+                # Only now: the row's masks and Numbers are known to be consistent and readable.
+                svamp_id = _test_id(row, ids, out) if split == "test" else None
+                return replace(problem, id=f"{NAME}:{svamp_id}") if svamp_id else problem
+
+            out.add(build, split=split, fold=-1, origin=origin)
     return out.result
 
 
+def _numbers(row: dict[str, str]) -> list[str]:
+    """The row's `Numbers`, every one readable (even those no mask refers to)."""
+    values = require_text(row, "Numbers").split()
+    if len(values) > MAX_NUMBERS:
+        raise RecordError(OVER_LIMIT, f"{len(values):,} Numbers (limit {MAX_NUMBERS})")
+    for v in values:
+        try:
+            parse_number(v)
+        except SizeLimitError as err:
+            raise RecordError(OVER_LIMIT, f"Numbers: {err}") from err
+        except NumberError as err:
+            raise RecordError("unreadable number", f"Numbers {quote(row['Numbers'])}: {err}") from err
+    return values
+
+
 def _problem(row: dict[str, str], source_id: str, split: str, origin: str):
-    values = str(require(row, "Numbers")).split()
+    values = _numbers(row)
     tokens: list[str] = []
     num_pos: list[int] = []
     texts: list[str] = []
     first_slot: dict[int, int] = {}
-    for word in str(require(row, "Question")).split():
+    for word in require_text(row, "Question").split():
         m = _MASK.fullmatch(word)
         if m is None:
             tokens.append(word)
             continue
         k = int(m.group(1))
         if k >= len(values):
-            raise RecordError("unknown number mask", f"{word} but only {len(values)} Numbers")
+            raise RecordError("unknown number mask", f"{word} but only {len(values)} Numbers: {quote(row['Numbers'])}")
         first_slot.setdefault(k, len(num_pos))
         num_pos.append(len(tokens))
         texts.append(values[k])
         tokens.append(NUM_TOKEN)
     prefix = []
-    for token in str(require(row, "Equation")).split():
+    for token in require_text(row, "Equation", MAX_EXPRESSION_CHARS).split():
         m = _MASK.fullmatch(token)
         if m is not None and int(m.group(1)) not in first_slot:
-            raise RecordError("unknown number mask", f"equation uses {token}, which the question lacks")
+            raise RecordError("unknown number mask", f"equation uses {quote(token)}, which the question lacks")
         prefix.append(f"N{first_slot[int(m.group(1))]}" if m else token)
     return make_problem(dataset=NAME, source_id=source_id, split=split, fold=-1, language="en", tokens=tokens,
-                        num_pos=num_pos, number_texts=texts, answer=require(row, "Answer"), origin=origin,
+                        num_pos=num_pos, number_texts=texts, answer=require_text(row, "Answer"), origin=origin,
                         prefix=prefix)
 
 
