@@ -16,7 +16,7 @@ def _data_stats(args: argparse.Namespace) -> None:
 
     names = args.datasets or DEFAULT_STATS
     print(stats(names, data_root=args.data_root, user_path=args.user_path, use_cache=not args.no_cache,
-                min_constant_count=args.min_constant_count))
+                min_constant_count=args.min_constant_count, drop_inconsistent=args.drop_inconsistent))
 
 
 def _percent(x: float | None) -> str:
@@ -67,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--user-path", help="MathQA's train.json, or the folder of a jsonl dataset")
     st.add_argument("--no-cache", action="store_true", help="process the sources again, ignoring the Parquet cache")
     st.add_argument("--min-constant-count", type=int, default=5, help="training problems a constant needs (default 5)")
+    st.add_argument("--drop-inconsistent", action="store_true", help="the run views leave out training problems "
+                    "whose gold disagrees with the answer (as --data.drop_inconsistent does in training)")
     st.set_defaults(run=_data_stats)
 
     from psedual.typed_cli import COMMANDS
@@ -106,7 +108,7 @@ def _typed(words: tuple[str, ...], command, argv: list[str]) -> int:
 
     parser = command.parser()
     try:
-        cfg = parser.parse_args(normalise(argv[len(words):], set(parser._option_string_actions)))
+        cfg = parser.parse_args(normalise(argv[len(words):], parser._option_string_actions))
     except ArgumentError as err:
         print(f"psedual {' '.join(words)}: error: {err}\n(psedual {' '.join(words)} --help lists the options)",
               file=sys.stderr)

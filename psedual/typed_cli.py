@@ -179,11 +179,20 @@ COMMANDS: dict[tuple[str, ...], Command] = {
 }
 
 
-def normalise(argv: list[str], options: set[str]) -> list[str]:
+_BOOLEAN_WORDS = {"true", "false", "yes", "no"}
+
+
+def _is_flag(action: object) -> bool:
+    """A bool field's option, which may stand alone (`--reexamine` = `--reexamine true`)."""
+    return getattr(action, "_typehint", None) is bool or getattr(action, "nargs", None) == 0
+
+
+def normalise(argv: list[str], options: dict) -> list[str]:
     """The spellings of earlier versions, mapped onto the generated options: dashes in option
     names (`--batch-size` → `--batch_size`), a nested field's bare name where it is unique
-    (`--fold` → `--data.fold`, `--fusion` → `--psedual.fusion`), and `--psedual gcn` →
-    `--variant gcn`."""
+    (`--fold` → `--data.fold`, `--fusion` → `--psedual.fusion`), a bool field's option alone
+    as a flag (`--reexamine` → `--reexamine true`), and `--psedual gcn` → `--variant gcn`.
+    `options` maps option strings to the parser's actions."""
     from psedual.tune.space import VARIANTS
 
     by_leaf: dict[str, list[str]] = {}
@@ -191,13 +200,18 @@ def normalise(argv: list[str], options: set[str]) -> list[str]:
         by_leaf.setdefault("--" + option.rpartition(".")[2].lstrip("-"), []).append(option)
     out: list[str] = []
     for i, token in enumerate(argv):
+        following = argv[i + 1] if i + 1 < len(argv) else None
         if token.startswith("--"):
             name, eq, value = token[2:].partition("=")
             name = "--" + name.replace("-", "_")
             if name not in options and len(by_leaf.get(name, [])) == 1:
                 name = by_leaf[name][0]
             token = name + eq + value
-        if token == "--psedual" and i + 1 < len(argv) and argv[i + 1] in VARIANTS:
+            if not eq and name in options and _is_flag(options[name]) and options[name].nargs != 0 \
+                    and (following is None or following.lower() not in _BOOLEAN_WORDS):
+                out += [token, "true"]
+                continue
+        if token == "--psedual" and following in VARIANTS:
             token = "--variant"
         out.append(token)
     return out

@@ -76,7 +76,7 @@ def test_every_train_field_is_settable():
         argv += [f"--{key}", str(value)]
         wanted[key] = value
     parser = COMMANDS[("train",)].parser()
-    config = _train_config(parser.parse_args(normalise(argv, set(parser._option_string_actions))))
+    config = _train_config(parser.parse_args(normalise(argv, parser._option_string_actions)))
     flat = config.flat()
     assert {k: flat[k] for k in wanted} == wanted
 
@@ -87,16 +87,23 @@ def test_a_yaml_config_with_dotted_keys_and_overrides_after_it(tmp_path):
                     "data:\n  fold: 4\npsedual.fusion: predicted\nepochs: 7\n")
     parser = COMMANDS[("train",)].parser()
     argv = ["--config", str(path), "--epochs", "9", "--out", "x"]
-    config = _train_config(parser.parse_args(normalise(argv, set(parser._option_string_actions))))
+    config = _train_config(parser.parse_args(normalise(argv, parser._option_string_actions)))
     assert (config.lr, config.model.hidden_size, config.data.fold, config.epochs) == (0.002, 64, 4, 9)
     assert (config.psedual.expression_encoder, config.psedual.fusion) == ("gcn", "predicted")
 
 
 def test_earlier_spellings_map_onto_the_generated_options():
-    options = set(COMMANDS[("train",)].parser()._option_string_actions)
+    options = COMMANDS[("train",)].parser()._option_string_actions
     assert normalise(["--batch-size", "8", "--fold=2", "--psedual", "gcn", "--tau-final", "0.7", "--psedual",
-                      "run.yaml"], options) == ["--batch_size", "8", "--data.fold=2", "--variant", "gcn",
-                                                "--psedual.tau_final", "0.7", "--psedual", "run.yaml"]
+                      "run.yaml", "--resume"], options) == ["--batch_size", "8", "--data.fold=2", "--variant", "gcn",
+                                                            "--psedual.tau_final", "0.7", "--psedual", "run.yaml",
+                                                            "--resume"]
+    # a bool field's option alone is a flag; with a value it keeps it
+    assert normalise(["--drop-inconsistent", "--fold", "1"], options) == ["--data.drop_inconsistent", "true",
+                                                                          "--data.fold", "1"]
+    assert normalise(["--drop_inconsistent", "False"], options) == ["--data.drop_inconsistent", "False"]
+    fetch = COMMANDS[("data", "fetch")].parser()._option_string_actions
+    assert normalise(["--if-missing", "mawps"], fetch) == ["--if_missing", "true", "mawps"]
 
 
 @pytest.mark.parametrize("words, cls", [(("tune",), TuneJob), (("llm",), LLMConfig), (("data", "fetch"), FetchConfig)])

@@ -5,7 +5,7 @@ a number of the text (exactly, or within MATCH_TOLERANCE for float-printed
 values such as 0.3333333333333333 for 1/3) becomes that number's slot; when the
 value occurs several times in the text, the first occurrence is used. Every
 other literal is a constant, stored canonically. Which constants a solver may
-produce is decided later, from the training split only (`vocab.py`). A kept
+produce is decided later, from the training split only (`splits.constant_vocabulary`). A kept
 problem whose gold uses such a literal (a number not in its text) is counted by
 the loaders (`sources.common`), and so is one whose gold also disagrees with
 its answer (`3+7` where the text has 3 and 5): `data stats` shows both, and

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
 import types
+from dataclasses import asdict, dataclass, field
 from typing import Literal, get_args, get_origin, get_type_hints
 
 from psedual.data.config import DataConfig
