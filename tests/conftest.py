@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -72,3 +74,18 @@ def local_ray():
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
+
+
+@pytest.fixture
+def mawps_root(tmp_path, data_root) -> Path:
+    """A data root of five small MAWPS fold files: the first 3 real records of each fold (the
+    bad-input tests add or break records in them)."""
+    from psedual.data.sources import mawps
+
+    root = tmp_path / "data"
+    for name in mawps.FOLD_FILES:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        records = json.loads((data_root / name).read_text(encoding="utf-8"))[:3]
+        path.write_text(json.dumps(records, indent=4, ensure_ascii=False), encoding="utf-8")
+    return root

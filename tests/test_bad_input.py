@@ -32,16 +32,6 @@ def _real_fold(k: int) -> list[dict]:
     return json.loads((SHARED / mawps.FOLD_FILES[k]).read_text(encoding="utf-8"))[:PER_FOLD]
 
 
-@pytest.fixture
-def mawps_root(tmp_path) -> Path:
-    """A data root with five small fold files of real records."""
-    root = tmp_path / "data"
-    for k, name in enumerate(mawps.FOLD_FILES):
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(_real_fold(k), indent=4, ensure_ascii=False), encoding="utf-8")
-    return root
-
 
 def _rewrite_record(root: Path, fold: int, index: int, change) -> Path:
     path = root / mawps.FOLD_FILES[fold]

@@ -186,16 +186,6 @@ def test_nothing_in_the_data_is_executed(tmp_path, monkeypatch):
 # --- MAWPS five-fold json -------------------------------------------------------------------
 
 
-@pytest.fixture
-def mawps_root(tmp_path) -> Path:
-    root = tmp_path / "data"
-    for k, name in enumerate(mawps.FOLD_FILES):
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        records = json.loads((SHARED / name).read_text(encoding="utf-8"))[:GOOD]
-        path.write_text(json.dumps(records, indent=4), encoding="utf-8")
-    return root
-
 
 def _mawps_record(fields: dict) -> dict:
     real = json.loads((SHARED / mawps.FOLD_FILES[0]).read_text(encoding="utf-8"))[0]
