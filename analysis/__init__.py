@@ -7,7 +7,9 @@ It imports neither torch nor the `psedual` package, so it runs where only the ta
     read.py      lazy scans of the tables and selection by config
     stats.py     the paired, across-seed and interval computations (scipy)
     multiple.py  Holm and Benjamini-Hochberg over a family of comparisons
-    claims.py    one claim row per comparison, with the guardrails
+    claims.py    one claim row per comparison
+    guardrails.py  what is refused (incomplete predictions, confounded configs) or flagged
+    summaries.py infilling accuracy and the training-size curve
     report.py    Markdown / LaTeX tables, the training-size figure
     cli.py       `psedual analyze table1|table3|infill|curve|compare`
 """

@@ -7,7 +7,7 @@ a cell (e.g. one dataset and solver). Within a cell:
 - a dataset's folds (MAWPS's five) are pooled: each fold's test predictions are out-of-fold,
   so their union is one paired table over the whole dataset; fold scores stay descriptive;
 - with one seed the unit is the example (exact McNemar, paired bootstrap CI, permutation test);
-  with several the unit is the seed (paired t-test, Wilcoxon, bootstrap CI of the mean difference).
+  with several the unit is the seed (paired t-test, Wilcoxon, Student-t CI of the mean difference).
 Runs whose test example sets, folds or configs differ, or whose predictions are incomplete, are
 refused (GuardrailError names them; see `guardrails`).
 P-values are adjusted over the whole family (every claim built in one call).

@@ -1,8 +1,8 @@
 """Adjusting p-values over a family of comparisons (e.g. every cell of an ablation grid).
 
 Holm controls the family-wise error rate; Benjamini-Hochberg the false discovery rate
-(scipy's `false_discovery_control`). Comparisons without a p-value (a single seed and no
-per-example predictions) are not members of the family and keep None.
+(scipy's `false_discovery_control`). Comparisons without a p-value (an across-seed comparison whose
+difference is the same on every seed: `untestable`) are not members of the family and keep None.
 """
 
 from __future__ import annotations

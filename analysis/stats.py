@@ -4,7 +4,7 @@ Two kinds of pairing:
 - per example: two runs answered the same test examples; the unit is the example
   (exact McNemar, paired bootstrap CI of the accuracy difference, paired permutation test);
 - per seed: each arm was trained with the same seeds; the unit is the seed
-  (mean ± sd, bootstrap CI of the mean difference, paired t-test, Wilcoxon signed-rank).
+  (mean ± sd, Student-t 95% CI of the mean difference, paired t-test, Wilcoxon signed-rank).
 Accuracies and differences are in percentage points.
 """
 

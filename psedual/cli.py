@@ -63,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     st = data.add_parser("stats", help="per dataset and split: kept, dropped by reason, sizes, constants")
     st.add_argument("datasets", nargs="*", choices=[[]] + list(DATASETS), metavar="DATASET",
                     help=f"one or more of {', '.join(DATASETS)} (default: {' '.join(DEFAULT_STATS)})")
-    st.add_argument("--data-root", help="benchmark folder (default: $PSEDUAL_DATA or a shared/data nearby)")
+    st.add_argument("--data-root", help="benchmark folder (default: $PSEDUAL_DATA, a shared/data nearby, or "
+                    "the per-user folder psedual data fetch fills)")
     st.add_argument("--user-path", help="MathQA's train.json, or the folder of a jsonl dataset")
     st.add_argument("--no-cache", action="store_true", help="process the sources again, ignoring the Parquet cache")
     st.add_argument("--min-constant-count", type=int, default=5, help="training problems a constant needs (default 5)")

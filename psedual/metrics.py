@@ -7,7 +7,8 @@ the expressions are equal after each slot is replaced by its number). Infilling 
 and perfect match likewise: over every masked slot (a slot the expression does not use
 must be filled "unused"), or over the slots the gold expression uses (the paper's
 Table 4). Plain Python over problems and predictions (no torch), so the
-trainer and the analysis compute them the same way.
+trainer and `psedual llm` share them; `analysis/summaries.py` applies the same definitions to
+the predictions table.
 
 Value accuracy compares a predicted expression's value, over the problem's
 numbers, with the source's gold *answer* (within `expr.VALUE_TOLERANCE`), not

@@ -17,7 +17,8 @@ class DataConfig:
     """Test fold for cross-validated datasets (mawps: 0-4); must be None for the others."""
     data_root: str | None = None
     """Folder holding the benchmark files; default: $PSEDUAL_DATA, else a `shared/data` found
-    beside the working directory or the checkout."""
+    beside the working directory or the checkout, else the per-user folder that `psedual data
+    fetch` fills (${XDG_DATA_HOME:-~/.local/share}/psedual/data)."""
     user_path: str | None = None
     """A user's file or folder: MathQA's train.json, or the folder of a jsonl dataset."""
     train_size: int | None = None

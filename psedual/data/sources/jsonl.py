@@ -12,7 +12,8 @@ Layout: `DIR/train.jsonl`, `DIR/test.jsonl`, and optionally `DIR/valid.jsonl`
   list or a space-separated string over `N0..Nk`, the text's numbers in order,
   and constant literals): exactly one of the two.
 - `answer` (required): a number, or a string such as `"3/4"` or `"50%"`.
-- `id` (optional): defaults to `<split>-<line>`; ids must be unique.
+- `id` (optional): defaults to `<split>-<line>`; ids must be unique: a repeated id stops the
+  load (`DataFileError` naming both lines).
 
 A line that is not JSON stops the load (`DataFileError` naming file and line);
 any other fault of one record is a counted skip naming `file:line` and why,
