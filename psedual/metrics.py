@@ -11,7 +11,7 @@ trainer and `psedual llm` share them; `analysis/summaries.py` applies the same d
 the predictions table.
 
 Value accuracy compares a predicted expression's value, over the problem's
-numbers, with the source's gold *answer* (within `expr.VALUE_TOLERANCE`), not
+numbers, with the source's gold *answer* (within `value.VALUE_TOLERANCE`), not
 with the gold expression's value: the few problems whose gold expression
 disagrees with their answer (`Problem.answer_agrees`) count as the source says.
 """
@@ -21,8 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from psedual.data.expr import SLOT, try_evaluate, values_equal
+from psedual.data.expr import SLOT
 from psedual.data.record import Problem
+from psedual.data.value import try_evaluate, values_equal
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,9 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from psedual.data.expr import infix_with_numbers, try_evaluate
+from psedual.data.expr import infix_with_numbers
 from psedual.data.record import Problem
+from psedual.data.value import try_evaluate
 from psedual.llm.parse import masked_text, problem_text
 
 KEY = "sk-test-do-not-print-0123456789"

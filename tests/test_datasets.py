@@ -8,10 +8,10 @@ from fractions import Fraction
 
 import pytest
 
-from psedual.data.expr import evaluate, values_equal
 from psedual.data.numbers import parse_number
 from psedual.data.sources.common import LITERAL_AND_DISAGREES, LITERAL_NOT_IN_TEXT
 from psedual.data.splits import constants_of
+from psedual.data.value import evaluate, values_equal
 
 # Problems whose gold expression does not give the source's own answer: errors in
 # the source files (e.g. MAWPS 3327 says 40 / 7 = 5, Math23K 12495 rounds its

@@ -9,22 +9,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from psedual.data import expr
+from psedual.data import value as value_module
 from psedual.data.build import RecordError, equation_side, parse_answer
 from psedual.data.expr import (
     ExpressionError,
     ExpressionTooLarge,
-    InvalidValue,
     Node,
-    evaluate,
     from_prefix,
     parse_infix,
     to_infix,
     to_prefix,
     tokenize_infix,
-    try_evaluate,
-    values_equal,
 )
 from psedual.data.numbers import NumberError, NumberTooLong, canonical, parse_number
+from psedual.data.value import InvalidValue, evaluate, try_evaluate, values_equal
 
 
 def prefix(text: str, atoms=()) -> list[str]:
@@ -265,7 +263,7 @@ def test_unreadable_literal_in_prefix():
 
 
 def test_values_equal_tolerance():
-    assert expr.VALUE_TOLERANCE == 1e-4
+    assert value_module.VALUE_TOLERANCE == 1e-4
     assert values_equal(83.33, Fraction(500, 6))
     assert values_equal(Fraction("83.33"), Fraction(500, 6))
     assert values_equal(0.3333333333333333, Fraction(1, 3))

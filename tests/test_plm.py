@@ -110,8 +110,9 @@ def test_gold_deduction_steps_rebuild_the_expression_and_its_answer(datasets):
     exceptions are expressions without an operator (the answer is a number of the text), which
     a deduction cannot write: counted. (Identity up to the order of + and × operands, which the
     steps put in quantity order.)"""
-    from psedual.data.expr import OPERATORS, evaluate, from_prefix, values_equal
+    from psedual.data.expr import OPERATORS, from_prefix
     from psedual.data.numbers import parse_number
+    from psedual.data.value import evaluate, values_equal
     from psedual.solvers.re_deduction import deduction_ops, gold_steps, steps_to_prefix
 
     ops = deduction_ops(OPERATORS)

@@ -39,16 +39,14 @@ from psedual.data.expr import (
     MAX_TOKENS,
     SLOT,
     ExpressionError,
-    InvalidValue,
     Node,
-    evaluate,
     from_prefix,
     parse_infix,
     to_prefix,
-    values_equal,
 )
 from psedual.data.numbers import NumberError, SizeLimitError, canonical, check_size, find_numbers, parse_number, quote
 from psedual.data.record import NUM_TOKEN, Problem
+from psedual.data.value import InvalidValue, evaluate, values_equal
 
 MAX_TEXT_CHARS = 10_000
 MAX_NUMBERS = 100

@@ -30,11 +30,12 @@ import pyarrow as pa
 
 from psedual.data.cache import load_dataset
 from psedual.data.config import DataConfig
-from psedual.data.registry import DatasetName
-from psedual.data.expr import infix_with_numbers, try_evaluate, values_equal
+from psedual.data.expr import infix_with_numbers
 from psedual.data.numbers import NumberError, parse_number
 from psedual.data.record import Problem
+from psedual.data.registry import DatasetName
 from psedual.data.splits import split_dataset
+from psedual.data.value import try_evaluate, values_equal
 from psedual.llm.client import CachedChat
 from psedual.llm.parse import Parsed, masked_text, parse_refill, parse_solution, problem_text
 from psedual.metrics import expression_correct, expression_correct_values, value_correct

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from psedual.data.build import text_tokens
-from psedual.data.expr import infix_with_numbers, try_evaluate
+from psedual.data.expr import infix_with_numbers
 from psedual.data.numbers import canonical, parse_number
 from psedual.data.record import Problem
+from psedual.data.value import try_evaluate
 from psedual.solvers.batch import collate
 from psedual.train import checkpoint
 
