@@ -230,6 +230,11 @@ class _InfixParser:
 # --- tree <-> prefix / infix ----------------------------------------------------
 
 
+def literals(prefix: Sequence[str]) -> set[str]:
+    """The constant literals of a prefix expression: its tokens that are neither operators nor slots."""
+    return {t for t in prefix if t not in OPERATORS and not SLOT.fullmatch(t)}
+
+
 def to_prefix(node: Node) -> list[str]:
     out: list[str] = []
     stack = [node]

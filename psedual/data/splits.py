@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from psedual.data.cache import Dataset
 from psedual.data.config import DataConfig
-from psedual.data.expr import OPERATORS, SLOT
+from psedual.data.expr import literals
 from psedual.data.record import Problem
 from psedual.data.registry import get_spec
 
@@ -42,9 +42,14 @@ class Splits:
     left_out: dict[str, int] = field(default_factory=dict)
     """Training problems left out, by reason."""
 
+    @property
+    def train_disagreeing(self) -> int:
+        """Training problems whose gold expression disagrees with their answer (trained on)."""
+        return sum(not p.answer_agrees for p in self.train)
+
 
 def constants_of(problem: Problem) -> set[str]:
-    return {t for t in problem.prefix if t not in OPERATORS and not SLOT.fullmatch(t)}
+    return literals(problem.prefix)
 
 
 def _rank(problems, salt: str) -> list[Problem]:

@@ -67,7 +67,7 @@ def describe(dataset: Dataset, config: DataConfig, seconds: float) -> str:
 
 
 def _inconsistent(s: Splits) -> str:
-    n = sum(not p.answer_agrees for p in s.train)
+    n = s.train_disagreeing
     return (f"training problems whose gold disagrees with the answer: {n:,}"
             + (" (trained on; --data.drop_inconsistent leaves them out)" if n else ""))
 
@@ -82,7 +82,7 @@ def summary(dataset: Dataset, splits: Splits) -> dict:
             "notes": dict(dataset.notes), "train": len(splits.train), "valid": len(splits.valid),
             "test": len(splits.test), "left_out": sum(splits.left_out.values()),
             "left_out_by_reason": dict(splits.left_out),
-            "train_disagreeing": sum(not p.answer_agrees for p in splits.train)}
+            "train_disagreeing": splits.train_disagreeing}
 
 
 def summary_text(info: dict) -> str:

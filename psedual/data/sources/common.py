@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from psedual.data.build import MAX_TEXT_CHARS, RecordError, check_text
-from psedual.data.expr import OPERATORS, SLOT
+from psedual.data.expr import literals
 from psedual.data.numbers import quote
 from psedual.data.record import Problem, Skip
 
@@ -49,7 +49,7 @@ class Collector:
                        "please report it with this record)")
             return
         self.result.problems.append(problem)
-        if any(t not in OPERATORS and not SLOT.fullmatch(t) for t in problem.prefix):
+        if literals(problem.prefix):
             self.result.notes[LITERAL_NOT_IN_TEXT] += 1
             if not problem.answer_agrees:
                 self.result.notes[LITERAL_AND_DISAGREES] += 1
