@@ -1,12 +1,101 @@
-"""The word encoder the recurrent solvers share: embeddings -> bidirectional GRU."""
+"""The word encoder the recurrent solvers share: embeddings -> bidirectional GRU.
+
+The GRU's parameters live in an `nn.GRU` (so checkpoints keep its names), but the
+recurrence runs here, because the packed-sequence path of `nn.GRU` on CPU is slow
+where it does not need to be (measured by `bench/profile_step.py`):
+- both directions step together, one batched matmul per time step instead of two;
+- the reverse direction reads each problem's words back to front within its own
+  length, so both directions shrink the batch at the same steps (problems are sorted
+  by length, longest first, and step t runs the problems longer than t);
+- the input half of every gate is one matmul over all words of the batch per layer;
+- the outputs are gathered back to the padded layout with one index, not the
+  per-length slice copies of `pad_packed_sequence`, whose backward clones the whole
+  output once per distinct length.
+The equations are `nn.GRU`'s (gate order r, z, n; r applied to `W_hn h + b_hn`);
+tests check the outputs and gradients equal it.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from psedual.solvers.batch import Batch
 from psedual.solvers.config import SolverConfig
+
+
+@dataclass
+class Layout:
+    """Where each word of a padded [B, T] batch goes when both directions run packed.
+
+    Packed row k holds sorted problem `i` at step `t` (rows grouped by step); the
+    forward direction reads word t there, the reverse direction word `length - 1 - t`."""
+
+    steps: list[int]
+    """Problems still running at each step (non-increasing)."""
+    forward: torch.Tensor
+    """[N] flat padded index (b * T + t) the forward direction reads at each packed row."""
+    reverse: torch.Tensor
+    """[N] flat padded index the reverse direction reads at each packed row."""
+    mirror: torch.Tensor
+    """[N] the packed row at which the other direction reads the same word (an involution)."""
+    last: torch.Tensor
+    """[B] packed row of each problem's final step."""
+    unpack: torch.Tensor
+    """[B * T] packed row of each padded position, N (a zero row) beyond the problem's length."""
+
+    @staticmethod
+    def of(lengths: torch.Tensor, T: int, device: torch.device) -> Layout:
+        lengths, order = torch.sort(lengths.cpu(), descending=True, stable=True)
+        span = torch.arange(int(lengths[0]))
+        per_step = (lengths.unsqueeze(0) > span.unsqueeze(1)).sum(1)
+        start = torch.cat([per_step.new_zeros(1), per_step.cumsum(0)[:-1]])
+        i = torch.cat([torch.arange(int(n)) for n in per_step])  # sorted problem of each packed row
+        t = torch.repeat_interleave(span, per_step)  # step of each packed row
+        b, back = order[i], lengths[i] - 1 - t
+        last = torch.empty_like(order)
+        last[order] = start[lengths - 1] + torch.arange(len(lengths))
+        unpack = torch.full((len(lengths) * T,), len(i), dtype=torch.long)
+        unpack[b * T + t] = torch.arange(len(i))
+        rows = (b * T + t, b * T + back, start[back] + i, last, unpack)
+        return Layout(per_step.tolist(), *(r.to(device) for r in rows))
+
+
+def bidirectional_gru(gru: nn.GRU, x: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """`gru` (bidirectional, batch-first) over `x` [B, T, E] with each problem's own length:
+    the last layer's states [B, T, H] with the two directions summed (zeros beyond a length),
+    and the sum of the two directions' final states [B, H]."""
+    B, T, _ = x.shape
+    H = gru.hidden_size
+    at = Layout.of(lengths, T, x.device)
+    words = x.reshape(B * T, -1)
+    inputs = torch.stack([words.index_select(0, at.forward), words.index_select(0, at.reverse)])  # [2, N, E]: forward, reverse
+    for layer in range(gru.num_layers):
+        names = [f"{kind}_l{layer}{side}" for side in ("", "_reverse")
+                 for kind in ("weight_ih", "bias_ih", "weight_hh", "bias_hh")]
+        w_ih, b_ih, w_hh, b_hh = (torch.stack([getattr(gru, names[k]), getattr(gru, names[k + 4])]) for k in range(4))
+        gates_in = torch.baddbmm(b_ih.unsqueeze(1), inputs, w_ih.transpose(1, 2))  # [2, N, 3H]
+        w_hh, b_hh = w_hh.transpose(1, 2), b_hh.unsqueeze(1)
+        h = x.new_zeros(2, at.steps[0], H)
+        states = []
+        # split, not slice: a slice's backward allocates the whole [2, N, 3H] once per step
+        for n, g in zip(at.steps, gates_in.split(at.steps, 1)):
+            h = h[:, :n]
+            gh = torch.baddbmm(b_hh, h, w_hh)
+            rz = torch.sigmoid(g[..., : 2 * H] + gh[..., : 2 * H])
+            candidate = torch.tanh(g[..., 2 * H:] + rz[..., :H] * gh[..., 2 * H:])
+            h = candidate + rz[..., H:] * (h - candidate)
+            states.append(h)
+        out = torch.cat(states, 1)  # [2, N, H]
+        if layer + 1 < gru.num_layers:
+            both = F.dropout(torch.cat([out[0], out[1].index_select(0, at.mirror)], -1), gru.dropout, gru.training)
+            inputs = torch.stack([both, both.index_select(0, at.mirror)])
+    summed = out[0] + out[1].index_select(0, at.mirror)
+    padded = torch.cat([summed, summed.new_zeros(1, H)]).index_select(0, at.unpack).view(B, T, H)
+    return padded, (out[0] + out[1]).index_select(0, at.last)
 
 
 class WordEncoder(nn.Module):
@@ -21,9 +110,4 @@ class WordEncoder(nn.Module):
         """States [B, T, H] with the two directions summed, and the final state [B, H] of
         both directions summed (the published GTS reads the last time step instead, which is
         padding for all but the longest problem of a batch)."""
-        x = self.drop(self.embed(batch.words))
-        packed = nn.utils.rnn.pack_padded_sequence(x, batch.lengths.cpu(), batch_first=True, enforce_sorted=False)
-        out, h_n = self.gru(packed)
-        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=batch.words.shape[1])
-        H = self.gru.hidden_size
-        return out[..., :H] + out[..., H:], h_n[-2] + h_n[-1]
+        return bidirectional_gru(self.gru, self.drop(self.embed(batch.words)), batch.lengths)
