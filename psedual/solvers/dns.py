@@ -71,7 +71,9 @@ class DNS(nn.Module):
     def _step(self, token, state, feed, outputs, mask, absent):
         """One decoder step for rows of (outputs, mask, absent): logits, new state, attentional vector."""
         h, c = self.cell(torch.cat([self.drop(self.out_embed(token)), feed], -1), state)
-        energy = torch.bmm(self.attn(outputs), h.unsqueeze(-1)).squeeze(-1).masked_fill(~mask, NEG)
+        # Luong's general score o·(W h), with W applied to h: one [rows, H] product per step,
+        # not a projection of all [rows, T, H] encoder states at every step
+        energy = torch.bmm(outputs, (h @ self.attn.weight).unsqueeze(-1)).squeeze(-1).masked_fill(~mask, NEG)
         context = torch.bmm(torch.softmax(energy, -1).unsqueeze(1), outputs).squeeze(1)
         vec = torch.tanh(self.combine(torch.cat([h, context], -1)))
         return self.out(self.drop(vec)).masked_fill(absent, NEG), (h, c), vec
