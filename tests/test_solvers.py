@@ -18,7 +18,7 @@ ALL = sorted(SOLVERS)
 pytestmark = pytest.mark.usefixtures("one_thread")
 # The exact loss of two seeded Adam steps (lr 1e-3, dropout 0.5, 32 MAWPS problems), per solver.
 PINNED = {"gts": [2.418612241744995, 2.336639642715454], "dns": [2.3541197776794434, 2.31302547454834],
-          "graph2tree": [2.553657293319702, 2.326458692550659], "bert_tree": [2.4750168323516846, 2.330655813217163],
+          "graph2tree": [2.499290704727173, 2.2836241722106934], "bert_tree": [2.4750168323516846, 2.330655813217163],
           "re_deduction": [5.885385036468506, 5.802608966827393]}
 
 
@@ -36,13 +36,15 @@ def _problems(mawps, n=16):
     return pool[:n // 2] + pool[-(n - n // 2):]
 
 
-def _fit(model, batch, steps, lr=1e-2):
+def _fit(model, batch, steps, lr=1e-2, clip: float | None = None):
     opt = torch.optim.Adam(model.parameters(), lr)
     losses = []
     for _ in range(steps):
         loss = model.loss(batch)
         opt.zero_grad()
         loss.backward()
+        if clip is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         opt.step()
         losses.append(loss.item())
     return losses
@@ -63,7 +65,9 @@ def test_overfits_16_problems(mawps, vocab, name):
     assert max(len(p.prefix) for p in problems) >= 7
     model = small(name, vocab)
     batch = collate(problems, vocab)
-    losses = _fit(model, batch, 300)
+    # clipped as the trainer's PLM recipe clips: unclipped, Adam at 1e-2 has late loss spikes, and
+    # float rounding alone (an equal but re-ordered encoder) decided whether a run ended in one
+    losses = _fit(model, batch, 300, clip=5.0)
     assert losses[-1] < 0.05 < losses[0]
     assert value_accuracy(model.decode(batch, beam_size=3), problems).value == 1.0
     assert value_accuracy(model.decode(batch, greedy=True), problems).value == 1.0

@@ -17,9 +17,13 @@ Everything after the graph encoder is GTS unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import lru_cache
+
 import torch
 from torch import nn
 
+from psedual.data.record import Problem
 from psedual.solvers.batch import Batch
 from psedual.solvers.gts import GTS, Encoded, GTSConfig
 from psedual.solvers.vocab import Vocab
@@ -34,23 +38,41 @@ def cells_of(problem) -> list[int]:
     return sorted({i for p in problem.num_pos for i in (p - 1, p, p + 1) if 0 <= i < n})
 
 
+@lru_cache(maxsize=None)
+def graph_edges(problem: Problem) -> torch.Tensor:
+    """[3, E] (graph, row, column) of every edge of the problem's graphs, self loops included:
+    built once per problem (the loops are per number pair), then reused every epoch."""
+    edges: set[tuple[int, int, int]] = set()
+    values = problem.values()
+    cells = cells_of(problem)
+    for i, pi in enumerate(problem.num_pos):
+        for c in cells:
+            if abs(c - pi) < 4:
+                edges |= {(0, pi, c), (0, c, pi)}
+        for j, pj in enumerate(problem.num_pos):
+            if i != j:
+                edges |= {(1 if values[i] > values[j] else 2, pi, pj), (3, pi, pj)}
+    edges |= {(g, k, k) for g in range(N_GRAPHS) for k in range(len(problem.tokens))}
+    return torch.tensor(sorted(edges), dtype=torch.long).view(-1, 3).t()
+
+
 def build_graphs(batch: Batch) -> torch.Tensor:
     """[B, N_GRAPHS, T, T] row-normalised adjacency matrices with self loops."""
     B, T = batch.words.shape
+    edges = [graph_edges(p) for p in batch.problems]
+    example = torch.repeat_interleave(torch.arange(B), torch.tensor([e.shape[1] for e in edges]))
+    graph, row, col = torch.cat(edges, 1)
     adj = torch.zeros(B, N_GRAPHS, T, T)
-    for b, p in enumerate(batch.problems):
-        values = p.values()
-        for i, pi in enumerate(p.num_pos):
-            for c in cells_of(p):
-                if abs(c - pi) < 4:
-                    adj[b, 0, pi, c] = adj[b, 0, c, pi] = 1.0
-            for j, pj in enumerate(p.num_pos):
-                if i != j:
-                    adj[b, 1 if values[i] > values[j] else 2, pi, pj] = 1.0
-                    adj[b, 3, pi, pj] = 1.0
-        n = len(p.tokens)
-        adj[b, :, range(n), range(n)] = 1.0
+    adj[example, graph, row, col] = 1.0
     return adj / adj.sum(-1, keepdim=True).clamp(min=1.0)
+
+
+def on_words(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """`f` applied to the real words' rows of x [B, T, D] only; padding rows come back zero.
+    Exact for this encoder: padding has no edges, and its rows are zeroed at the end."""
+    B, T, D = x.shape
+    y = f(x.reshape(B * T, D).index_select(0, rows))
+    return y.new_zeros(B * T, y.shape[-1]).index_copy(0, rows, y).view(B, T, -1)
 
 
 class GCN(nn.Module):
@@ -59,9 +81,9 @@ class GCN(nn.Module):
         self.w1, self.w2 = nn.Linear(dim, hidden), nn.Linear(hidden, out)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, adj: torch.Tensor) -> torch.Tensor:
-        x = self.drop(torch.relu(adj @ self.w1(x)))
-        return adj @ self.w2(x)
+    def forward(self, x: torch.Tensor, adj: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(adj @ on_words(self.w1, x, rows))
+        return adj @ on_words(lambda h: self.w2(self.drop(h)), x, rows)
 
 
 class Graph2Tree(GTS):
@@ -79,7 +101,9 @@ class Graph2Tree(GTS):
     def encode(self, batch: Batch) -> Encoded:
         outputs, problem = self.encode_words(batch)
         adj = build_graphs(batch).to(outputs.device)
-        graphs = torch.cat([gcn(outputs, adj[:, g]) for g, gcn in enumerate(self.gcns)], -1)
-        x = self.norm(graphs) + outputs
-        x = (self.ff(x) + x) * (batch.words != 0).unsqueeze(-1)
+        # the linear layers run on real words only: a batch's padding is often half its positions
+        rows = (batch.words != 0).view(-1).nonzero().squeeze(1)
+        graphs = torch.cat([gcn(outputs, adj[:, g], rows) for g, gcn in enumerate(self.gcns)], -1)
+        x = on_words(self.norm, graphs, rows) + outputs
+        x = on_words(self.ff, x, rows) + x
         return self.with_candidates(batch, x, problem)
