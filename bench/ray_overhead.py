@@ -1,12 +1,14 @@
 """Ray's cost on one trial: the plain trainer vs the same trial through Tune (in-process)
 and through Tune + TorchTrainer (1 worker), as ratios in one run.
 
-The trial: GTS + PseDual(GCN), MAWPS fold 0 (1,409 training problems), embedding 64,
+The trial: GTS + PseDual(GCN) (or `--variant`), MAWPS fold 0 (1,409 training problems), embedding 64,
 hidden 128, `--epochs` epochs, 1 thread; no test evaluation in any of the three. Ray is
 started once before timing; each Tune run is timed around `run_sweep`, so it includes
 trial start-up, checkpoint reporting and, for TorchTrainer, starting the Train worker.
+The plain trainer runs once before the Tune runs and once after (an untimed 1-epoch run
+warms the process first); the ratios are over the mean of the two.
 
-Usage: python bench/ray_overhead.py [--epochs 3]
+Usage: python bench/ray_overhead.py [--epochs 3] [--variant gcn] [--trials 1] [--in-process-only]
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ FIXED = {"solver": "gts", "variant": "gcn", "data.dataset": "mawps", "data.fold"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--trials", type=int, default=1,
+                        help="seeds 0..N-1 as one grid, one trial at a time, against N plain runs")
+    parser.add_argument("--in-process-only", action="store_true", help="skip the TorchTrainer run")
+    parser.add_argument("--variant", default="gcn", choices=("base", "gru", "gcn"),
+                        help="the default sweep's arms: a base trial does not import torch-geometric")
     args = parser.parse_args()
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import ray
@@ -33,26 +40,36 @@ def main() -> None:
     from psedual.tune.space import Resources, SweepSpec, make_config
     from psedual.tune.sweep import run_sweep
 
-    fixed = {**FIXED, "epochs": args.epochs}
+    fixed = {**FIXED, "epochs": args.epochs, "variant": args.variant}
     work = Path(tempfile.mkdtemp(prefix="psedual-overhead-"))
-    began = time.perf_counter()
-    train(make_config(fixed), work / "plain", progress=False, test=False)
-    plain = time.perf_counter() - began
+
+    def plain_run(folder: str, epochs: int) -> float:
+        began = time.perf_counter()
+        train(make_config({**fixed, "epochs": epochs}), work / folder, progress=False, test=False)
+        return time.perf_counter() - began
+
+    # a 1-epoch run first, untimed: the first run in a process pays for the data cache and the
+    # allocator warming up, which made the plain figure the slowest of the three when it went first
+    plain_run("warm", 1)
+    plain = plain_run("plain", args.epochs)
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     times = {}
     try:
-        for name, resources in (("tune in-process", Resources()), ("tune + TorchTrainer", Resources(in_process=False))):
+        runs = (("tune in-process", Resources()), ("tune + TorchTrainer", Resources(in_process=False)))
+        for name, resources in runs[:1] if args.in_process_only else runs:
             spec = replace(SweepSpec(name=name.replace(" ", "_").replace("+", "and"), mode="grid", fixed=fixed,
-                                     grid={"seed": [0]}), resources=resources)
+                                     grid={"seed": list(range(args.trials))}), resources=resources)
             began = time.perf_counter()
-            outcome, = run_sweep(spec, str(work / "results"), verbose=0)
+            outcomes = run_sweep(spec, str(work / "results"), verbose=0)
             times[name] = time.perf_counter() - began
-            assert outcome.status == "completed", outcome
+            assert [o.status for o in outcomes] == ["completed"] * args.trials, outcomes
     finally:
         ray.shutdown()
-    print(f"one trial, {args.epochs} epochs: plain trainer {plain:.1f} s")
+    again = plain_run("plain-again", args.epochs)  # after the Tune runs, so drift shows in the spread
+    print(f"{args.trials} {args.variant} trial(s) one at a time, {args.epochs} epochs each: one plain trainer run {plain:.1f} s before the Tune runs, {again:.1f} s after")
+    plain = args.trials * (plain + again) / 2
     for name, t in times.items():
-        print(f"  {name:<20} {t:6.1f} s  {t / plain:5.3f}x  (+{100 * (t / plain - 1):.1f}%)")
+        print(f"  {name:<20} {t:6.1f} s  {t / plain:5.3f}x {args.trials} times the plain runs' mean ({100 * (t / plain - 1):+.1f}%)")
 
 
 if __name__ == "__main__":

@@ -12,10 +12,6 @@ import warnings
 import torch
 from torch import nn
 
-with warnings.catch_warnings():  # torch-geometric's import uses the deprecated torch.jit.script
-    warnings.simplefilter("ignore", DeprecationWarning)
-    from torch_geometric.nn import GCNConv
-
 
 def tree_edges(tokens: list[int], n_ops: int) -> list[tuple[int, int]]:
     """(parent, child) positions of a prefix expression; ids below `n_ops` are binary operators.
@@ -70,6 +66,12 @@ class GCNExpressionEncoder(nn.Module):
 
     def __init__(self, embedding_size: int, hidden_size: int, n_ops: int, dropout: float) -> None:
         super().__init__()
+        # imported here, not at the top: torch-geometric's import takes ~1.8 s (it pulls in
+        # torch._dynamo and its datasets), which every CLI command and every trial of a base or
+        # GRU arm paid without using it
+        with warnings.catch_warnings():  # torch-geometric's import uses the deprecated torch.jit.script
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from torch_geometric.nn import GCNConv
         self.n_ops = n_ops
         self.conv1, self.conv2 = GCNConv(embedding_size, hidden_size), GCNConv(hidden_size, hidden_size)
         self.drop = nn.Dropout(dropout)

@@ -118,8 +118,11 @@ def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bo
 
 
 def _tune_config(spec: SweepSpec) -> ray.tune.TuneConfig:
+    # An in-process trial's actor is reused for the next trial: a new actor is a new Python
+    # process, and importing torch and the package there cost ~3 s per trial (bench/ray_overhead.py)
     common = dict(metric=METRIC, mode="max", num_samples=spec.num_samples,
-                  max_concurrent_trials=spec.resources.max_concurrent)
+                  max_concurrent_trials=spec.resources.max_concurrent,
+                  reuse_actors=not spec.resources.uses_train_workers)
     if spec.mode == "grid":
         return ray.tune.TuneConfig(**common)
     from ray.tune.schedulers import ASHAScheduler
