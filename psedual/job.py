@@ -46,9 +46,9 @@ def taken(storage: str, name: str) -> bool:
     """Whether the storage holds a sweep or result tables under this experiment name."""
     import pyarrow.fs as pafs
 
-    from psedual.tune.sweep import storage_uri
+    from psedual.storage import filesystem
 
-    fs, base = pafs.FileSystem.from_uri(storage_uri(storage))
+    fs, base = filesystem(storage)
     paths = [f"{base}/{name}"] + [f"{base}/{t}/experiment={name}" for t in ("runs", "epochs", "predictions")]
     return any(info.type != pafs.FileType.NotFound for info in fs.get_file_info(paths))
 

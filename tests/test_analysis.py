@@ -351,6 +351,11 @@ def test_analysis_imports_neither_torch_nor_psedual():
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 
 
+def test_the_result_tables_import_without_ray():
+    code = "import sys, psedual.results.tables; assert 'ray' not in sys.modules, 'ray imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
 def test_infill_summary_known_answer(tmp_path, capsys):
     preds = pl.DataFrame({"id": ["mawps:0", "mawps:1", "mawps:2"], "value_correct": [True, False, True],
                           "expression_correct": [True, False, True],

@@ -17,12 +17,11 @@ from __future__ import annotations
 import uuid
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from psedual.train import tables as run_tables
 from psedual.train.config import TrainConfig
-from psedual.tune.sweep import storage_uri
+from psedual.storage import filesystem
 
 TABLES = ("runs", "epochs", "predictions")
 _TYPES = {"int": pa.int64(), "float": pa.float64(), "str": pa.string(), "bool": pa.bool_()}
@@ -58,11 +57,6 @@ RUNS_SCHEMA = pa.schema([
 EPOCHS_SCHEMA = pa.schema([("trial", pa.string()), *run_tables.EPOCHS_SCHEMA])
 PREDICTIONS_SCHEMA = pa.schema([("trial", pa.string()), *run_tables.PREDICTIONS_SCHEMA])
 SCHEMAS = {"runs": RUNS_SCHEMA, "epochs": EPOCHS_SCHEMA, "predictions": PREDICTIONS_SCHEMA}
-
-
-def filesystem(root: str) -> tuple[pafs.FileSystem, str]:
-    """(filesystem, path) of a storage root: a local folder or a URI such as s3://bucket/prefix."""
-    return pafs.FileSystem.from_uri(storage_uri(root))
 
 
 def write(root: str, table: str, experiment: str, trial: str, rows: list[dict]) -> str:

@@ -15,6 +15,7 @@ import ray
 import ray.tune
 from ray.train import Checkpoint
 
+from psedual.storage import storage_uri
 from psedual.train.config import TrainConfig
 from psedual.tune.space import ARM, Resources, SweepSpec, expand, make_config
 from psedual.tune.trial import METRIC, trainable
@@ -60,11 +61,6 @@ def check_fits(resources: Resources, cluster: dict) -> None:
     if resources.use_gpu and resources.num_workers > gpus:
         raise ValueError(f"a trial needs {resources.num_workers} GPUs (use_gpu: one per worker); this Ray has "
                          f"{gpus:g}")
-
-
-def storage_uri(storage: str) -> str:
-    """An absolute local path, or a pyarrow filesystem URI (s3://, gs://, ...) as given."""
-    return storage if "://" in storage else str(Path(storage).expanduser().resolve())
 
 
 def param_space(spec: SweepSpec) -> dict:

@@ -1,0 +1,20 @@
+"""Where sweeps and result tables live: a local folder or a pyarrow filesystem URI.
+
+Kept apart from `psedual.tune` so the result tables (and `analysis/`) resolve a storage root
+without importing Ray."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.fs as pafs
+
+
+def storage_uri(storage: str) -> str:
+    """An absolute local path, or a pyarrow filesystem URI (s3://, gs://, ...) as given."""
+    return storage if "://" in storage else str(Path(storage).expanduser().resolve())
+
+
+def filesystem(root: str) -> tuple[pafs.FileSystem, str]:
+    """(filesystem, path) of a storage root: a local folder or a URI such as s3://bucket/prefix."""
+    return pafs.FileSystem.from_uri(storage_uri(root))
