@@ -177,3 +177,15 @@ def test_the_main_job_runs_twice_and_refuses_a_taken_name_in_one_line(local_ray,
     assert len(err.splitlines()) == 1
     assert main([*job, "--resume", "nothing-here"]) == 2
     assert "no experiment 'nothing-here'" in capsys.readouterr().err
+
+
+def test_asha_runs_to_the_most_epochs_a_trial_can_have():
+    from psedual.tune.space import SweepSpec
+    from psedual.tune.sweep import max_epochs
+
+    fixed = {"solver": "gts", "data.dataset": "mawps", "data.fold": 0}
+    assert max_epochs(SweepSpec(name="a", mode="optuna", fixed={**fixed, "epochs": 7},
+                                search={"lr": {"loguniform": [1e-3, 1e-2]}})) == 7
+    assert max_epochs(SweepSpec(name="b", mode="optuna", fixed=fixed, search={"epochs": {"choice": [3, 12, 6]}})) == 12
+    assert max_epochs(SweepSpec(name="c", mode="optuna", fixed=fixed, search={"epochs": {"int": [2, 9]}})) == 9
+    assert max_epochs(SweepSpec(name="d", mode="optuna", fixed=fixed, search={"lr": {"choice": [1e-3]}})) == 80

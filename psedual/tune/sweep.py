@@ -113,6 +113,17 @@ def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bo
     return [_outcome(r) for r in grid]
 
 
+def max_epochs(spec: SweepSpec) -> int:
+    """The most epochs any trial of the sweep can run: ASHA's `max_t`, whether epochs is fixed,
+    searched (the largest choice, or the top of an int range) or left at its default."""
+    if "epochs" in spec.search:
+        (kind, values), = spec.search["epochs"].items()
+        return int(max(values))  # choice: the largest; int: [low, high]
+    if "epochs" in spec.grid:
+        return int(max(spec.grid["epochs"]))
+    return int(spec.fixed.get("epochs", TrainConfig().epochs))
+
+
 def _tune_config(spec: SweepSpec) -> ray.tune.TuneConfig:
     # An in-process trial's actor is reused for the next trial: a new actor is a new Python
     # process, and importing torch and the package there cost ~3 s per trial (bench/ray_overhead.py)
@@ -126,10 +137,9 @@ def _tune_config(spec: SweepSpec) -> ray.tune.TuneConfig:
 
     import optuna
 
-    epochs = spec.fixed.get("epochs", TrainConfig().epochs)
     return ray.tune.TuneConfig(**common, search_alg=OptunaSearch(sampler=optuna.samplers.TPESampler(seed=spec.seed),
                                                                        points_to_evaluate=spec.points or None),
-                               scheduler=ASHAScheduler(time_attr="epoch", max_t=epochs, grace_period=spec.grace_period,
+                               scheduler=ASHAScheduler(time_attr="epoch", max_t=max_epochs(spec), grace_period=spec.grace_period,
                                                        reduction_factor=spec.reduction_factor))
 
 
