@@ -38,10 +38,8 @@ from psedual.reexamine.targets import allowed_targets, canonical_answers
 from psedual.solvers.batch import Batch
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.encoder import WordEncoder
-from psedual.solvers.rollout import Rollout
+from psedual.solvers.rollout import NEG, Rollout
 from psedual.solvers.vocab import Vocab
-
-NEG = -1e12
 
 
 @dataclass

@@ -20,11 +20,8 @@ from torch import nn
 from psedual.solvers.batch import Batch, gold_tokens
 from psedual.solvers.config import SolverConfig, inference
 from psedual.solvers.encoder import WordEncoder
-from psedual.solvers.rollout import Pick, Rollout, may_open_operator
+from psedual.solvers.rollout import NEG, Pick, Rollout, may_open_operator
 from psedual.solvers.vocab import Vocab
-
-NEG = -1e12
-
 
 DNSConfig = SolverConfig
 

@@ -28,11 +28,9 @@ from torch import nn
 from psedual.solvers.batch import Batch, gold_tokens
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.encoder import WordEncoder
-from psedual.solvers.rollout import Pick, Rollout
+from psedual.solvers.rollout import NEG, Pick, Rollout
 from psedual.solvers.tree_search import tree_decode, tree_rollout
 from psedual.solvers.vocab import Vocab
-
-NEG = -1e12  # the published code's mask value; finite so log_softmax stays finite
 
 
 GTSConfig = SolverConfig  # the published sizes

@@ -30,10 +30,9 @@ from torch import nn
 from psedual.solvers.batch import Batch
 from psedual.solvers.config import SolverConfig, inference
 from psedual.solvers.plm import PLMEncoder
-from psedual.solvers.rollout import Pick, Rollout
+from psedual.solvers.rollout import NEG, Pick, Rollout
 from psedual.solvers.vocab import Vocab
 
-NEG = -1e12
 NON_COMMUTATIVE = ("-", "/", "^")
 
 

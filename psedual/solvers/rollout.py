@@ -13,8 +13,12 @@ from dataclasses import dataclass
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
+NEG = -1e12
+"""The score of a forbidden token or a masked position, everywhere: finite, so log_softmax stays
+finite (the published GTS code's value)."""
+
 Pick = Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]
-"""`pick(scores, rows, position)`: maps a step's scores [R, V] (forbidden tokens at -1e12) for
+"""`pick(scores, rows, position)`: maps a step's scores [R, V] (forbidden tokens at NEG) for
 the batch's problems `rows` [R] at output position `position` to rows [R, V] whose argmax is
 the token taken. The rows may carry gradient (straight-through) or be soft. Naming the
 problems lets a sampler draw each problem's noise independently of the batch around it."""

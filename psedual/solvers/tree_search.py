@@ -15,7 +15,7 @@ import torch
 
 from psedual.solvers.batch import Batch
 from psedual.solvers.config import inference
-from psedual.solvers.rollout import Pick, Rollout, may_open_operator, stack_rollout
+from psedual.solvers.rollout import NEG, Pick, Rollout, may_open_operator, stack_rollout
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def _step(model, enc, beams: list[list[Hyp]], live: list[tuple[int, Hyp]], beam_
     ops = torch.arange(n_ops, device=goal.device).repeat(len(live))
     lg, rg = model.child_goals(node.repeat_interleave(n_ops, 0), context.repeat_interleave(n_ops, 0), ops)
     lg, rg = lg.view(len(live), n_ops, -1), rg.view(len(live), n_ops, -1)
-    valid = logits > -1e11  # masked candidates (absent number slots) are never chosen
+    valid = logits > NEG / 10  # masked candidates (absent number slots) are never chosen
 
     # candidates: (score, position in live, token); finished hypotheses carry over as they are
     pool: list[list[tuple[float, int, int, Hyp | None]]] = [[(h.score, -1, -1, h) for h in hs if not h.goals]
@@ -127,7 +127,7 @@ def tree_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rollo
         scores, node, context = model.predict(enc, ex, goal, left, has_left)
         need = torch.tensor([len(goals[b]) for b in live], device=goal.device)
         closed = ~may_open_operator(need, length, max_length)
-        y = pick(scores.masked_fill(closed.unsqueeze(-1) & is_op, -1e12), ex, length)
+        y = pick(scores.masked_fill(closed.unsqueeze(-1) & is_op, NEG), ex, length)
         tok = y.argmax(-1)
         op_rows = (tok < n_ops).nonzero().squeeze(1)
         if len(op_rows):
