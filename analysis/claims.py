@@ -28,6 +28,7 @@ from analysis import guardrails, read
 from analysis.guardrails import SHOWN_IDS, GuardrailError
 from analysis.multiple import METHODS, adjust
 from analysis.stats import MIN_SEEDS, across_seeds, paired, seed_warning
+from psedual.reexamine.config import EXPRESSION_ENCODERS
 
 # per-example columns of the predictions table: value accuracy, strict expression accuracy (slot
 # names), and expression accuracy by values (the published definition)
@@ -60,7 +61,7 @@ class Comparison:
     """the column whose values are the arms (`variant`, `psedual.fusion`, ...)"""
     base: str = "base"
     """the reference arm's value"""
-    treatments: tuple[str, ...] = ("gru", "gcn")
+    treatments: tuple[str, ...] = tuple(EXPRESSION_ENCODERS)
     """the arms compared against `base`"""
     by: tuple[str, ...] = ("data.dataset", "solver")
     """one cell per distinct combination of these columns"""

@@ -21,12 +21,13 @@ from analysis import claims as claims_mod
 from analysis import read, report, summaries
 from analysis.claims import Comparison
 from analysis.multiple import METHODS
+from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
 
 # (arm column, base, treatments, cells) of the paper's comparisons
 PRESETS = {
-    "table1": ("variant", "base", ("gru", "gcn"), ("data.dataset", "solver")),
+    "table1": ("variant", BASE, tuple(EXPRESSION_ENCODERS), ("data.dataset", "solver")),
     "table3": ("psedual.fusion", "teacher_forcing", ("scheduled",), ("data.dataset", "solver", "variant")),
-    "curve": ("variant", "base", ("gcn", "gru"), ("data.dataset", "solver", "data.train_size")),
+    "curve": ("variant", BASE, tuple(EXPRESSION_ENCODERS), ("data.dataset", "solver", "data.train_size")),
 }
 
 

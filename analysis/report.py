@@ -7,8 +7,10 @@ from pathlib import Path
 
 import polars as pl
 
+from psedual.reexamine.config import VARIANT_LABELS
+
 FORMATS = ("markdown", "latex")
-ARM_LABELS = {"base": "base", "gru": "PseDual-GRU", "gcn": "PseDual-GCN",
+ARM_LABELS = {**VARIANT_LABELS,
               "teacher_forcing": "teacher forcing", "scheduled": "scheduled fusion", "predicted": "predicted only"}
 
 

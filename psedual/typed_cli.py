@@ -50,18 +50,19 @@ def _flatten(values: dict, prefix: str = "") -> dict:
 # ---- train -----------------------------------------------------------------------------------
 
 def _train_parser() -> ArgumentParser:
-    from psedual.reexamine.config import PseDualConfig
+    from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS, PseDualConfig, Variant
     from psedual.train.config import TrainConfig
-    from psedual.tune.space import Variant
 
     p = _parser("train", "Train one solver; test the checkpoint of the best validation epoch once.")
     p.add_class_arguments(TrainConfig, nested_key=None, skip={"psedual"}, fail_untyped=True)
     # TrainConfig's default data is MAWPS fold 0; on the command line the fold is said, as the
     # dataset is (a fixed-split dataset then needs no `--data.fold null`).
     p.set_defaults({"data.fold": None})
-    p.add_argument("--variant", type=Variant, default="base",
-                   help="`base`: the solver alone; `gru`/`gcn`: PseDual, reading expressions with that encoder "
-                        "(`--psedual gcn` is the same). The psedual.* options need one of these.")
+    encoders = "; ".join(f"`{name}`: PseDual reading the solver's expressions with {entry.about}"
+                         for name, entry in EXPRESSION_ENCODERS.items())
+    p.add_argument("--variant", type=Variant, default=BASE,
+                   help=f"`{BASE}`: the solver alone; {encoders} (`--psedual NAME` is the same). "
+                        "The psedual.* options need one of the latter.")
     p.add_class_arguments(PseDualConfig, nested_key="psedual", skip={"expression_encoder"}, fail_untyped=True)
     p.add_argument("--out", required=True, help="run folder: checkpoints, epochs/predictions/metrics Parquet")
     p.add_argument("--resume", action="store_true", help="continue from OUT/last.pt")
@@ -70,7 +71,7 @@ def _train_parser() -> ArgumentParser:
 
 def _train_config(cfg: Namespace):
     """The TrainConfig of a parsed `train` command, built as a sweep builds a trial's."""
-    from psedual.reexamine.config import PseDualConfig
+    from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS, PseDualConfig
     from psedual.tune.space import make_config
 
     flat = _flatten(cfg.as_dict())
@@ -78,10 +79,11 @@ def _train_config(cfg: Namespace):
         flat.pop(key, None)
     defaults = PseDualConfig()
     psedual = {k: v for k, v in flat.items() if k.startswith("psedual.")}
-    if flat["variant"] == "base":
+    if flat["variant"] == BASE:
         changed = [k for k, v in psedual.items() if v != getattr(defaults, k.split(".", 1)[1])]
         if changed:
-            raise ValueError(f"--{', --'.join(changed)} set PseDual's knobs: they need --variant gru|gcn")
+            raise ValueError(f"--{', --'.join(changed)} set PseDual's knobs: they need "
+                             f"--variant {'|'.join(EXPRESSION_ENCODERS)}")
         flat = {k: v for k, v in flat.items() if k not in psedual}
     return make_config(flat)
 
@@ -193,7 +195,7 @@ def normalise(argv: list[str], options: dict) -> list[str]:
     (`--fold` → `--data.fold`, `--fusion` → `--psedual.fusion`), a bool field's option alone
     as a flag (`--reexamine` → `--reexamine true`), and `--psedual gcn` → `--variant gcn`.
     `options` maps option strings to the parser's actions."""
-    from psedual.tune.space import VARIANTS
+    from psedual.reexamine.config import VARIANTS
 
     by_leaf: dict[str, list[str]] = {}
     for option in options:

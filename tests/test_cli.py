@@ -69,6 +69,19 @@ def test_every_train_field_is_in_the_help_with_its_docstring_and_choices(capsys)
     assert "Weight of the infilling loss" in text  # PseDualConfig.alpha's
 
 
+def test_the_readme_variant_table_is_the_registry():
+    from pathlib import Path
+
+    from psedual.reexamine.config import EXPRESSION_ENCODERS, VARIANT_LABELS
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    rows = [line for line in readme.splitlines() if line.startswith("| `")
+            and line.split("|")[1].strip().strip("`") in {"base", *EXPRESSION_ENCODERS}]
+    wanted = ["| `base` | base | (no reexamining module) |"] + [
+        f"| `{name}` | {VARIANT_LABELS[name]} | {entry.about} |" for name, entry in EXPRESSION_ENCODERS.items()]
+    assert rows == wanted, "README's variant table is out of date; it should read:\n" + "\n".join(wanted)
+
+
 def test_every_train_field_is_settable():
     argv, wanted = ["--variant", "gru", "--out", "x"], {"psedual.expression_encoder": "gru"}
     for key, (annotation, default) in _train_fields().items():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import get_args
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ import torch
 from psedual.metrics import infilling_accuracy, perfect_match_ratio
 from psedual.reexamine import PseDualConfig, Reexaminer
 from psedual.reexamine import config as reexamine_config
-from psedual.reexamine.expression import EXPRESSION_ENCODERS, batch_edge_index, tree_edges
+from psedual.reexamine.expression import batch_edge_index, expression_encoder_class, tree_edges
 from psedual.reexamine.module import GumbelNoise
 from psedual.reexamine.schedules import Clock, epsilon, final, regime, tau, warning
 from psedual.reexamine.targets import UNUSED, allowed_targets, canonical_answers, used_slots
@@ -37,8 +38,19 @@ def build(name, vocab, seed=0, **psedual):
 
 # --- config and schedules ------------------------------------------------------------
 
+def test_every_registered_expression_encoder_builds_and_reads_a_tree():
+    tokens = torch.tensor([[0, 3, 4, -1], [1, 0, 3, 4]])  # N0 op N1 (padded), op op ... (cut short)
+    for name in reexamine_config.EXPRESSION_ENCODERS:
+        cls = expression_encoder_class(name)
+        assert issubclass(cls, torch.nn.Module), name
+        torch.manual_seed(0)
+        out = cls(8, 6, 2, 0.0)(torch.randn(2, 4, 8), tokens)
+        assert out.shape == (2, 4, 6), name
+    assert reexamine_config.VARIANTS == ("base", *reexamine_config.EXPRESSION_ENCODERS)
+
+
 def test_config_names_match_the_registry_and_bad_values_fail():
-    assert reexamine_config.EXPRESSION_ENCODERS == tuple(EXPRESSION_ENCODERS)
+    assert get_args(reexamine_config.ExpressionEncoder) == tuple(reexamine_config.EXPRESSION_ENCODERS)
     with pytest.raises(ValueError, match="unknown expression encoder 'lstm'; valid: gru, gcn"):
         PseDualConfig(expression_encoder="lstm")
     with pytest.raises(ValueError, match="valid: scheduled, teacher_forcing, predicted"):

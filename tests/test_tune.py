@@ -63,7 +63,7 @@ BAD = {
     "bad_yaml.yaml": ("name: [x\n", "not valid YAML"),
     "bad_resources.yaml": ("name: x\nresources: {num_workers: 0}\n", "resources: bad resources"),
     "bad_points.yaml": ("name: x\nsearch:\n  lr: {uniform: [0.1, 0.2]}\npoints:\n  - {seed: 1}\n",
-                        "points\\[0\\]: give a value for each search key \\(lr\\)"),
+                        "points\\[0\\]: give a value for each search key \\(lr; "),
     "grid_in_optuna.yaml": ("name: x\ngrid:\n  lr: [0.1]\n", "mode optuna takes `search:`"),
     "arms_in_optuna.yaml": ("name: x\narms:\n  - {variant: gcn}\n", "only grid sweeps take arms"),
     "bad_arm_key.yaml": ("name: x\nmode: grid\narms:\n  - {varient: gcn}\n", "arms\\[0\\]: unknown keys \\['varient'\\]"),
@@ -189,3 +189,24 @@ def test_asha_runs_to_the_most_epochs_a_trial_can_have():
     assert max_epochs(SweepSpec(name="b", mode="optuna", fixed=fixed, search={"epochs": {"choice": [3, 12, 6]}})) == 12
     assert max_epochs(SweepSpec(name="c", mode="optuna", fixed=fixed, search={"epochs": {"int": [2, 9]}})) == 9
     assert max_epochs(SweepSpec(name="d", mode="optuna", fixed=fixed, search={"lr": {"choice": [1e-3]}})) == 80
+
+
+def test_optuna_draws_psedual_knobs_only_for_pseDual_trials_and_one_key_names_the_arm():
+    import optuna
+
+    from psedual.tune.sweep import define_by_run
+
+    spec = load_spec(ROOT / "search_spaces" / "default.yaml")
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    drawn = []
+    for _ in range(24):
+        trial = study.ask()
+        define_by_run(spec)(trial)
+        drawn.append(trial.params)
+        study.tell(trial, 0.0)
+    by_variant = {v: [set(p) for p in drawn if p["variant"] == v] for v in ("base", "gru", "gcn")}
+    assert all(by_variant.values()), by_variant  # every arm was drawn
+    assert all(keys == {"variant", "lr"} for keys in by_variant["base"])
+    assert all(keys == {"variant", "lr", "psedual.fusion"} for v in ("gru", "gcn") for keys in by_variant[v])
+    with pytest.raises(ValueError, match="psedual.expression_encoder is set through `variant`"):
+        make_config({"variant": "gru", "psedual.expression_encoder": "gcn"})

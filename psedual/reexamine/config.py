@@ -5,6 +5,38 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+
+@dataclass(frozen=True)
+class ExpressionEncoderEntry:
+    """One way the infiller reads the solver's expression."""
+
+    implementation: str
+    """`module:Class` of the nn.Module, imported only when a reexaminer is built: this registry
+    stays torch-free for analysis, and torch-geometric (~1.8 s) loads only for the GCN."""
+    label: str
+    """The arm's name in tables and reports."""
+    about: str
+    """What it reads, in a few words, for `--help` and the README's table."""
+
+
+EXPRESSION_ENCODERS = {
+    "gru": ExpressionEncoderEntry("psedual.reexamine.expression:GRUExpressionEncoder", "PseDual-GRU",
+                                  "a bidirectional GRU over the expression's prefix tokens"),
+    "gcn": ExpressionEncoderEntry("psedual.reexamine.expression:GCNExpressionEncoder", "PseDual-GCN",
+                                  "two GCN layers over the expression tree"),
+}
+"""The expression encoders, by name. The CLI's `--variant` choices, the sweep validation, the
+analysis labels and comparisons, and the README's table (a test checks it) are derived from it:
+adding an encoder is its module, one line here and a test."""
+
+BASE = "base"
+"""The variant without PseDual: the solver alone."""
+VARIANTS = (BASE, *EXPRESSION_ENCODERS)
+"""Which PseDual arm a run is, the one name for it everywhere (CLI `--variant`, sweep key,
+table column): `base`, or the expression encoder PseDual reads the solver's expressions with."""
+Variant = Literal[VARIANTS]
+VARIANT_LABELS = {BASE: "base", **{name: entry.label for name, entry in EXPRESSION_ENCODERS.items()}}
+
 # Each choice is one Literal type: the fields' annotations (so the CLI lists the choices), the
 # checks below and the sweep validation all read it.
 Fusion = Literal["scheduled", "teacher_forcing", "predicted"]
@@ -13,14 +45,13 @@ TauSchedule = Literal["horizon", "step"]
 TauReset = Literal["none", "epoch"]
 QPGradient = Literal["straight_through", "soft", "none"]
 ProblemEncoder = Literal["shared", "separate"]
-ExpressionEncoder = Literal["gru", "gcn"]  # checked against `expression.EXPRESSION_ENCODERS` by a test
+ExpressionEncoder = Literal[tuple(EXPRESSION_ENCODERS)]
 FUSIONS = get_args(Fusion)
 EPSILON_SCHEDULES = get_args(EpsilonSchedule)
 TAU_SCHEDULES = get_args(TauSchedule)
 TAU_RESETS = get_args(TauReset)
 QP_GRADIENTS = get_args(QPGradient)
 PROBLEM_ENCODERS = get_args(ProblemEncoder)
-EXPRESSION_ENCODERS = get_args(ExpressionEncoder)
 
 
 def _choose(name: str, value: str, valid: tuple[str, ...]) -> None:
@@ -28,12 +59,17 @@ def _choose(name: str, value: str, valid: tuple[str, ...]) -> None:
         raise ValueError(f"unknown {name} {value!r}; valid: {', '.join(valid)}")
 
 
+def check_variant(variant: str) -> None:
+    _choose("variant", variant, VARIANTS)
+
+
 @dataclass(frozen=True)
 class PseDualConfig:
     """The reexamining module and its schedules; defaults follow the paper."""
 
     expression_encoder: ExpressionEncoder = "gcn"
-    """How the infiller reads an expression: `gru` over its prefix tokens, or `gcn` over its tree."""
+    """How the infiller reads an expression: a name in `EXPRESSION_ENCODERS`. Runs and sweeps set it
+    through `variant`."""
     fusion: Fusion = "scheduled"
     """`scheduled`: Q = ε·Q_gold + (1−ε)·Q_pred; `teacher_forcing`: ε ≡ 1 (gold only, the paper's
     table-3 ablation, no expression is sampled); `predicted`: ε ≡ 0 (sampled only)."""
@@ -89,7 +125,7 @@ class PseDualConfig:
     """A sampled expression may be at most this times the batch's longest gold expression, plus one."""
 
     def __post_init__(self) -> None:
-        _choose("expression encoder", self.expression_encoder, EXPRESSION_ENCODERS)
+        _choose("expression encoder", self.expression_encoder, tuple(EXPRESSION_ENCODERS))
         _choose("fusion", self.fusion, FUSIONS)
         _choose("epsilon schedule", self.epsilon_schedule, EPSILON_SCHEDULES)
         _choose("tau schedule", self.tau_schedule, TAU_SCHEDULES)

@@ -7,10 +7,13 @@ The tree structure comes from the hard token ids (structure has no gradient).
 
 from __future__ import annotations
 
+import importlib
 import warnings
 
 import torch
 from torch import nn
+
+from psedual.reexamine.config import EXPRESSION_ENCODERS
 
 
 def tree_edges(tokens: list[int], n_ops: int) -> list[tuple[int, int]]:
@@ -84,4 +87,7 @@ class GCNExpressionEncoder(nn.Module):
         return self.conv2(x, edges).view(B, L, -1)
 
 
-EXPRESSION_ENCODERS = {"gru": GRUExpressionEncoder, "gcn": GCNExpressionEncoder}
+def expression_encoder_class(name: str) -> type[nn.Module]:
+    """The nn.Module registered as `name` in `config.EXPRESSION_ENCODERS`, imported now."""
+    module, _, cls = EXPRESSION_ENCODERS[name].implementation.partition(":")
+    return getattr(importlib.import_module(module), cls)

@@ -33,7 +33,7 @@ from torch import nn
 from psedual.reexamine import schedules
 from psedual.reexamine.config import PseDualConfig
 from psedual.reexamine.schedules import Clock
-from psedual.reexamine.expression import EXPRESSION_ENCODERS
+from psedual.reexamine.expression import expression_encoder_class
 from psedual.reexamine.targets import allowed_targets, canonical_answers
 from psedual.solvers.batch import Batch
 from psedual.solvers.config import SolverConfig
@@ -68,8 +68,8 @@ class Reexaminer(nn.Module):
         H, E = solver_config.hidden_size, config.token_embedding_size
         self.slot0 = len(vocab.operators) + len(vocab.constants)
         self.embed = nn.Parameter(torch.randn(len(vocab.output_tokens), E) * 0.1)
-        self.expression = EXPRESSION_ENCODERS[config.expression_encoder](E, H, len(vocab.operators),
-                                                                         solver_config.dropout)
+        self.expression = expression_encoder_class(config.expression_encoder)(E, H, len(vocab.operators),
+                                                                             solver_config.dropout)
         self.problem = WordEncoder(len(vocab.words), solver_config) if config.problem_encoder == "separate" else None
         self.query, self.key = nn.Linear(H, H), nn.Linear(H, H, bias=False)
         self.score = nn.Linear(H, 1, bias=False)

@@ -8,6 +8,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 import pyarrow as pa
@@ -15,8 +16,11 @@ import pyarrow as pa
 from psedual.results import tables
 from psedual.train.config import TrainConfig
 from psedual.train.trainer import RunResult, test_run
+from psedual.reexamine.config import BASE
 from psedual.tune.space import Resources, make_config
-from psedual.tune.sweep import TrialOutcome
+
+if TYPE_CHECKING:  # an annotation only: the sweep module imports Ray, which `psedual results add` never needs
+    from psedual.tune.sweep import TrialOutcome
 
 
 def code_version() -> str:
@@ -32,7 +36,7 @@ def code_version() -> str:
 
 def variant(config) -> str:
     """The runs table's `variant` of a TrainConfig: `base`, or the PseDual expression encoder."""
-    return "base" if config.psedual is None else config.psedual.expression_encoder
+    return BASE if config.psedual is None else config.psedual.expression_encoder
 
 
 def add_run_folders(folders: list[str | Path], root: str, experiment: str) -> pl.DataFrame:

@@ -11,18 +11,14 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Literal, get_args
 
 import yaml
 
 from psedual.data.config import DataConfig
-from psedual.reexamine.config import EXPRESSION_ENCODERS, PseDualConfig
+from psedual.reexamine.config import BASE, PseDualConfig, check_variant
 from psedual.solvers.config import SolverConfig
 from psedual.train.config import TrainConfig
 
-Variant = Literal[("base", *EXPRESSION_ENCODERS)]
-"""`base`: the solver alone; an expression encoder's name: PseDual reading expressions with it."""
-VARIANTS = get_args(Variant)
 DISTRIBUTIONS = ("uniform", "loguniform", "int", "choice")
 MODES = ("optuna", "grid")
 
@@ -31,7 +27,11 @@ class SpecError(ValueError):
     """A sweep file that cannot be run; the message names the file and the key."""
 
 
-SWEEPABLE = {**TrainConfig.field_types(), "variant": "str"}
+PSEDUAL_PREFIX = "psedual."
+"""Keys of PseDual's knobs: they apply to trials whose variant is not `base`."""
+VARIANT_KEY = "psedual.expression_encoder"
+"""Set through `variant`, never directly: two keys for one choice could disagree."""
+SWEEPABLE = {**{k: v for k, v in TrainConfig.field_types().items() if k != VARIANT_KEY}, "variant": "str"}
 """Dotted keys a sweep file may set."""
 
 
@@ -120,6 +120,8 @@ def expand(flat: dict) -> dict:
 def make_config(flat: dict) -> TrainConfig:
     """The TrainConfig of one trial from its flat dotted keys (unknown keys fail)."""
     flat = expand(flat)
+    if VARIANT_KEY in flat:
+        raise ValueError(f"{VARIANT_KEY} is set through `variant` (base or an expression encoder's name)")
     unknown = sorted(set(flat) - set(SWEEPABLE))
     if unknown:
         raise ValueError(f"unknown keys {unknown}; valid: {', '.join(sorted(SWEEPABLE))}")
@@ -128,10 +130,9 @@ def make_config(flat: dict) -> TrainConfig:
         prefix, _, name = key.rpartition(".")
         if key != "variant":
             parts[prefix][name] = value
-    variant = flat.get("variant", "base")
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown variant {variant!r}; valid: {', '.join(VARIANTS)}")
-    psedual = None if variant == "base" else PseDualConfig(**{**parts["psedual"], "expression_encoder": variant})
+    variant = flat.get("variant", BASE)
+    check_variant(variant)
+    psedual = None if variant == BASE else PseDualConfig(**{**parts["psedual"], "expression_encoder": variant})
     return TrainConfig(data=DataConfig(**parts["data"]), model=SolverConfig(**parts["model"]), psedual=psedual,
                        **parts[""])
 
@@ -177,8 +178,12 @@ def _check(spec: SweepSpec, path: Path) -> None:
         if unknown:
             raise SpecError(f"{path}: {where}: unknown keys {unknown}; valid: {', '.join(sorted(SWEEPABLE))}")
     for i, point in enumerate(spec.points):
-        if not isinstance(point, dict) or set(point) != set(spec.search):
-            raise SpecError(f"{path}: points[{i}]: give a value for each search key ({', '.join(spec.search)})")
+        # a base point's psedual.* values would be ignored (`sweep.define_by_run`): it may leave them out
+        needed = {k for k in spec.search if not (k.startswith(PSEDUAL_PREFIX) and
+                                                 isinstance(point, dict) and point.get("variant") == BASE)}
+        if not isinstance(point, dict) or not needed <= set(point) or not set(point) <= set(spec.search):
+            raise SpecError(f"{path}: points[{i}]: give a value for each search key ({', '.join(spec.search)}; "
+                            f"a base point may leave out the psedual.* keys)")
     if spec.arms and spec.mode != "grid":
         raise SpecError(f"{path}: arms: only grid sweeps take arms")
     for i, arm in enumerate(spec.arms):

@@ -17,7 +17,8 @@ from ray.train import Checkpoint
 
 from psedual.storage import storage_uri
 from psedual.train.config import TrainConfig
-from psedual.tune.space import ARM, Resources, SweepSpec, expand, make_config
+from psedual.reexamine.config import BASE
+from psedual.tune.space import ARM, PSEDUAL_PREFIX, Resources, SweepSpec, expand, make_config
 from psedual.tune.trial import METRIC, trainable
 
 # Tune's own columns in a trial's reported metrics, which we do not keep
@@ -64,17 +65,37 @@ def check_fits(resources: Resources, cluster: dict) -> None:
 
 
 def param_space(spec: SweepSpec) -> dict:
+    """Tune's param_space: the fixed values, and a grid's axes. An Optuna sweep's searched keys
+    are `define_by_run`'s."""
     space = dict(spec.fixed)
     if spec.mode == "grid":
         space.update({k: ray.tune.grid_search(v) for k, v in spec.grid.items()})
         if spec.arms:
             space[ARM] = ray.tune.grid_search(spec.arms)
-        return space
-    makers = {"uniform": ray.tune.uniform, "loguniform": ray.tune.loguniform,
-              "int": lambda lo, hi: ray.tune.randint(lo, hi + 1)}
-    for key, dist in spec.search.items():
-        (kind, values), = dist.items()
-        space[key] = ray.tune.choice(values) if kind == "choice" else makers[kind](*values)
+    return space
+
+
+def define_by_run(spec: SweepSpec):
+    """The searched keys as Optuna's define-by-run function: `variant` first, then `psedual.*`
+    keys only in trials whose variant uses PseDual. A base trial that drew them would train the
+    same model whatever it drew, and TPE would learn from it as if the knobs had mattered."""
+    keys = sorted(spec.search, key=lambda key: key != "variant")
+
+    def space(trial) -> None:
+        variant = spec.fixed.get("variant", BASE)
+        for key in keys:
+            if key.startswith(PSEDUAL_PREFIX) and variant == BASE:
+                continue
+            (kind, values), = spec.search[key].items()
+            if kind == "choice":
+                value = trial.suggest_categorical(key, values)
+            elif kind == "int":
+                value = trial.suggest_int(key, *values)
+            else:
+                value = trial.suggest_float(key, *values, log=kind == "loguniform")
+            if key == "variant":
+                variant = value
+
     return space
 
 
@@ -137,8 +158,11 @@ def _tune_config(spec: SweepSpec) -> ray.tune.TuneConfig:
 
     import optuna
 
-    return ray.tune.TuneConfig(**common, search_alg=OptunaSearch(sampler=optuna.samplers.TPESampler(seed=spec.seed),
-                                                                       points_to_evaluate=spec.points or None),
+    # a define-by-run space leaves Tune's param_space without search keys, so the searcher is
+    # told the metric and mode itself
+    search = OptunaSearch(define_by_run(spec), metric=METRIC, mode="max", points_to_evaluate=spec.points or None,
+                          sampler=optuna.samplers.TPESampler(seed=spec.seed))
+    return ray.tune.TuneConfig(**common, search_alg=search,
                                scheduler=ASHAScheduler(time_attr="epoch", max_t=max_epochs(spec), grace_period=spec.grace_period,
                                                        reduction_factor=spec.reduction_factor))
 
