@@ -39,7 +39,7 @@ FOLD, SEED = "data.fold", "seed"
 CLAIMS_SCHEMA = {
     "family": pl.String, "correction": pl.String, "n_family": pl.Int64, "cell": pl.String, "group": pl.String,
     "dataset": pl.String, "solver": pl.String, "metric": pl.String, "arm": pl.String,
-    "base_arm": pl.String, "psedual_arm": pl.String, "n_examples": pl.Int64, "n_seeds": pl.Int64,
+    "base_arm": pl.String, "treatment_arm": pl.String, "n_examples": pl.Int64, "n_seeds": pl.Int64,
     "seeds": pl.List(pl.Int64), "folds": pl.List(pl.Int64), "base": pl.Float64, "psedual": pl.Float64,
     "base_sd": pl.Float64, "psedual_sd": pl.Float64, "delta": pl.Float64, "ci_low": pl.Float64,
     "ci_high": pl.Float64, "test": pl.String, "p": pl.Float64, "p_adjusted": pl.Float64,
@@ -208,7 +208,7 @@ def _one(cmp: Comparison, cell: str, metric: str, treat: str, seeds: list[int], 
     # eq_missing: a dataset without folds has the one fold None
     fold_acc = {arm: [100.0 * float(np.mean([tables[s].filter(pl.col("fold").eq_missing(f))[c].mean() for s in seeds]))
                       for f in folds] for arm, c in (("base", col), ("treat", f"{col}_t"))}
-    row = {"metric": metric, "psedual_arm": treat, "n_examples": tables[seeds[0]].height, "n_seeds": len(seeds),
+    row = {"metric": metric, "treatment_arm": treat, "n_examples": tables[seeds[0]].height, "n_seeds": len(seeds),
            "seeds": seeds, "folds": folds, "base_fold_acc": fold_acc["base"],
            "psedual_fold_acc": fold_acc["treat"], "n_resamples": cmp.n_resamples, "rng_seed": cmp.rng_seed}
     if len(seeds) == 1:

@@ -65,7 +65,7 @@ def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
     body = []
     for group in claims["group"].unique(maintain_order=True):
         mine = claims.filter(pl.col("group") == group)
-        arms = [mine["base_arm"][0], *mine["psedual_arm"].unique(maintain_order=True)]
+        arms = [mine["base_arm"][0], *mine["treatment_arm"].unique(maintain_order=True)]
         for i, arm in enumerate(arms):
             row = [group if i == 0 else "", label(arm)]
             for dataset, metric in columns:
@@ -73,7 +73,7 @@ def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
                 if i == 0:
                     row.append(score(cell["base"][0], cell["base_sd"][0]) if cell.height else "–")
                     continue
-                c = cell.filter(pl.col("psedual_arm") == arm)
+                c = cell.filter(pl.col("treatment_arm") == arm)
                 if c.is_empty():
                     row.append("–")
                     continue
@@ -95,7 +95,7 @@ def claim_lines(claims: pl.DataFrame, fmt: str) -> str:
         disc = "–" if r["only_base"] is None else f"{r['only_base']}/{r['only_psedual']}"
         p, p_adj = p_value(r["p"]), p_value(r["p_adjusted"])
         second = "–" if r["p_secondary"] is None else f"{r['test_secondary']} p {p_value(r['p_secondary'])}"
-        body.append([r["cell"], r["metric"], f"{label(r['psedual_arm'])} vs {label(r['base_arm'])}",
+        body.append([r["cell"], r["metric"], f"{label(r['treatment_arm'])} vs {label(r['base_arm'])}",
                      str(r["n_examples"]), str(r["n_seeds"]), score(r["base"], r["base_sd"]),
                      score(r["psedual"], r["psedual_sd"]), f"{r['delta']:+.2f}", ci, r["test"], p, p_adj,
                      second, disc, f"{r['base_budget']}/{r['psedual_budget']}", r["verdict"], ", ".join(f"[{numbers[f]}]" for f in r["flags"]) or "–"])
@@ -118,7 +118,7 @@ def fold_scores(claims: pl.DataFrame) -> str:
     for r in claims.iter_rows(named=True):
         folds = ", ".join(f"fold {f}: {a:.2f} → {b:.2f}" for f, a, b in
                           zip(r["folds"], r["base_fold_acc"], r["psedual_fold_acc"]))
-        lines.append(f"  {r['cell']}, {r['metric']}, {label(r['psedual_arm'])}: {folds}")
+        lines.append(f"  {r['cell']}, {r['metric']}, {label(r['treatment_arm'])}: {folds}")
     return "\n".join(lines) + "\n"
 
 

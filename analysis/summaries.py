@@ -76,7 +76,7 @@ def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: l
     preds = read.for_trials(predictions, runs).select(*read.KEY, "value_correct").collect()
     per_run = preds.group_by(read.KEY).agg(k=pl.col("value_correct").sum(), n=pl.len())
     per_run = per_run.join(runs.select(*read.KEY, arm, SEED, "n_train", *by), on=list(read.KEY))
-    marks = {(r["cell"], r["psedual_arm"]): (r["p_adjusted"], r["delta"]) for r in claims.iter_rows(named=True)}
+    marks = {(r["cell"], r["treatment_arm"]): (r["p_adjusted"], r["delta"]) for r in claims.iter_rows(named=True)}
     out = []
     for part in per_run.partition_by([*by, arm], maintain_order=True):
         first = part.row(0, named=True)

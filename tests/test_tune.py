@@ -136,7 +136,7 @@ def test_smoke_sweep_writes_the_three_tables(local_ray, tmp_path):
     assert analyze(["analyze", "table1", "--root", str(tmp_path), "--experiment", "smoke", "--resamples", "200"]) == 0
     claim = pl.read_parquet(tmp_path / "claims" / "table1_smoke.parquet").row(0, named=True)
     base = got["runs"].filter(pl.col("variant") == "base")["test_value_acc"][0]
-    assert (claim["psedual_arm"], claim["n_examples"], claim["n_seeds"]) == ("gcn", 397, 1)
+    assert (claim["treatment_arm"], claim["n_examples"], claim["n_seeds"]) == ("gcn", 397, 1)
     assert claim["base"] == pytest.approx(100 * base) and claim["test"] == "mcnemar_exact"
 
 
