@@ -46,7 +46,7 @@ CLAIMS_SCHEMA = {
     "test_secondary": pl.String, "p_secondary": pl.Float64, "only_base": pl.Int64, "only_psedual": pl.Int64,
     "n_resamples": pl.Int64, "rng_seed": pl.Int64, "base_fold_acc": pl.List(pl.Float64),
     "psedual_fold_acc": pl.List(pl.Float64), "base_trials": pl.List(pl.String),
-    "psedual_trials": pl.List(pl.String), "base_budget": pl.Int64, "psedual_budget": pl.Int64,
+    "treatment_trials": pl.List(pl.String), "base_budget": pl.Int64, "treatment_budget": pl.Int64,
     "verdict": pl.String, "flags": pl.List(pl.String),
 }
 
@@ -294,9 +294,9 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
                                    "dataset": ",".join(datasets),
                                    "solver": ",".join(sorted(set(cell_runs["solver"].to_list()))),
                                    "arm": arm, "base_arm": cmp.base, "base_trials": trials["base"],
-                                   "psedual_trials": trials["treat"], "flags": flags,
+                                   "treatment_trials": trials["treat"], "flags": flags,
                                    "base_budget": guardrails.budget(tuned, slots[cmp.base]),
-                                   "psedual_budget": guardrails.budget(tuned, slots[treat])})
+                                   "treatment_budget": guardrails.budget(tuned, slots[treat])})
     if not rows:
         raise GuardrailError(f"nothing to compare: {'; '.join(notes) or 'no runs'}")
     adjusted = adjust([r["p"] for r in rows], cmp.correction)

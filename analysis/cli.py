@@ -121,7 +121,7 @@ def _curve(args) -> None:
         raise ValueError(f"the figure needs {arm}={base} and a PseDual variant; present: {sorted(present)}")
     built = _claims(args, _comparison(args, _family(args, "curve"), arm, base, treatments, by), runs)
     # plot the very runs the claims compared (one per slot, picked by --select-by)
-    chosen = {t for col in ("base_trials", "psedual_trials") for ts in built.rows[col].to_list() for t in ts}
+    chosen = {t for col in ("base_trials", "treatment_trials") for ts in built.rows[col].to_list() for t in ts}
     runs = runs.filter((pl.col("experiment") + "/" + pl.col("trial")).is_in(list(chosen)))
     points = summaries.size_points(runs, read.scan(args.root, "predictions", args.experiment), arm,
                                    [base, *treatments], list(by), built.rows)

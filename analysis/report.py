@@ -98,7 +98,7 @@ def claim_lines(claims: pl.DataFrame, fmt: str) -> str:
         body.append([r["cell"], r["metric"], f"{label(r['treatment_arm'])} vs {label(r['base_arm'])}",
                      str(r["n_examples"]), str(r["n_seeds"]), score(r["base"], r["base_sd"]),
                      score(r["psedual"], r["psedual_sd"]), f"{r['delta']:+.2f}", ci, r["test"], p, p_adj,
-                     second, disc, f"{r['base_budget']}/{r['psedual_budget']}", r["verdict"], ", ".join(f"[{numbers[f]}]" for f in r["flags"]) or "–"])
+                     second, disc, f"{r['base_budget']}/{r['treatment_budget']}", r["verdict"], ", ".join(f"[{numbers[f]}]" for f in r["flags"]) or "–"])
     return render(header, body, fmt)
 
 

@@ -262,7 +262,7 @@ def test_guardrail_flags_test_selected_runs(tmp_path):
     flags = by_valid.rows["flags"][0].to_list()
     # b0's best_epoch 2 is not where its validation accuracy peaked (epoch 1)
     assert any("x/b0: best_epoch 2 is not the validation argmax 1" in f for f in flags)
-    assert by_valid.rows["psedual_trials"][0].to_list() == ["x/g1"]  # the better validation score
+    assert by_valid.rows["treatment_trials"][0].to_list() == ["x/g1"]  # the better validation score
     assert not any("is the best of" in f for f in flags)
     by_test = _build(tmp_path, select_by="test_value_acc")
     flags = by_test.rows["flags"][0].to_list()

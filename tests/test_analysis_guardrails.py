@@ -139,7 +139,7 @@ def test_a_tuned_slot_may_differ_in_what_it_searched_and_says_its_budget(tmp_pat
                                   _run("g2", "gcn", lr=0.001, valid_value_acc=0.5)], {k: p for k in ("b0", "g0", "g1", "g2")})
     r = _build(tmp_path).rows.row(0, named=True)
     assert "tuned: lr: base [0.001] vs gcn [0.003] (searched within the slots)" in r["flags"]
-    assert (r["base_budget"], r["psedual_budget"]) == (1, 3)
+    assert (r["base_budget"], r["treatment_budget"]) == (1, 3)
     assert analyze(["analyze", "table1", "--root", str(tmp_path), "--resamples", "200"]) == 0
     assert "| 1/3 |" in capsys.readouterr().out
 
