@@ -28,6 +28,7 @@ from analysis import guardrails, read
 from analysis.guardrails import SHOWN_IDS, GuardrailError
 from analysis.multiple import METHODS, adjust
 from analysis.stats import MIN_SEEDS, across_seeds, paired, seed_warning
+from psedual.data.registry import DATASETS
 from psedual.reexamine.config import EXPRESSION_ENCODERS
 
 # per-example columns of the predictions table: value accuracy, strict expression accuracy (slot
@@ -283,8 +284,9 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
             flags += [f for s in seeds for lay in (base, other) for f0 in folds
                       for f in run_flags.get(lay[s][f0], [])]
             datasets = sorted({str(v) for v in cell_runs["data.dataset"].to_list()})
-            if datasets == ["mawps"] and len(folds) < 5:
-                flags.append(f"MAWPS folds {folds} of 5: not the 5-fold protocol")
+            protocol = {DATASETS[d].folds for d in datasets if d in DATASETS}
+            if len(datasets) == 1 and protocol - {0} and len(folds) < max(protocol):
+                flags.append(f"{datasets[0]} folds {folds} of {max(protocol)}: not the {max(protocol)}-fold protocol")
             warning = seed_warning(len(seeds))
             if warning:
                 flags.append(warning)

@@ -8,7 +8,8 @@ import sys
 from psedual.data.files import DataFileError
 from psedual.data.registry import DATASETS
 
-DEFAULT_STATS = ["math23k", "mawps", "mawps-single", "svamp", "mathqa"]
+DEFAULT_STATS = [name for name, spec in DATASETS.items() if not spec.needs_user_path]
+"""`data stats` without names: every benchmark (a user's own data needs its path)."""
 
 
 def _data_stats(args: argparse.Namespace) -> None:

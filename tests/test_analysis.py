@@ -214,6 +214,12 @@ def test_claims_pool_folds_and_detect_a_planted_effect(tmp_path):
     assert not any("folds" in f for f in r["flags"])  # all five MAWPS folds: the protocol
 
 
+def test_fewer_folds_than_the_registry_says_are_flagged(tmp_path):
+    _grid(tmp_path, np.random.default_rng(0), folds=(0, 2))
+    flags = _build(tmp_path).rows.row(0, named=True)["flags"]
+    assert "mawps folds [0, 2] of 5: not the 5-fold protocol" in flags
+
+
 def test_claims_across_seeds_and_no_effect(tmp_path):
     _grid(tmp_path, np.random.default_rng(1), seeds=range(6), gain=(0.08, 0.08))
     r = _build(tmp_path).rows.row(0, named=True)
@@ -345,11 +351,12 @@ def test_commands_fail_clearly(tmp_path, capsys):
 
 
 def test_analysis_imports_neither_torch_nor_ray_and_of_psedual_only_its_registries():
-    # the registries are how analysis labels arms and knows datasets' folds; nothing else of psedual
-    registries = ("psedual", "psedual.reexamine", "psedual.reexamine.config")
+    # the registries are how analysis labels arms and knows datasets' folds (the dataset registry
+    # brings its readers, which are plain Python); nothing else of psedual
+    registries = ("psedual", "psedual.reexamine", "psedual.reexamine.config", "psedual.data")
     code = ("import sys, analysis.cli, analysis.summaries; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'ray') or "
-            f"(m.split('.')[0] == 'psedual' and m not in {registries!r})]; "
+            f"(m.split('.')[0] == 'psedual' and m not in {registries!r} and not m.startswith('psedual.data.'))]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
 

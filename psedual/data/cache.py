@@ -55,13 +55,7 @@ def cache_dir() -> Path:
 
 def _source_files(name: str, root: Path, user_path: Path | None) -> list[Path]:
     spec = get_spec(name)
-    files = [root / f for f in spec.files]
-    if name == "mathqa":
-        train = user_path or root / "mathqa/train.json"
-        files += [train] if user_path or train.exists() else []
-    elif name == "jsonl" and user_path is not None:
-        files += sorted(user_path.glob("*.jsonl"))
-    return files
+    return [root / f for f in spec.files] + spec.user_files(root, user_path)
 
 
 def cache_key(name: str, root: Path, user_path: Path | None) -> str:
@@ -82,13 +76,13 @@ def cache_key(name: str, root: Path, user_path: Path | None) -> str:
 def load_dataset(name: str, data_root: str | os.PathLike | None = None, user_path: str | os.PathLike | None = None,
                  use_cache: bool = True) -> Dataset:
     spec = get_spec(name)
-    if name == "jsonl" and user_path is None:
-        raise ValueError("the jsonl dataset needs a user path: the folder holding train.jsonl and test.jsonl")
-    root = find_data_root(data_root) if name != "jsonl" else Path(".")
+    if spec.needs_user_path and user_path is None:
+        raise ValueError(f"the {name} dataset needs a user path: {spec.user_path}")
+    root = Path(".") if spec.needs_user_path else find_data_root(data_root)
     user = Path(user_path) if user_path is not None else None
     key = cache_key(name, root, user)
     stem = cache_dir() / f"{name}-{key}"
-    where = {"root": str(root.resolve()) if name != "jsonl" else "",
+    where = {"root": "" if spec.needs_user_path else str(root.resolve()),
              "user_path": str(user.resolve()) if user is not None else ""}
     if use_cache and (hit := _read_cache(stem, name, key)) is not None:
         return replace(hit, **where)

@@ -12,9 +12,9 @@ class DataConfig:
     """Which dataset, fold and training subset a run uses; built by the CLI and the sweeps."""
 
     dataset: DatasetName = "mawps"
-    """Registry name: math23k, mawps, mawps-single, svamp, mathqa or jsonl."""
+    """A name in `psedual.data.registry.DATASETS`."""
     fold: int | None = None
-    """Test fold for cross-validated datasets (mawps: 0-4); must be None for the others."""
+    """Test fold for cross-validated datasets (the registry's `folds`: mawps 0-4); must be None for the others."""
     data_root: str | None = None
     """Folder holding the benchmark files; default: $PSEDUAL_DATA, else a `shared/data` found
     beside the working directory or the checkout, else the per-user folder that `psedual data
@@ -33,6 +33,11 @@ class DataConfig:
     """Leave out of training the problems whose gold expression disagrees with their answer
     (counted; valid and test problems are always kept); `data stats` counts them either way."""
 
+    @classmethod
+    def first_fold(cls, dataset: str, **fields) -> DataConfig:
+        """`dataset`'s config, on fold 0 if it is cross-validated (what quick runs and benches use)."""
+        return cls(dataset, fold=0 if get_spec(dataset).folds else None, **fields)
+
     def __post_init__(self) -> None:
         spec = get_spec(self.dataset)
         if spec.folds:
@@ -40,8 +45,8 @@ class DataConfig:
                 raise ValueError(f"{self.dataset} is cross-validated: fold must be 0..{spec.folds - 1}, got {self.fold}")
         elif self.fold is not None:
             raise ValueError(f"{self.dataset} has fixed splits; fold must be None, got {self.fold}")
-        if self.dataset == "jsonl" and not self.user_path:
-            raise ValueError("the jsonl dataset needs user_path: the folder holding train.jsonl and test.jsonl")
+        if spec.needs_user_path and not self.user_path:
+            raise ValueError(f"the {self.dataset} dataset needs user_path: {spec.user_path}")
         if self.train_size is not None and self.train_size < 1:
             raise ValueError(f"train_size must be positive, got {self.train_size}")
         if not 0.0 < self.valid_fraction < 1.0:

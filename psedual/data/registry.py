@@ -23,19 +23,33 @@ class DatasetSpec:
     """Number of cross-validation folds; 0 when the source fixes train/valid/test."""
     read: Callable[[Path, Path | None], LoadResult]
     """Reads (data root, user path) into problems and skips."""
-    user_path: str
-    """What the optional user path means for this dataset ('' if unused)."""
+    user_path: str = ""
+    """What the optional user path means for this dataset ('' if it takes none): the error that
+    asks for a missing one, and `data stats --help`, say it."""
+    user_files: Callable[[Path, Path | None], list[Path]] = lambda root, user: []
+    """The source files beyond `files` that key the cache, given (data root, user path)."""
+    needs_user_path: bool = False
+    """The user path is the data: no data root is searched, and a run without one is refused."""
+
+
+def _mathqa_train(root: Path, user: Path | None) -> list[Path]:
+    train = user or root / mathqa.TRAIN_FILE
+    return [train] if user or train.exists() else []
 
 
 DATASETS: dict[str, DatasetSpec] = {
-    "math23k": DatasetSpec("math23k", math23k.FILES, 0, lambda root, _: math23k.load(root), ""),
-    "mawps": DatasetSpec("mawps", mawps.FOLD_FILES, mawps.FOLDS, lambda root, _: mawps.load_folds(root), ""),
-    "mawps-single": DatasetSpec("mawps-single", mawps.SINGLE_FILES, 0, lambda root, _: mawps.load_single(root), ""),
-    "svamp": DatasetSpec("svamp", svamp.FILES, 0, lambda root, _: svamp.load(root), ""),
+    "math23k": DatasetSpec("math23k", math23k.FILES, 0, lambda root, _: math23k.load(root)),
+    "mawps": DatasetSpec("mawps", mawps.FOLD_FILES, mawps.FOLDS, lambda root, _: mawps.load_folds(root)),
+    "mawps-single": DatasetSpec("mawps-single", mawps.SINGLE_FILES, 0, lambda root, _: mawps.load_single(root)),
+    "svamp": DatasetSpec("svamp", svamp.FILES, 0, lambda root, _: svamp.load(root)),
     "mathqa": DatasetSpec("mathqa", mathqa.FILES, 0, mathqa.load,
-                          "a training file in MathQA's form (default: <data root>/mathqa/train.json if present)"),
-    "jsonl": DatasetSpec("jsonl", (), 0, lambda _, path: jsonl.load(path), "the folder holding train/valid/test.jsonl"),
+                          f"a training file in MathQA's form (default: <data root>/{mathqa.TRAIN_FILE} if present)",
+                          _mathqa_train),
+    "jsonl": DatasetSpec("jsonl", (), 0, lambda _, path: jsonl.load(path), "the folder holding train/valid/test.jsonl",
+                         lambda _, user: sorted(user.glob("*.jsonl")) if user is not None else [], True),
 }
+"""The datasets, by name: the configs' choices, the cache, `data stats` and analysis's fold
+protocol read it. Adding one is its reader in `sources/`, one line here and a test."""
 DatasetName = Literal[tuple(DATASETS)]  # the configs' annotation: the CLI lists the registry's names
 
 
