@@ -88,8 +88,25 @@ def _train_config(cfg: Namespace):
     return make_config(flat)
 
 
+def _percent(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.2f}%"
+
+
+def summary(result) -> str:
+    """One line of a run's result: accuracies (both expression definitions), infilling (all and
+    used slots), the final ε and τ, training time."""
+    line = (f"best epoch {result.best_epoch}: valid value {_percent(result.valid_value_acc)} "
+            f"expr {_percent(result.valid_expr_acc)} | test value {_percent(result.test_value_acc)} "
+            f"expr {_percent(result.test_expr_acc)} (by values {_percent(result.test_expr_acc_values)})")
+    if result.final_epsilon is not None:
+        tau = "unused" if result.final_tau is None else f"{result.final_tau:.4g}"
+        line += (f" | infilling {_percent(result.test_infill_acc)} perfect match {_percent(result.test_perfect_match)}"
+                 f" (used slots {_percent(result.test_infill_acc_used)} / {_percent(result.test_perfect_match_used)})"
+                 f" | final ε {result.final_epsilon:.4g} τ {tau}")
+    return f"{line} | {result.train_seconds:.0f} s training | {result.out_dir}"
+
+
 def _run_train(cfg: Namespace) -> None:
-    from psedual.cli import summary
     from psedual.train.trainer import train
 
     result = train(_train_config(cfg), cfg.out, resume=cfg.resume)

@@ -1,0 +1,59 @@
+"""The package reads in one direction: every import of psedual or analysis code points down the layers."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent
+
+LAYERS = {
+    "psedual.atomic": 0, "psedual.storage": 0,
+    "psedual.data": 1, "psedual.metrics": 2, "psedual.solvers": 3, "psedual.reexamine": 4, "psedual.train": 5,
+    "psedual.llm": 6, "psedual.tune": 6, "psedual.results": 7, "analysis": 8, "psedual.job": 9,
+    "psedual.typed_cli": 10, "psedual.cli": 11, "psedual": 11,
+}
+"""A module's layer is its longest prefix here. Modules may import their own layer's and lower ones."""
+
+
+def _layer(module: str) -> tuple[str, int]:
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in LAYERS:
+            return ".".join(parts[:n]), LAYERS[".".join(parts[:n])]
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS")
+
+
+def _imports() -> list[tuple[str, str, str]]:
+    """(importing module, imported module, where) for every import of psedual or analysis code,
+    at the top of a file or inside a function alike."""
+    out = []
+    for path in sorted([*(ROOT / "psedual").rglob("*.py"), *(ROOT / "analysis").rglob("*.py")]):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            out += [(module, name, f"{path.relative_to(ROOT)}:{node.lineno}") for name in names
+                    if name.split(".")[0] in ("psedual", "analysis")]
+    return out
+
+
+def test_no_import_points_up_the_layers():
+    edges = _imports()
+    assert len(edges) > 100  # the walk found the package
+    upward = [f"{where}: {src} ({_layer(src)[0]}) imports {dst} ({_layer(dst)[0]})"
+              for src, dst, where in edges if _layer(dst)[1] > _layer(src)[1]]
+    assert not upward, "\n".join(upward)
+
+
+def test_the_check_sees_an_upward_import():
+    # the walk must catch an import written inside a function, as the lazy ones are
+    bad = ROOT / "psedual" / "data" / "_upward_probe.py"
+    bad.write_text("def f():\n    from psedual.train.trainer import train\n    return train\n")
+    try:
+        edges = [(s, d) for s, d, _ in _imports() if s == "psedual.data._upward_probe"]
+    finally:
+        bad.unlink()
+    assert edges == [("psedual.data._upward_probe", "psedual.train.trainer")]
+    assert _layer(edges[0][1])[1] > _layer(edges[0][0])[1]
