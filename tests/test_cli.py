@@ -64,7 +64,10 @@ def test_every_train_field_is_in_the_help_with_its_docstring_and_choices(capsys)
         assert f"--{key} " in text, key
         if typing.get_origin(annotation) is typing.Literal:
             assert f"--{key} {{{','.join(typing.get_args(annotation))}}}" in text, key
-    assert "--variant {base,gru,gcn}" in text and "--solver {gts,dns,graph2tree,bert_tree,re_deduction}" in text
+    from psedual.reexamine.config import VARIANTS
+    from psedual.solvers import SOLVERS
+
+    assert f"--variant {{{','.join(VARIANTS)}}}" in text and f"--solver {{{','.join(SOLVERS)}}}" in text
     assert "Passes over the training set." in text  # TrainConfig.epochs' docstring
     assert "Weight of the infilling loss" in text  # PseDualConfig.alpha's
 
