@@ -14,11 +14,9 @@ folder name (hive partitioning), as Polars and pyarrow datasets read it.
 
 from __future__ import annotations
 
-import uuid
-
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from psedual.atomic import write_parquet
 from psedual.train import tables as run_tables
 from psedual.train.config import TrainConfig
 from psedual.storage import filesystem
@@ -64,13 +62,6 @@ def write(root: str, table: str, experiment: str, trial: str, rows: list[dict]) 
     if table not in SCHEMAS:
         raise ValueError(f"unknown table {table!r}; valid: {', '.join(TABLES)}")
     fs, base = filesystem(root)
-    folder = f"{base}/{table}/experiment={experiment}"
-    fs.create_dir(folder, recursive=True)
-    final, tmp = f"{folder}/{trial}.parquet", f"{folder}/.{trial}.{uuid.uuid4().hex}.tmp"
     schema = SCHEMAS[table]
     data = pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema)
-    with fs.open_output_stream(tmp) as f:
-        pq.write_table(data, f)
-    fs.move(tmp, final)
-    return final
-
+    return write_parquet(data, f"{base}/{table}/experiment={experiment}/{trial}.parquet", fs)
