@@ -38,6 +38,7 @@ from psedual.solvers.plm import PLMEncoder
 from psedual.solvers.config import inference
 from psedual.solvers.vocab import Vocab
 from psedual.train import checkpoint, tables
+from psedual.train.best import best_epoch
 from psedual.train.config import TrainConfig
 from psedual.train.device import autocast, resolve
 from psedual.train.distributed import all_sum, decode_split, share, shard
@@ -318,8 +319,9 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
                         **schedule})
         weights = {**checkpoint.model_state(model), "config": asdict(config),
                    "reexaminer": reexaminer.state_dict() if reexaminer is not None else None}
-        if valid_value > best["valid_value_acc"]:
-            best = {"epoch": epoch + 1, "valid_value_acc": valid_value, "valid_expr_acc": valid_expr}
+        kept = best_epoch(history)
+        if kept["epoch"] == epoch + 1:
+            best = {k: kept[k] for k in ("epoch", "valid_value_acc", "valid_expr_acc")}
             if main:
                 checkpoint.save(best_path, weights)
         if bar is not None:
@@ -348,9 +350,8 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> R
     device = torch.device(device) if device is not None else resolve(config.device)
     splits, data_info = _view(config)
     train_set, valid_set, test_set, vocab = _sets(config, splits)
-    # the best epoch is the first with the highest validation value accuracy, as training keeps it
     history = pq.read_table(out / "epochs.parquet").to_pylist()
-    best = max(history, key=lambda row: (row["valid_value_acc"], -row["epoch"]))
+    best = best_epoch(history)  # the epoch training kept in best.pt
     train_seconds = sum(row["seconds"] for row in history)
     best_path = out / "best.pt"
     best_state = checkpoint.load(best_path)
