@@ -40,8 +40,9 @@ from psedual.solvers.vocab import Vocab
 from psedual.train import checkpoint, tables
 from psedual.train.best import best_epoch
 from psedual.train.config import TrainConfig
-from psedual.train.device import autocast, resolve
+from psedual.train.device import resolve
 from psedual.train.distributed import all_sum, decode_split, share, shard
+from psedual.train.step import StepLoss, train_step
 
 
 CPU = torch.device("cpu")
@@ -131,20 +132,6 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, stop_a
 EpochHook = Callable[[dict, Path], None]
 
 
-class _Step(nn.Module):
-    """One training step's loss as a forward pass, so DistributedDataParallel can wrap it."""
-
-    def __init__(self, model, reexaminer: Reexaminer | None, alpha: float) -> None:
-        super().__init__()
-        self.model, self.reexaminer, self.alpha = model, reexaminer, alpha
-
-    def forward(self, batch, clock: Clock):
-        """(the solver's mean loss, the reexamining module's output or None)."""
-        enc = self.model.encode(batch)
-        loss = self.model.loss(batch, enc)
-        return loss, None if self.reexaminer is None else self.reexaminer(self.model, batch, enc, clock)
-
-
 def _view(config: TrainConfig) -> tuple[Splits, dict]:
     """The run's splits, and what was read and left out (`data.stats.summary`) for its outputs."""
     dataset = load_dataset(config.data.dataset, config.data.data_root, config.data.user_path)
@@ -219,7 +206,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
                          "--plm a local Chinese BERT/RoBERTa directory (nothing is downloaded)")
     reexaminer = Reexaminer(vocab, config.model, config.psedual) if config.psedual is not None else None
     # on the device before the optimiser is built, which keeps references to the parameters
-    step_fn = _Step(model, reexaminer, config.psedual.alpha if config.psedual is not None else 0.0).to(device)
+    step_fn = StepLoss(model, reexaminer, config.psedual.alpha if config.psedual is not None else 0.0).to(device)
     opt = torch.optim.Adam(_parameter_groups(step_fn, config), config.lr, weight_decay=config.weight_decay)
     per_epoch = steps_per_epoch(config, len(train_set))  # len(batches) of every epoch: the schedules' clock
     sched = _lr_schedule(opt, config, per_epoch)
@@ -279,21 +266,15 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
             # the step count is a function of (epoch, i), so a resumed run continues ε and τ
             clock = Clock(epoch * per_epoch + i, per_epoch, config.epochs)
             mine, weight = shard(problems, rank, world_size)
-            with autocast(device, config.precision):
-                loss, reexamined = forward(collate(mine, vocab).to(device), clock)
-            infill_loss = None if reexamined is None else reexamined.loss
+            shares = None
             if world_size > 1:  # this rank's share of the global batch's mean losses (see `distributed`)
-                loss = loss * share(model.loss_terms(mine), model.loss_terms(problems), weight, world_size)
-                if infill_loss is not None:
-                    infill_loss = infill_loss * share(reexaminer.loss_terms(mine), reexaminer.loss_terms(problems),
-                                                      weight, world_size)
-            if infill_loss is not None:
-                loss = loss + step_fn.alpha * infill_loss
-            opt.zero_grad()
-            loss.backward()
-            if config.clip_grad_norm:
-                nn.utils.clip_grad_norm_(step_fn.parameters(), config.clip_grad_norm)
-            opt.step()
+                shares = (share(model.loss_terms(mine), model.loss_terms(problems), weight, world_size),
+                          share(reexaminer.loss_terms(mine), reexaminer.loss_terms(problems), weight, world_size)
+                          if reexaminer is not None else 0.0)
+            stepped = train_step(step_fn, opt, collate(mine, vocab).to(device), clock,
+                                 clip_grad_norm=config.clip_grad_norm, device=device, precision=config.precision,
+                                 forward=forward, shares=shares)
+            loss, infill_loss, reexamined = stepped.loss, stepped.infill_loss, stepped.reexamined
             if config.lr_schedule == "linear":
                 sched.step()
             # the global batch's mean loss is the ranks' average (their sum at the epoch's end)
