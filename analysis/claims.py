@@ -120,6 +120,8 @@ def _usable(runs: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
 def _selection_flags(runs: pl.DataFrame, epochs: pl.DataFrame) -> dict[tuple[str, str], list[str]]:
     """Per run, the reasons to suspect its checkpoint was chosen on test rather than validation."""
     flags: dict[tuple[str, str], list[str]] = {}
+    # psedual.train.best's rule, restated (analysis imports no psedual): arg_max picks the first
+    # of tied epochs, as training does; tests/test_best_epoch.py checks the two agree
     argmax = (epochs.sort("epoch").group_by(list(read.KEY), maintain_order=True)
               .agg(pl.col("epoch").get(pl.col("valid_value_acc").arg_max()).alias("valid_best")))
     checked = runs.join(argmax, on=list(read.KEY), how="left")

@@ -25,6 +25,7 @@ from psedual.solvers import SOLVERS
 from psedual.solvers.batch import collate
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.vocab import Vocab
+from psedual.train.step import StepLoss, train_step
 
 # scheduled: the `step` rule at steps 1000+ (ε ≈ 0.99), so every step samples an expression
 VARIANTS = {"base": None,
@@ -37,18 +38,12 @@ def seconds_per_step(solver: str, psedual: PseDualConfig | None, batches, vocab,
     torch.manual_seed(0)
     model = SOLVERS[solver][0](vocab, SolverConfig())
     reexaminer = Reexaminer(vocab, SolverConfig(), psedual) if psedual is not None else None
-    params = [*model.parameters(), *(reexaminer.parameters() if reexaminer is not None else [])]
-    opt = torch.optim.Adam(params, 1e-3, weight_decay=1e-5)
+    step = StepLoss(model, reexaminer, 1.0)
+    opt = torch.optim.Adam(step.parameters(), 1e-3, weight_decay=1e-5)
     elapsed = 0.0
     for i, batch in enumerate(batches):
         start = time.perf_counter()
-        enc = model.encode(batch)
-        loss = model.loss(batch, enc)
-        if reexaminer is not None:
-            loss = loss + reexaminer(model, batch, enc, Clock(1000 + i, 10_000, 1)).loss  # ε ≈ 0.99
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        train_step(step, opt, batch, Clock(1000 + i, 10_000, 1))  # ε ≈ 0.99
         if i >= warmup:
             elapsed += time.perf_counter() - start
     return elapsed / (len(batches) - warmup)

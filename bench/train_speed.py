@@ -28,8 +28,9 @@ from psedual.solvers import SOLVERS
 from psedual.solvers.batch import collate
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.vocab import Vocab
-from psedual.train.device import autocast, resolve
-from psedual.train.trainer import _Step, evaluate
+from psedual.train.device import resolve
+from psedual.train.step import StepLoss, train_step
+from psedual.train.trainer import evaluate
 
 VARIANTS = ("base", "gcn", "gru")
 
@@ -44,7 +45,7 @@ def bench(solver: str, variant: str, precision: str, splits, vocab, device: torc
     torch.manual_seed(0)
     model = SOLVERS[solver][0](vocab, SolverConfig())
     reexaminer = None if variant == "base" else Reexaminer(vocab, SolverConfig(), PseDualConfig(expression_encoder=variant))
-    step = _Step(model, reexaminer, 1.0).to(device)
+    step = StepLoss(model, reexaminer, 1.0).to(device)
     opt = torch.optim.Adam(step.parameters(), 1e-3, weight_decay=1e-5)
     train = list(splits.train)
     need = (warmup + batches) * batch_size
@@ -54,13 +55,8 @@ def bench(solver: str, variant: str, precision: str, splits, vocab, device: torc
     for i, problems in enumerate(chunks):
         _sync(device)
         start = time.perf_counter()
-        with autocast(device, precision):  # collate and the copy count: the trainer pays them too
-            loss, reexamined = step(collate(problems, vocab).to(device), Clock(1, 2, 1))  # ε halfway: sampled
-        if reexamined is not None:
-            loss = loss + reexamined.loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        batch = collate(problems, vocab).to(device)  # collate and the copy count: the trainer pays them too
+        train_step(step, opt, batch, Clock(1, 2, 1), device=device, precision=precision)  # ε halfway: sampled
         _sync(device)
         if i >= warmup:
             elapsed += time.perf_counter() - start

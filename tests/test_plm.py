@@ -15,7 +15,9 @@ from psedual.solvers.config import SolverConfig
 from psedual.solvers.plm import WordAligner, plm_path
 from psedual.train.config import TrainConfig
 from psedual.train.solve import solve
-from psedual.train.trainer import _parameter_groups, _Step, train
+from psedual.train.step import StepLoss
+from psedual.train.setup import parameter_groups
+from psedual.train.trainer import train
 
 TINY = SolverConfig(embedding_size=16, hidden_size=32, layers=1, dropout=0.0, plm_layers=2, plm_hidden=32)
 RUN = TrainConfig(DataConfig("mawps", fold=0, train_size=32), solver="bert_tree", model=TINY, epochs=3, batch_size=16,
@@ -82,13 +84,13 @@ def test_a_pretrained_encoder_trains_at_its_own_rate_and_the_recurrent_recipe_is
     from psedual.solvers import get_solver
 
     torch.manual_seed(0)
-    plm = _Step(get_solver("bert_tree")[0](vocab, TINY), None, 0.0)
-    groups = _parameter_groups(plm, RUN)
+    plm = StepLoss(get_solver("bert_tree")[0](vocab, TINY), None, 0.0)
+    groups = parameter_groups(plm, RUN)
     assert len(groups) == 2 and groups[1]["lr"] == 1e-3 and groups[1]["weight_decay"] == 0.01
     assert sum(len(g["params"]) for g in groups) == len(list(plm.parameters()))
     assert all(p is q for p, q in zip(groups[1]["params"], plm.model.encoder.plm.parameters()))
-    gts = _Step(get_solver("gts")[0](vocab, TINY), None, 0.0)
-    assert [len(g["params"]) for g in _parameter_groups(gts, RUN)] == [len(list(gts.parameters()))]
+    gts = StepLoss(get_solver("gts")[0](vocab, TINY), None, 0.0)
+    assert [len(g["params"]) for g in parameter_groups(gts, RUN)] == [len(list(gts.parameters()))]
     with pytest.raises(ValueError, match="unknown lr_schedule 'cosine'; valid: step, linear"):
         replace(RUN, lr_schedule="cosine")
 

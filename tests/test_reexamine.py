@@ -20,6 +20,7 @@ from psedual.solvers import SOLVERS, get_solver
 from psedual.solvers.batch import collate
 from psedual.solvers.config import SolverConfig, inference
 from psedual.solvers.vocab import Vocab
+from psedual.train.step import StepLoss, optimise, train_step
 
 ALL = sorted(SOLVERS)
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -307,10 +308,7 @@ def test_the_infiller_overfits_a_tiny_set(mawps, vocab, encoder):
     solver, reexaminer = build("gts", vocab, expression_encoder=encoder, fusion="teacher_forcing")
     opt = torch.optim.Adam([*solver.parameters(), *reexaminer.parameters()], 1e-2)
     for _ in range(150):
-        loss = reexaminer(solver, batch, solver.encode(batch), AT).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+        optimise(reexaminer(solver, batch, solver.encode(batch), AT).loss, opt)  # the infiller's loss alone
     with inference(solver), inference(reexaminer):
         predicted, right = reexaminer.infill_gold(solver, batch)
     assert any(UNUSED in r for r in right)
@@ -363,12 +361,6 @@ def test_loss_of_two_seeded_psedual_steps_is_pinned(mawps, vocab, name):
                                                          epsilon_decay=0.5, tau_schedule="step"))
     opt = torch.optim.Adam([*solver.parameters(), *reexaminer.parameters()], 1e-3)
     batch = collate(mawps.train[:32], vocab)
-    losses = []
-    for step in range(2):
-        enc = solver.encode(batch)
-        loss = solver.loss(batch, enc) + reexaminer(solver, batch, enc, Clock(step, 2, 1)).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+    step = StepLoss(solver, reexaminer, 1.0)
+    losses = [train_step(step, opt, batch, Clock(i, 2, 1)).loss.item() for i in range(2)]
     assert losses == pytest.approx(PINNED[name], rel=1e-6), losses

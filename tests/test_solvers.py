@@ -13,6 +13,7 @@ from psedual.solvers.batch import collate
 from psedual.solvers.gts import GTS, GTSConfig
 from psedual.solvers.interface import Solver
 from psedual.solvers.vocab import Vocab, VocabularyError
+from psedual.train.step import StepLoss, train_step
 
 ALL = sorted(SOLVERS)
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -38,16 +39,8 @@ def _problems(mawps, n=16):
 
 def _fit(model, batch, steps, lr=1e-2, clip: float | None = None):
     opt = torch.optim.Adam(model.parameters(), lr)
-    losses = []
-    for _ in range(steps):
-        loss = model.loss(batch)
-        opt.zero_grad()
-        loss.backward()
-        if clip is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-        opt.step()
-        losses.append(loss.item())
-    return losses
+    step = StepLoss(model, None, 0.0)
+    return [train_step(step, opt, batch, clip_grad_norm=clip or 0.0).loss.item() for _ in range(steps)]
 
 
 @pytest.mark.parametrize("name", ALL)

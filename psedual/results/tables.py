@@ -14,28 +14,41 @@ folder name (hive partitioning), as Polars and pyarrow datasets read it.
 
 from __future__ import annotations
 
-import uuid
+import types
+from typing import Literal, Union, get_args, get_origin
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from psedual.atomic import write_parquet
 from psedual.train import tables as run_tables
 from psedual.train.config import TrainConfig
 from psedual.storage import filesystem
 
 TABLES = ("runs", "epochs", "predictions")
-_TYPES = {"int": pa.int64(), "float": pa.float64(), "str": pa.string(), "bool": pa.bool_()}
+_SCALARS: dict[type, pa.DataType] = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string()}
 
 
-def _arrow_type(annotation: str) -> pa.DataType:
-    for name, kind in _TYPES.items():
-        if name in annotation.split(" | ")[0]:
-            return kind
-    return pa.string()
+def arrow_type(hint: object, name: str = "") -> pa.DataType:
+    """The Arrow type of a config field's resolved type: bool, int, float, str; a Literal of
+    one of them; `X | None` (a nullable X); `tuple[X, ...]` or `list[X]` (a list of X). Any
+    other type is a TypeError naming the field: a column is never given a guessed type."""
+    origin, args = get_origin(hint), get_args(hint)
+    if hint in _SCALARS:
+        return _SCALARS[hint]
+    if origin is Literal and len({type(a) for a in args}) == 1 and type(args[0]) in _SCALARS:
+        return _SCALARS[type(args[0])]
+    if origin in (Union, types.UnionType):
+        kept = [a for a in args if a is not type(None)]
+        if len(kept) == 1:
+            return arrow_type(kept[0], name)
+    if (origin is list and len(args) == 1) or (origin is tuple and len(args) == 2 and args[1] is Ellipsis):
+        return pa.list_(arrow_type(args[0], name))
+    raise TypeError(f"config field {name or '?'}: no Arrow type for {hint!r}; give psedual/results/tables.py a "
+                    f"mapping for it")
 
 
 def _config_fields() -> list[pa.Field]:
-    return [pa.field(k, _arrow_type(t)) for k, t in TrainConfig.field_types().items()]
+    return [pa.field(k, arrow_type(t, k)) for k, t in TrainConfig.field_hints().items()]
 
 
 RUNS_SCHEMA = pa.schema([
@@ -64,13 +77,6 @@ def write(root: str, table: str, experiment: str, trial: str, rows: list[dict]) 
     if table not in SCHEMAS:
         raise ValueError(f"unknown table {table!r}; valid: {', '.join(TABLES)}")
     fs, base = filesystem(root)
-    folder = f"{base}/{table}/experiment={experiment}"
-    fs.create_dir(folder, recursive=True)
-    final, tmp = f"{folder}/{trial}.parquet", f"{folder}/.{trial}.{uuid.uuid4().hex}.tmp"
     schema = SCHEMAS[table]
     data = pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema)
-    with fs.open_output_stream(tmp) as f:
-        pq.write_table(data, f)
-    fs.move(tmp, final)
-    return final
-
+    return write_parquet(data, f"{base}/{table}/experiment={experiment}/{trial}.parquet", fs)

@@ -22,7 +22,7 @@ class CheckpointError(ValueError):
 
 
 def save(path: Path, state: dict) -> None:
-    atomic_write(path, lambda tmp: torch.save(state, tmp))
+    atomic_write(path, lambda stream: torch.save(state, stream))
 
 
 def load(path: Path) -> dict:

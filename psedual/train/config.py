@@ -112,14 +112,20 @@ class TrainConfig:
         return out
 
     @classmethod
-    def field_types(cls) -> dict[str, str]:
-        """The keys of `flat()` with their annotations (`"int | None"`, ...), for sweep
-        validation and table schemas."""
+    def field_hints(cls) -> dict[str, object]:
+        """The keys of `flat()` with their types as annotated (`int | None`, `Literal[...]`, ...),
+        resolved: the result tables derive their columns' Arrow types from these."""
         nested = {"data": DataConfig, "model": SolverConfig, "psedual": PseDualConfig}
-        out = {name: _type_name(t) for name, t in get_type_hints(cls).items() if name not in nested}
+        out = {name: t for name, t in get_type_hints(cls).items() if name not in nested}
         for prefix, sub in nested.items():
-            out.update({f"{prefix}.{name}": _type_name(t) for name, t in get_type_hints(sub).items()})
+            out.update({f"{prefix}.{name}": t for name, t in get_type_hints(sub).items()})
         return out
+
+    @classmethod
+    def field_types(cls) -> dict[str, str]:
+        """The keys of `flat()` with their annotations' names (`"int | None"`, ...), for sweep
+        validation."""
+        return {name: _type_name(t) for name, t in cls.field_hints().items()}
 
     @classmethod
     def from_dict(cls, d: dict) -> TrainConfig:

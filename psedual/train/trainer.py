@@ -1,7 +1,8 @@
 """Train one solver on one dataset view, validate every epoch, test the best checkpoint once.
 
-Reads top to bottom: data and vocabulary, model and optimiser, (resume), epochs,
-test, outputs. Determinism: the model is initialised from `seed`; epoch e
+`_train` is the recipe, each step a function below it: data and vocabulary, model and
+optimiser (`setup.build`), resume (`setup.resume`), first outputs, then per epoch
+`_train_epoch`, `_validate`, `_checkpoint`; `test_run` tests the kept epoch. Determinism: the model is initialised from `seed`; epoch e
 shuffles with its own generator seeded by (seed, e); dropout uses torch's global
 RNG, whose state (and CUDA's) is saved in `last.pt` every epoch. So a run killed after any epoch
 and resumed from `last.pt` ends with the same numbers as one never stopped:
@@ -13,12 +14,11 @@ the same way).
 from __future__ import annotations
 
 import json
-import math
 import sys
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -32,15 +32,16 @@ from psedual.metrics import (expression_accuracy, expression_correct, expression
                              perfect_match_ratio, value_accuracy, value_correct)
 from psedual.reexamine import Reexaminer, schedules
 from psedual.reexamine.schedules import Clock
-from psedual.solvers import get_solver
 from psedual.solvers.batch import collate
-from psedual.solvers.plm import PLMEncoder
 from psedual.solvers.config import inference
 from psedual.solvers.vocab import Vocab
-from psedual.train import checkpoint, tables
+from psedual.train import checkpoint, setup, tables
+from psedual.train.best import best_epoch
 from psedual.train.config import TrainConfig
-from psedual.train.device import autocast, resolve
+from psedual.train.device import resolve
 from psedual.train.distributed import all_sum, decode_split, share, shard
+from psedual.train.setup import steps_per_epoch
+from psedual.train.step import train_step
 
 
 CPU = torch.device("cpu")
@@ -130,20 +131,6 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, stop_a
 EpochHook = Callable[[dict, Path], None]
 
 
-class _Step(nn.Module):
-    """One training step's loss as a forward pass, so DistributedDataParallel can wrap it."""
-
-    def __init__(self, model, reexaminer: Reexaminer | None, alpha: float) -> None:
-        super().__init__()
-        self.model, self.reexaminer, self.alpha = model, reexaminer, alpha
-
-    def forward(self, batch, clock: Clock):
-        """(the solver's mean loss, the reexamining module's output or None)."""
-        enc = self.model.encode(batch)
-        loss = self.model.loss(batch, enc)
-        return loss, None if self.reexaminer is None else self.reexaminer(self.model, batch, enc, clock)
-
-
 def _view(config: TrainConfig) -> tuple[Splits, dict]:
     """The run's splits, and what was read and left out (`data.stats.summary`) for its outputs."""
     dataset = load_dataset(config.data.dataset, config.data.data_root, config.data.user_path)
@@ -170,173 +157,137 @@ def _data_columns(info: dict) -> dict:
             "data_left_out_by_reason": json.dumps(info["left_out_by_reason"])}
 
 
-def _parameter_groups(step_fn: nn.Module, config: TrainConfig) -> list[dict]:
-    """One group, or two where a pretrained encoder is trained: its parameters at plm_lr and
-    plm_weight_decay, the rest at lr and weight_decay (the optimiser's defaults)."""
-    pretrained = {id(p) for m in step_fn.modules() if isinstance(m, PLMEncoder) for p in m.plm.parameters()}
-    rest = [p for p in step_fn.parameters() if id(p) not in pretrained]
-    if not pretrained:
-        return [{"params": rest}]
-    return [{"params": rest},
-            {"params": [p for p in step_fn.parameters() if id(p) in pretrained], "lr": config.plm_lr,
-             "weight_decay": config.plm_weight_decay}]
-
-
-def _lr_schedule(opt, config: TrainConfig, per_epoch: int):
-    if config.lr_schedule == "step":  # stepped once per epoch
-        return torch.optim.lr_scheduler.StepLR(opt, step_size=config.lr_step, gamma=config.lr_gamma)
-    from transformers import get_linear_schedule_with_warmup  # stepped once per optimiser step
-
-    total = per_epoch * config.epochs
-    return get_linear_schedule_with_warmup(opt, round(config.warmup_fraction * total), total)
-
-
-def steps_per_epoch(config: TrainConfig, n_train: int) -> int:
-    """Optimiser steps per epoch: the schedules' horizon is this times the epochs."""
-    return math.ceil(n_train / config.batch_size)
-
-
 def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int | None, show_bar: bool,
            on_epoch: EpochHook | None, rank: int, world_size: int, device: torch.device) -> bool:
     """Train to the last epoch (True) or to `stop_after_epoch` (False)."""
-    main = rank == 0
     if device.type == "cuda" and device.index is not None:
         torch.cuda.set_device(device)  # NCCL's object gathers run on the current device
     # data and vocabulary (from the training split only)
     splits, data_info = _view(config)
     train_set, valid_set, _, vocab = _sets(config, splits)
-    if main:  # what was read, skipped and left out, before any time is spent on it
+    if rank == 0:  # what was read, skipped and left out, before any time is spent on it
         print(summary_text(data_info), file=sys.stderr, flush=True)
-
-    # model and optimiser
-    torch.manual_seed(config.seed)
-    model_cls, _ = get_solver(config.solver)
-    model = model_cls(vocab, config.model)
-    if config.model.plm == "minilm" and any(isinstance(m, PLMEncoder) for m in model.modules()) \
-            and any(p.language != "en" for p in train_set[:100]):
-        raise ValueError(f"{config.data.dataset} is not English, and the default pretrained encoder (minilm) is: give "
-                         "--plm a local Chinese BERT/RoBERTa directory (nothing is downloaded)")
-    reexaminer = Reexaminer(vocab, config.model, config.psedual) if config.psedual is not None else None
-    # on the device before the optimiser is built, which keeps references to the parameters
-    step_fn = _Step(model, reexaminer, config.psedual.alpha if config.psedual is not None else 0.0).to(device)
-    opt = torch.optim.Adam(_parameter_groups(step_fn, config), config.lr, weight_decay=config.weight_decay)
-    per_epoch = steps_per_epoch(config, len(train_set))  # len(batches) of every epoch: the schedules' clock
-    sched = _lr_schedule(opt, config, per_epoch)
-    history: list[dict] = []
-    best = {"epoch": -1, "valid_value_acc": -1.0, "valid_expr_acc": -1.0}
-    start_epoch, train_seconds = 0, 0.0
-
-    last, best_path = out / "last.pt", out / "best.pt"
-    if resume and last.exists():
-        state = checkpoint.load(last)
-        # compared as configs, so a checkpoint saved before a field existed (at its default) still fits;
-        # the device is not the run's identity (a run may resume on another machine)
-        if replace(TrainConfig.from_dict(state["config"]), device=config.device) != config:
-            raise checkpoint.CheckpointError(f"{last}: saved for a different config; start a new output folder")
-        checkpoint.check(state, last, config.solver, vocab)
-        model.load_state_dict(state["model"])  # into these modules: the optimiser holds their parameters
-        if reexaminer is not None:
-            reexaminer.load_state_dict(state["reexaminer"])
-        opt.load_state_dict(state["optimizer"])
-        sched.load_state_dict(state["scheduler"])
-        torch.set_rng_state(state["rng"])
-        if device.type == "cuda" and state.get("cuda_rng") is not None:  # dropout on CUDA draws from it
-            torch.cuda.set_rng_state(state["cuda_rng"], device)
-        history, best, start_epoch, train_seconds = state["history"], state["best"], state["epoch"], state["seconds"]
-    elif last.exists() and main:
-        raise checkpoint.CheckpointError(f"{last} exists: pass resume=True (--resume) or use a new output folder")
-    if main:
-        if config.psedual is not None:  # say the regime out loud: where ε and τ go, over how many steps
-            print(f"PseDual: {schedules.regime(config.psedual, per_epoch, config.epochs)}", file=sys.stderr, flush=True)
-            warning = schedules.warning(config.psedual, per_epoch, config.epochs)
-            if warning is not None:
-                warnings.warn(warning, UserWarning, stacklevel=3)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "config.json").write_text(json.dumps(asdict(config), indent=2))
-        (out / "data.json").write_text(json.dumps(data_info, indent=2))
-        if history:  # a resumed folder may predate per-epoch tables; test_run reads this one
-            tables.write(history, out / "epochs.parquet", tables.EPOCHS_SCHEMA)
-    forward = step_fn
-    if world_size > 1:
-        from torch.nn.parallel import DistributedDataParallel
-
-        # some parameters sit out a step (the sampled expression is skipped while ε = 1)
-        forward = DistributedDataParallel(step_fn, device_ids=[device] if device.type == "cuda" else None,
-                                          find_unused_parameters=True)
-
-    # epochs
-    for epoch in range(start_epoch, config.epochs):
+    # model, optimiser and schedules; then, resuming, their state from last.pt
+    run = setup.build(config, out, train_set, valid_set, vocab, device, rank, world_size)
+    setup.resume(run, resume)
+    if run.main:
+        _start_outputs(run, data_info)
+    run.forward = _distribute(run)
+    for epoch in range(run.start_epoch, config.epochs):
         began = time.perf_counter()
-        step_fn.train()
-        order = torch.randperm(len(train_set), generator=torch.Generator().manual_seed(config.seed * 1_000_003 + epoch))
-        batches = [[train_set[i] for i in order[j:j + config.batch_size].tolist()]
-                   for j in range(0, len(train_set), config.batch_size)]
-        bar = _bar(len(batches), f"epoch {epoch + 1}/{config.epochs}") if show_bar and main else None
-        total = total_infill = 0.0
-        schedule: dict[str, float | None] = {"epsilon": None, "tau": None}
-        for i, problems in enumerate(batches):
-            # the step count is a function of (epoch, i), so a resumed run continues ε and τ
-            clock = Clock(epoch * per_epoch + i, per_epoch, config.epochs)
-            mine, weight = shard(problems, rank, world_size)
-            with autocast(device, config.precision):
-                loss, reexamined = forward(collate(mine, vocab).to(device), clock)
-            infill_loss = None if reexamined is None else reexamined.loss
-            if world_size > 1:  # this rank's share of the global batch's mean losses (see `distributed`)
-                loss = loss * share(model.loss_terms(mine), model.loss_terms(problems), weight, world_size)
-                if infill_loss is not None:
-                    infill_loss = infill_loss * share(reexaminer.loss_terms(mine), reexaminer.loss_terms(problems),
-                                                      weight, world_size)
-            if infill_loss is not None:
-                loss = loss + step_fn.alpha * infill_loss
-            opt.zero_grad()
-            loss.backward()
-            if config.clip_grad_norm:
-                nn.utils.clip_grad_norm_(step_fn.parameters(), config.clip_grad_norm)
-            opt.step()
-            if config.lr_schedule == "linear":
-                sched.step()
-            # the global batch's mean loss is the ranks' average (their sum at the epoch's end)
-            total += loss.item() / world_size * len(problems)
-            if reexamined is not None:
-                total_infill += infill_loss.item() / world_size * len(problems)
-                schedule = {"epsilon": reexamined.epsilon, "tau": reexamined.tau}
-            if bar is not None:
-                bar.set_postfix(loss=f"{loss.item():.3f}")
-                bar.update()
-        if world_size > 1:
-            total, total_infill = all_sum([total, total_infill], device)
-        lr = opt.param_groups[0]["lr"]
-        if config.lr_schedule == "step":
-            sched.step()
-        valid_value, valid_expr = _accuracies(evaluate(model, valid_set, vocab, config.beam_size, config.batch_size,
-                                                       device, rank, world_size), valid_set)
+        losses = _train_epoch(run, epoch, show_bar)
+        valid_value, valid_expr = _validate(run)
         seconds = time.perf_counter() - began
-        train_seconds += seconds
-        history.append({"epoch": epoch + 1, "train_loss": total / len(train_set), "lr": lr,
-                        "valid_value_acc": valid_value, "valid_expr_acc": valid_expr, "seconds": seconds,
-                        "infill_loss": total_infill / len(train_set) if reexaminer is not None else None,
-                        **schedule})
-        weights = {**checkpoint.model_state(model), "config": asdict(config),
-                   "reexaminer": reexaminer.state_dict() if reexaminer is not None else None}
-        if valid_value > best["valid_value_acc"]:
-            best = {"epoch": epoch + 1, "valid_value_acc": valid_value, "valid_expr_acc": valid_expr}
-            if main:
-                checkpoint.save(best_path, weights)
-        if bar is not None:
-            bar.close()
-        if main:
-            print(f"epoch {epoch + 1}/{config.epochs} loss {total / len(train_set):.4f} valid value "
-                  f"{100 * valid_value:.1f}% expr {100 * valid_expr:.1f}% ({seconds:.1f} s)", file=sys.stderr, flush=True)
-            checkpoint.save(last, {**weights, "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                                   "rng": torch.get_rng_state(), "history": history, "best": best,
-                                   "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-                                   "epoch": epoch + 1, "seconds": train_seconds})
-            tables.write(history, out / "epochs.parquet", tables.EPOCHS_SCHEMA)
-        if on_epoch is not None:
-            on_epoch({**history[-1], "best_epoch": best["epoch"], "best_valid_value_acc": best["valid_value_acc"]}, out)
+        run.train_seconds += seconds
+        run.history.append({"epoch": epoch + 1, "train_loss": losses["train_loss"], "lr": losses["lr"],
+                            "valid_value_acc": valid_value, "valid_expr_acc": valid_expr, "seconds": seconds,
+                            "infill_loss": losses["infill_loss"], "epsilon": losses["epsilon"], "tau": losses["tau"]})
+        _checkpoint(run, on_epoch)
         if stop_after_epoch is not None and epoch + 1 >= stop_after_epoch and epoch + 1 < config.epochs:
             return False
     return True
+
+
+def _start_outputs(run: setup.Run, data_info: dict) -> None:
+    """Rank 0, before the first epoch: say the PseDual regime; write config.json, data.json and a
+    resumed run's epochs table."""
+    config, out = run.config, run.out
+    if config.psedual is not None:  # say the regime out loud: where ε and τ go, over how many steps
+        print(f"PseDual: {schedules.regime(config.psedual, run.per_epoch, config.epochs)}", file=sys.stderr, flush=True)
+        warning = schedules.warning(config.psedual, run.per_epoch, config.epochs)
+        if warning is not None:
+            warnings.warn(warning, UserWarning, stacklevel=4)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.json").write_text(json.dumps(asdict(config), indent=2))
+    (out / "data.json").write_text(json.dumps(data_info, indent=2))
+    if run.history:  # a resumed folder may predate per-epoch tables; test_run reads this one
+        tables.write(run.history, out / "epochs.parquet", tables.EPOCHS_SCHEMA)
+
+
+def _distribute(run: setup.Run) -> nn.Module:
+    """The step's loss as the ranks run it: itself alone, under DistributedDataParallel with several."""
+    if run.world_size == 1:
+        return run.step_fn
+    from torch.nn.parallel import DistributedDataParallel
+
+    # some parameters sit out a step (the sampled expression is skipped while ε = 1)
+    return DistributedDataParallel(run.step_fn, device_ids=[run.device] if run.device.type == "cuda" else None,
+                                   find_unused_parameters=True)
+
+
+def _train_epoch(run: setup.Run, epoch: int, show_bar: bool) -> dict:
+    """One pass over the training set in the epoch's own seeded order: the epoch row's mean
+    losses, the lr its steps used, and ε and τ at its last step."""
+    config, train_set, world_size = run.config, run.train_set, run.world_size
+    run.step_fn.train()
+    order = torch.randperm(len(train_set), generator=torch.Generator().manual_seed(config.seed * 1_000_003 + epoch))
+    batches = [[train_set[i] for i in order[j:j + config.batch_size].tolist()]
+               for j in range(0, len(train_set), config.batch_size)]
+    bar = _bar(len(batches), f"epoch {epoch + 1}/{config.epochs}") if show_bar and run.main else None
+    total = total_infill = 0.0
+    schedule: dict[str, float | None] = {"epsilon": None, "tau": None}
+    for i, problems in enumerate(batches):
+        # the step count is a function of (epoch, i), so a resumed run continues ε and τ
+        clock = Clock(epoch * run.per_epoch + i, run.per_epoch, config.epochs)
+        mine, weight = shard(problems, run.rank, world_size)
+        shares = None
+        if world_size > 1:  # this rank's share of the global batch's mean losses (see `distributed`)
+            shares = (share(run.model.loss_terms(mine), run.model.loss_terms(problems), weight, world_size),
+                      share(run.reexaminer.loss_terms(mine), run.reexaminer.loss_terms(problems), weight, world_size)
+                      if run.reexaminer is not None else 0.0)
+        stepped = train_step(run.step_fn, run.opt, collate(mine, run.vocab).to(run.device), clock,
+                             clip_grad_norm=config.clip_grad_norm, device=run.device, precision=config.precision,
+                             forward=run.forward, shares=shares)
+        if config.lr_schedule == "linear":
+            run.sched.step()
+        # the global batch's mean loss is the ranks' average (their sum at the epoch's end)
+        total += stepped.loss.item() / world_size * len(problems)
+        if stepped.reexamined is not None:
+            total_infill += stepped.infill_loss.item() / world_size * len(problems)
+            schedule = {"epsilon": stepped.reexamined.epsilon, "tau": stepped.reexamined.tau}
+        if bar is not None:
+            bar.set_postfix(loss=f"{stepped.loss.item():.3f}")
+            bar.update()
+    if bar is not None:
+        bar.close()
+    if world_size > 1:
+        total, total_infill = all_sum([total, total_infill], run.device)
+    lr = run.opt.param_groups[0]["lr"]
+    if config.lr_schedule == "step":
+        run.sched.step()
+    return {"train_loss": total / len(train_set), "lr": lr,
+            "infill_loss": total_infill / len(train_set) if run.reexaminer is not None else None, **schedule}
+
+
+def _validate(run: setup.Run) -> tuple[float, float]:
+    """Validation value and expression accuracy (decoding split over the ranks)."""
+    config = run.config
+    return _accuracies(evaluate(run.model, run.valid_set, run.vocab, config.beam_size, config.batch_size, run.device,
+                                run.rank, run.world_size), run.valid_set)
+
+
+def _checkpoint(run: setup.Run, on_epoch: EpochHook | None) -> None:
+    """After an epoch: best.pt if it is the best so far, then last.pt and epochs.parquet (rank 0
+    writes them), then the `on_epoch` hook."""
+    config, out, row = run.config, run.out, run.history[-1]
+    kept = best_epoch(run.history)
+    best = {k: kept[k] for k in ("epoch", "valid_value_acc", "valid_expr_acc")}
+    if run.main:
+        weights = {**checkpoint.model_state(run.model), "config": asdict(config),
+                   "reexaminer": run.reexaminer.state_dict() if run.reexaminer is not None else None}
+        if kept["epoch"] == row["epoch"]:  # the best so far
+            checkpoint.save(out / "best.pt", weights)
+        print(f"epoch {row['epoch']}/{config.epochs} loss {row['train_loss']:.4f} valid value "
+              f"{100 * row['valid_value_acc']:.1f}% expr {100 * row['valid_expr_acc']:.1f}% ({row['seconds']:.1f} s)",
+              file=sys.stderr, flush=True)
+        cuda_rng = torch.cuda.get_rng_state(run.device) if run.device.type == "cuda" else None
+        checkpoint.save(out / "last.pt", {**weights, "optimizer": run.opt.state_dict(),
+                                          "scheduler": run.sched.state_dict(), "rng": torch.get_rng_state(),
+                                          "history": run.history, "best": best, "cuda_rng": cuda_rng,
+                                          "epoch": row["epoch"], "seconds": run.train_seconds})
+        tables.write(run.history, out / "epochs.parquet", tables.EPOCHS_SCHEMA)
+    if on_epoch is not None:
+        on_epoch({**row, "best_epoch": best["epoch"], "best_valid_value_acc": best["valid_value_acc"]}, out)
 
 
 def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> RunResult:
@@ -348,9 +299,8 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> R
     device = torch.device(device) if device is not None else resolve(config.device)
     splits, data_info = _view(config)
     train_set, valid_set, test_set, vocab = _sets(config, splits)
-    # the best epoch is the first with the highest validation value accuracy, as training keeps it
     history = pq.read_table(out / "epochs.parquet").to_pylist()
-    best = max(history, key=lambda row: (row["valid_value_acc"], -row["epoch"]))
+    best = best_epoch(history)  # the epoch training kept in best.pt
     train_seconds = sum(row["seconds"] for row in history)
     best_path = out / "best.pt"
     best_state = checkpoint.load(best_path)

@@ -1,0 +1,25 @@
+"""Which epoch a run keeps: the first epoch with the highest validation value accuracy.
+
+The one rule of the package: training saves `best.pt` by it, testing reads the kept epoch's
+row of `epochs.parquet` by it, so the result tables' `best_epoch` is it. Plain Python over
+epoch rows, importing neither torch nor Ray. `analysis/` imports no `psedual` (it runs where
+only the tables are), so `analysis.claims` restates this rule in Polars to check each run's
+`best_epoch`; tests/test_best_epoch.py checks the two agree, ties included.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+SELECT_BY = "valid_value_acc"
+"""The epochs-table column an epoch is kept by (higher is better)."""
+
+
+def best_epoch(rows: Iterable[Mapping]) -> Mapping:
+    """The row of the first epoch (by its `epoch` number) with the highest `valid_value_acc`:
+    a later epoch that only ties does not replace it."""
+    ordered = sorted(rows, key=lambda row: row["epoch"])
+    if not ordered:
+        raise ValueError("no epochs: a run keeps an epoch only once one has been validated")
+    # max returns the first of equal maxima, so ties go to the earliest epoch
+    return max(ordered, key=lambda row: row[SELECT_BY])

@@ -1,0 +1,136 @@
+"""A training run's state before its first epoch: model, reexamining module, optimiser and
+schedules on their device (`build`), and, for a resumed run, the same state read back from
+`last.pt` (`resume`), so that it goes on exactly where it stopped."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from psedual.reexamine import Reexaminer
+from psedual.solvers import get_solver
+from psedual.solvers.plm import PLMEncoder
+from psedual.solvers.vocab import Vocab
+from psedual.train import checkpoint
+from psedual.train.config import TrainConfig
+from psedual.train.step import StepLoss
+
+
+@dataclass
+class Run:
+    """What a training run holds from setup to its last epoch."""
+
+    config: TrainConfig
+    """The run's config."""
+    out: Path
+    """Its output folder."""
+    device: torch.device
+    """Where it computes."""
+    rank: int
+    """This process's DDP rank (0 when alone); only rank 0 writes files."""
+    world_size: int
+    """DDP ranks (1 when alone)."""
+    train_set: list
+    """Training problems."""
+    valid_set: list
+    """Validation problems."""
+    vocab: Vocab
+    """The vocabulary, from the training split only."""
+    model: nn.Module
+    """The solver."""
+    reexaminer: Reexaminer | None
+    """The reexamining module; None trains the solver alone."""
+    step_fn: StepLoss
+    """The step's loss over model and reexaminer (what the optimiser holds the parameters of)."""
+    opt: torch.optim.Optimizer
+    """Adam over `parameter_groups`."""
+    sched: object
+    """The learning-rate schedule (`lr_schedule`)."""
+    per_epoch: int
+    """Optimiser steps per epoch: the schedules' clock."""
+    forward: nn.Module | None = None
+    """`step_fn`, or its DistributedDataParallel wrapper with `world_size` > 1."""
+    history: list[dict] = field(default_factory=list)
+    """One row per finished epoch (the epochs table)."""
+    start_epoch: int = 0
+    """Epochs already done (a resumed run's)."""
+    train_seconds: float = 0.0
+    """Seconds spent in the epochs done."""
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+
+def parameter_groups(step_fn: nn.Module, config: TrainConfig) -> list[dict]:
+    """One group, or two where a pretrained encoder is trained: its parameters at plm_lr and
+    plm_weight_decay, the rest at lr and weight_decay (the optimiser's defaults)."""
+    pretrained = {id(p) for m in step_fn.modules() if isinstance(m, PLMEncoder) for p in m.plm.parameters()}
+    rest = [p for p in step_fn.parameters() if id(p) not in pretrained]
+    if not pretrained:
+        return [{"params": rest}]
+    return [{"params": rest},
+            {"params": [p for p in step_fn.parameters() if id(p) in pretrained], "lr": config.plm_lr,
+             "weight_decay": config.plm_weight_decay}]
+
+
+def lr_schedule(opt, config: TrainConfig, per_epoch: int):
+    if config.lr_schedule == "step":  # stepped once per epoch
+        return torch.optim.lr_scheduler.StepLR(opt, step_size=config.lr_step, gamma=config.lr_gamma)
+    from transformers import get_linear_schedule_with_warmup  # stepped once per optimiser step
+
+    total = per_epoch * config.epochs
+    return get_linear_schedule_with_warmup(opt, round(config.warmup_fraction * total), total)
+
+
+def steps_per_epoch(config: TrainConfig, n_train: int) -> int:
+    """Optimiser steps per epoch: the schedules' horizon is this times the epochs."""
+    return math.ceil(n_train / config.batch_size)
+
+
+def build(config: TrainConfig, out: Path, train_set: list, valid_set: list, vocab: Vocab, device: torch.device,
+          rank: int, world_size: int) -> Run:
+    """The model (initialised from `config.seed`), its reexamining module, optimiser and schedule."""
+    torch.manual_seed(config.seed)
+    model_cls, _ = get_solver(config.solver)
+    model = model_cls(vocab, config.model)
+    if config.model.plm == "minilm" and any(isinstance(m, PLMEncoder) for m in model.modules()) \
+            and any(p.language != "en" for p in train_set[:100]):
+        raise ValueError(f"{config.data.dataset} is not English, and the default pretrained encoder (minilm) is: give "
+                         "--plm a local Chinese BERT/RoBERTa directory (nothing is downloaded)")
+    reexaminer = Reexaminer(vocab, config.model, config.psedual) if config.psedual is not None else None
+    # on the device before the optimiser is built, which keeps references to the parameters
+    step_fn = StepLoss(model, reexaminer, config.psedual.alpha if config.psedual is not None else 0.0).to(device)
+    opt = torch.optim.Adam(parameter_groups(step_fn, config), config.lr, weight_decay=config.weight_decay)
+    per_epoch = steps_per_epoch(config, len(train_set))  # len(batches) of every epoch: the schedules' clock
+    return Run(config, out, device, rank, world_size, train_set, valid_set, vocab, model, reexaminer, step_fn, opt,
+               lr_schedule(opt, config, per_epoch), per_epoch)
+
+
+def resume(run: Run, resuming: bool) -> None:
+    """With `resuming`, load `last.pt` (if any) into `run`: weights, optimiser, schedule, RNG
+    states, history. Without, refuse a folder that already holds a run."""
+    last, config = run.out / "last.pt", run.config
+    if not (resuming and last.exists()):
+        if last.exists() and run.main:
+            raise checkpoint.CheckpointError(f"{last} exists: pass resume=True (--resume) or use a new output folder")
+        return
+    state = checkpoint.load(last)
+    # compared as configs, so a checkpoint saved before a field existed (at its default) still fits;
+    # the device is not the run's identity (a run may resume on another machine)
+    if replace(TrainConfig.from_dict(state["config"]), device=config.device) != config:
+        raise checkpoint.CheckpointError(f"{last}: saved for a different config; start a new output folder")
+    checkpoint.check(state, last, config.solver, run.vocab)
+    run.model.load_state_dict(state["model"])  # into these modules: the optimiser holds their parameters
+    if run.reexaminer is not None:
+        run.reexaminer.load_state_dict(state["reexaminer"])
+    run.opt.load_state_dict(state["optimizer"])
+    run.sched.load_state_dict(state["scheduler"])
+    torch.set_rng_state(state["rng"])
+    if run.device.type == "cuda" and state.get("cuda_rng") is not None:  # dropout on CUDA draws from it
+        torch.cuda.set_rng_state(state["cuda_rng"], run.device)
+    run.history, run.start_epoch, run.train_seconds = state["history"], state["epoch"], state["seconds"]
