@@ -2,7 +2,9 @@
 
 Reads the Parquet tables that `tune.py` writes (`<root>/{runs,epochs,predictions}/experiment=<name>/`)
 with Polars, tests differences with scipy, and prints Markdown/LaTeX tables and a PNG figure.
-It imports neither torch nor the `psedual` package, so it runs where only the tables are.
+It imports neither torch nor Ray, so it runs where only the tables are; of the `psedual` package
+it reads only what is plain Python: the registries (arm labels, datasets' folds), the atomic
+writer and the best-epoch rule (tests/test_analysis.py checks the list).
 
     read.py      lazy scans of the tables and selection by config
     stats.py     the paired, across-seed and interval computations (scipy)

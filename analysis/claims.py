@@ -15,21 +15,19 @@ P-values are adjusted over the whole family (every claim built in one call).
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import polars as pl
-import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 
 from analysis import guardrails, read
 from analysis.guardrails import SHOWN_IDS, GuardrailError
 from analysis.multiple import METHODS, adjust
 from analysis.stats import MIN_SEEDS, across_seeds, paired, seed_warning
+from psedual.atomic import write_parquet
 from psedual.data.registry import DATASETS
 from psedual.reexamine.config import EXPRESSION_ENCODERS
+from psedual.train.best import best_epoch
 
 # per-example columns of the predictions table: value accuracy, strict expression accuracy (slot
 # names), and expression accuracy by values (the published definition)
@@ -120,12 +118,10 @@ def _usable(runs: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
 def _selection_flags(runs: pl.DataFrame, epochs: pl.DataFrame) -> dict[tuple[str, str], list[str]]:
     """Per run, the reasons to suspect its checkpoint was chosen on test rather than validation."""
     flags: dict[tuple[str, str], list[str]] = {}
-    # psedual.train.best's rule, restated (analysis imports no psedual): arg_max picks the first
-    # of tied epochs, as training does; tests/test_best_epoch.py checks the two agree
-    argmax = (epochs.sort("epoch").group_by(list(read.KEY), maintain_order=True)
-              .agg(pl.col("epoch").get(pl.col("valid_value_acc").arg_max()).alias("valid_best")))
-    checked = runs.join(argmax, on=list(read.KEY), how="left")
-    for r in checked.iter_rows(named=True):
+    # the epoch training would have kept, by the package's one rule
+    kept = {key: best_epoch(rows.to_dicts())["epoch"] for key, rows in epochs.group_by(list(read.KEY))}
+    for r in runs.iter_rows(named=True):
+        r["valid_best"] = kept.get(tuple(r[k] for k in read.KEY))
         if r.get("llm.model") is not None:  # a zero-shot LLM run: no checkpoint was chosen on any split
             continue
         name = f"{r['experiment']}/{r['trial']}"
@@ -327,12 +323,6 @@ def _verdict(row: dict, p_adjusted: float | None, alpha: float) -> str:
 
 def write(claims: pl.DataFrame, root: str, name: str) -> str:
     """Write the claim rows to <root>/claims/<name>.parquet atomically; returns the path."""
-    uri = root if "://" in root else str(Path(root).resolve())
-    fs, base = pafs.FileSystem.from_uri(uri)
-    folder = f"{base}/claims"
-    fs.create_dir(folder, recursive=True)
-    final, tmp = f"{folder}/{name}.parquet", f"{folder}/.{name}.{uuid.uuid4().hex}.tmp"
-    with fs.open_output_stream(tmp) as f:
-        pq.write_table(claims.to_arrow(), f)
-    fs.move(tmp, final)
-    return f"{root.rstrip('/')}/claims/{name}.parquet"
+    path = f"{root.rstrip('/')}/claims/{name}.parquet"
+    write_parquet(claims.to_arrow(), path)
+    return path

@@ -67,7 +67,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     splits = split_dataset(load_dataset(args.dataset),
-                           DataConfig(args.dataset, fold=0 if args.dataset.startswith("mawps") else None))
+                           DataConfig.first_fold(args.dataset))
     vocab = Vocab.build(splits.train, splits.constants, min_word_count=5 if args.dataset == "math23k" else 1)
     torch.manual_seed(0)
     model = SOLVERS[args.solver][0](vocab, SolverConfig())

@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--dataset", default="mawps")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    splits = split_dataset(load_dataset(args.dataset), DataConfig(args.dataset, fold=0 if args.dataset == "mawps" else None))
+    splits = split_dataset(load_dataset(args.dataset), DataConfig.first_fold(args.dataset))
     vocab = Vocab.build(splits.train, splits.constants, min_word_count=5 if args.dataset == "math23k" else 1)
     train = list(splits.train)
     n = args.warmup + args.batches

@@ -23,6 +23,7 @@ from psedual.data.cache import load_dataset
 from psedual.data.config import DataConfig
 from psedual.data.splits import split_dataset
 from psedual.reexamine import PseDualConfig, Reexaminer
+from psedual.reexamine.config import VARIANTS
 from psedual.reexamine.schedules import Clock
 from psedual.solvers import SOLVERS
 from psedual.solvers.batch import collate
@@ -32,7 +33,6 @@ from psedual.train.device import resolve
 from psedual.train.step import StepLoss, train_step
 from psedual.train.trainer import evaluate
 
-VARIANTS = ("base", "gcn", "gru")
 
 
 def _sync(device: torch.device) -> None:
@@ -95,7 +95,7 @@ def main() -> None:
     precisions = args.precisions or (["fp32", "bf16"] if device.type == "cuda" else ["fp32"])
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {args.threads} threads"
     splits = split_dataset(load_dataset(args.dataset),
-                           DataConfig(args.dataset, fold=0 if args.dataset.startswith("mawps") else None))
+                           DataConfig.first_fold(args.dataset))
     vocab = Vocab.build(splits.train, splits.constants, min_word_count=5 if args.dataset == "math23k" else 1)
     print(f"torch {torch.__version__}, {name}, {args.dataset}, batch {args.batch_size}, {args.batches} timed batches")
     for solver in args.solvers:

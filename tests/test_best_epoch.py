@@ -25,8 +25,8 @@ def test_ties_go_to_the_first_epoch():
 
 @pytest.mark.parametrize("claimed, flagged", [(2, False), (4, True), (3, True)])
 def test_the_trainer_and_the_analysis_keep_the_same_epoch(claimed, flagged):
-    """analysis restates the rule in Polars (it imports no psedual): a run whose best_epoch is
-    the trainer's pick is not flagged, any other is."""
+    """analysis checks each run's best_epoch by the same rule: a run whose best_epoch is the
+    trainer's pick is not flagged, any other is."""
     epochs = pl.DataFrame([{"experiment": "e", "trial": "t", **row} for row in TIED])
     runs = pl.DataFrame([{"experiment": "e", "trial": "t", "n_valid": 8, "best_epoch": claimed}])
     assert (claimed == best_epoch(TIED)["epoch"]) != flagged

@@ -1,10 +1,9 @@
 """Which epoch a run keeps: the first epoch with the highest validation value accuracy.
 
 The one rule of the package: training saves `best.pt` by it, testing reads the kept epoch's
-row of `epochs.parquet` by it, so the result tables' `best_epoch` is it. Plain Python over
-epoch rows, importing neither torch nor Ray. `analysis/` imports no `psedual` (it runs where
-only the tables are), so `analysis.claims` restates this rule in Polars to check each run's
-`best_epoch`; tests/test_best_epoch.py checks the two agree, ties included.
+row of `epochs.parquet` by it, so the result tables' `best_epoch` is it, and `analysis.claims`
+checks each run's `best_epoch` against it. Plain Python over epoch rows, importing neither
+torch nor Ray (analysis imports it where only the tables are).
 """
 
 from __future__ import annotations
