@@ -10,7 +10,8 @@ import torch
 from psedual.metrics import value_accuracy
 from psedual.solvers import SOLVERS, get_solver
 from psedual.solvers.batch import collate
-from psedual.solvers.gts import GTS, GTSConfig
+from psedual.solvers.config import SolverConfig
+from psedual.solvers.gts import GTS
 from psedual.solvers.interface import Solver
 from psedual.solvers.vocab import Vocab, VocabularyError
 from psedual.train.step import StepLoss, train_step
@@ -46,7 +47,7 @@ def _fit(model, batch, steps, lr=1e-2, clip: float | None = None):
 @pytest.mark.parametrize("name", ALL)
 def test_is_a_solver_and_registered(vocab, name):
     assert isinstance(small(name, vocab), Solver) and small(name, vocab).name == name
-    assert get_solver("gts") == (GTS, GTSConfig)
+    assert get_solver("gts") == (GTS, SolverConfig)
     with pytest.raises(ValueError, match="valid names: gts, dns, graph2tree, bert_tree, re_deduction"):
         get_solver("bert-tree-x")
 

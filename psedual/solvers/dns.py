@@ -23,8 +23,6 @@ from psedual.solvers.encoder import WordEncoder
 from psedual.solvers.rollout import NEG, Pick, Rollout, may_open_operator
 from psedual.solvers.vocab import Vocab
 
-DNSConfig = SolverConfig
-
 
 @dataclass
 class DNSEncoded:
@@ -37,7 +35,7 @@ class DNSEncoded:
 class DNS(nn.Module):
     name = "dns"
 
-    def __init__(self, vocab: Vocab, config: DNSConfig = DNSConfig()) -> None:
+    def __init__(self, vocab: Vocab, config: SolverConfig = SolverConfig()) -> None:
         super().__init__()
         self.vocab, self.config = vocab, config
         E, H = config.embedding_size, config.hidden_size

@@ -25,7 +25,8 @@ from torch import nn
 
 from psedual.data.record import Problem
 from psedual.solvers.batch import Batch
-from psedual.solvers.gts import GTS, Encoded, GTSConfig
+from psedual.solvers.config import SolverConfig
+from psedual.solvers.gts import GTS, Encoded
 from psedual.solvers.vocab import Vocab
 
 N_GRAPHS = 4
@@ -89,7 +90,7 @@ class GCN(nn.Module):
 class Graph2Tree(GTS):
     name = "graph2tree"
 
-    def __init__(self, vocab: Vocab, config: GTSConfig = GTSConfig()) -> None:
+    def __init__(self, vocab: Vocab, config: SolverConfig = SolverConfig()) -> None:
         super().__init__(vocab, config)
         H = config.hidden_size
         if H % N_GRAPHS:

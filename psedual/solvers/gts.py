@@ -33,9 +33,6 @@ from psedual.solvers.tree_search import tree_decode, tree_rollout
 from psedual.solvers.vocab import Vocab
 
 
-GTSConfig = SolverConfig  # the published sizes
-
-
 @dataclass
 class Encoded:
     outputs: torch.Tensor  # [B, T, H]
@@ -50,7 +47,7 @@ class Encoded:
 class GTS(nn.Module):
     name = "gts"
 
-    def __init__(self, vocab: Vocab, config: GTSConfig = GTSConfig()) -> None:
+    def __init__(self, vocab: Vocab, config: SolverConfig = SolverConfig()) -> None:
         super().__init__()
         self.vocab, self.config = vocab, config
         E, H, n_ops = config.embedding_size, config.hidden_size, len(vocab.operators)
@@ -75,7 +72,7 @@ class GTS(nn.Module):
 
     # --- encoder ------------------------------------------------------------------------
 
-    def build_encoder(self, vocab: Vocab, config: GTSConfig) -> nn.Module:
+    def build_encoder(self, vocab: Vocab, config: SolverConfig) -> nn.Module:
         """The word encoder: `batch -> (states [B, T, H], problem [B, H])`."""
         return WordEncoder(len(vocab.words), config)
 
