@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import glob
+import pickle
 from dataclasses import replace
 from pathlib import Path
 
@@ -140,6 +141,24 @@ def test_smoke_sweep_writes_the_three_tables(local_ray, tmp_path):
     assert claim["base"] == pytest.approx(100 * base) and claim["test"] == "mcnemar_exact"
 
 
+def test_an_optuna_sweep_runs_its_points_and_draws_no_psedual_knob_for_base(local_ray, tmp_path):
+    # the searcher (define-by-run space, points, ASHA) through Tune, which pickles it with the
+    # experiment state: smoke.yaml's tiny trial, searched instead of gridded
+    from psedual.tune.sweep import run_sweep
+
+    smoke = load_spec(ROOT / "search_spaces" / "smoke.yaml")
+    spec = replace(smoke, name="optuna_smoke", mode="optuna", grid={}, num_samples=3, seed=0,
+                   search={"variant": {"choice": ["base", "gcn"]}, "psedual.fusion": {"choice": ["scheduled",
+                                                                                           "predicted"]}},
+                   points=[{"variant": "base"}, {"variant": "gcn", "psedual.fusion": "predicted"}])
+    outcomes = run_sweep(spec, str(tmp_path), verbose=0)
+    assert [o.status for o in outcomes] == ["completed"] * 3
+    flats = sorted((o.flat for o in outcomes), key=lambda f: f["variant"])
+    assert {"variant": "base"}.items() <= flats[0].items() and (tmp_path / "optuna_smoke" / "tuner.pkl").exists()
+    assert all(("psedual.fusion" in f) == (f["variant"] != "base") for f in flats), flats
+    assert any(f["variant"] == "gcn" and f["psedual.fusion"] == "predicted" for f in flats)  # the second point
+
+
 def test_trial_through_ray_train_workers(local_ray, tmp_path):
     from psedual.tune.space import Resources
     from psedual.tune.sweep import run_sweep
@@ -197,6 +216,7 @@ def test_optuna_draws_psedual_knobs_only_for_pseDual_trials_and_one_key_names_th
     from psedual.tune.sweep import define_by_run
 
     spec = load_spec(ROOT / "search_spaces" / "default.yaml")
+    pickle.dumps(define_by_run(spec))  # Tune pickles the searcher with the experiment state
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     drawn = []
     for _ in range(24):

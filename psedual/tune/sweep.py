@@ -6,6 +6,7 @@ checkpoint holding `best.pt`. Test evaluation and tables are `psedual.results`' 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from dataclasses import dataclass
@@ -78,25 +79,25 @@ def param_space(spec: SweepSpec) -> dict:
 def define_by_run(spec: SweepSpec):
     """The searched keys as Optuna's define-by-run function: `variant` first, then `psedual.*`
     keys only in trials whose variant uses PseDual. A base trial that drew them would train the
-    same model whatever it drew, and TPE would learn from it as if the knobs had mattered."""
-    keys = sorted(spec.search, key=lambda key: key != "variant")
+    same model whatever it drew, and TPE would learn from it as if the knobs had mattered.
+    A partial of a module-level function: Tune pickles the searcher with the experiment state."""
+    search = {key: spec.search[key] for key in sorted(spec.search, key=lambda key: key != "variant")}
+    return functools.partial(_draw, search, spec.fixed.get("variant", BASE))
 
-    def space(trial) -> None:
-        variant = spec.fixed.get("variant", BASE)
-        for key in keys:
-            if key.startswith(PSEDUAL_PREFIX) and variant == BASE:
-                continue
-            (kind, values), = spec.search[key].items()
-            if kind == "choice":
-                value = trial.suggest_categorical(key, values)
-            elif kind == "int":
-                value = trial.suggest_int(key, *values)
-            else:
-                value = trial.suggest_float(key, *values, log=kind == "loguniform")
-            if key == "variant":
-                variant = value
 
-    return space
+def _draw(search: dict, variant: str, trial) -> None:
+    for key, dist in search.items():
+        if key.startswith(PSEDUAL_PREFIX) and variant == BASE:
+            continue
+        (kind, values), = dist.items()
+        if kind == "choice":
+            value = trial.suggest_categorical(key, values)
+        elif kind == "int":
+            value = trial.suggest_int(key, *values)
+        else:
+            value = trial.suggest_float(key, *values, log=kind == "loguniform")
+        if key == "variant":
+            variant = value
 
 
 def ensure_ray(address: str | None) -> None:
