@@ -282,9 +282,9 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
             flags += [f for s in seeds for lay in (base, other) for f0 in folds
                       for f in run_flags.get(lay[s][f0], [])]
             datasets = sorted({str(v) for v in cell_runs["data.dataset"].to_list()})
-            protocol = {DATASETS[d].folds for d in datasets if d in DATASETS}
-            if len(datasets) == 1 and protocol - {0} and len(folds) < max(protocol):
-                flags.append(f"{datasets[0]} folds {folds} of {max(protocol)}: not the {max(protocol)}-fold protocol")
+            protocol = DATASETS[datasets[0]].folds if len(datasets) == 1 and datasets[0] in DATASETS else 0
+            if len(folds) < protocol:
+                flags.append(f"{datasets[0]} folds {folds} of {protocol}: not the {protocol}-fold protocol")
             warning = seed_warning(len(seeds))
             if warning:
                 flags.append(warning)

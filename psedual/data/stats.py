@@ -112,8 +112,7 @@ def stats(names: list[str], *, data_root: str | None = None, user_path: str | No
         start = time.perf_counter()
         dataset = load_dataset(name, data_root, user_path, use_cache=use_cache)
         seconds = time.perf_counter() - start
-        config = DataConfig(name, fold=0 if get_spec(name).folds else None, data_root=data_root,
-                            user_path=user_path, min_constant_count=min_constant_count,
-                            drop_inconsistent=drop_inconsistent)
+        config = DataConfig.first_fold(name, data_root=data_root, user_path=user_path,
+                                       min_constant_count=min_constant_count, drop_inconsistent=drop_inconsistent)
         out.append(describe(dataset, config, seconds))
     return "\n\n".join(out)

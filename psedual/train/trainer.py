@@ -41,10 +41,7 @@ from psedual.train.config import TrainConfig
 from psedual.train.device import resolve
 from psedual.train.distributed import all_sum, decode_split, share, shard
 from psedual.train.setup import steps_per_epoch
-from psedual.train.step import train_step
-
-
-CPU = torch.device("cpu")
+from psedual.train.step import CPU, train_step
 
 
 @dataclass(frozen=True)
@@ -271,7 +268,6 @@ def _checkpoint(run: setup.Run, on_epoch: EpochHook | None) -> None:
     writes them), then the `on_epoch` hook."""
     config, out, row = run.config, run.out, run.history[-1]
     kept = best_epoch(run.history)
-    best = {k: kept[k] for k in ("epoch", "valid_value_acc", "valid_expr_acc")}
     if run.main:
         weights = {**checkpoint.model_state(run.model), "config": asdict(config),
                    "reexaminer": run.reexaminer.state_dict() if run.reexaminer is not None else None}
@@ -283,11 +279,11 @@ def _checkpoint(run: setup.Run, on_epoch: EpochHook | None) -> None:
         cuda_rng = torch.cuda.get_rng_state(run.device) if run.device.type == "cuda" else None
         checkpoint.save(out / "last.pt", {**weights, "optimizer": run.opt.state_dict(),
                                           "scheduler": run.sched.state_dict(), "rng": torch.get_rng_state(),
-                                          "history": run.history, "best": best, "cuda_rng": cuda_rng,
+                                          "history": run.history, "cuda_rng": cuda_rng,
                                           "epoch": row["epoch"], "seconds": run.train_seconds})
         tables.write(run.history, out / "epochs.parquet", tables.EPOCHS_SCHEMA)
     if on_epoch is not None:
-        on_epoch({**row, "best_epoch": best["epoch"], "best_valid_value_acc": best["valid_value_acc"]}, out)
+        on_epoch({**row, "best_epoch": kept["epoch"], "best_valid_value_acc": kept["valid_value_acc"]}, out)
 
 
 def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> RunResult:
