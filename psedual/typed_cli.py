@@ -167,7 +167,7 @@ def _fetch_parser() -> ArgumentParser:
     from psedual.data.manifest import MANIFEST
 
     p = _parser("data fetch", "Download benchmarks from their public sources, pinned by commit, each file checked "
-                "against its SHA256 (psedual/data/manifest.py) and renamed into place only then.")
+                "against its SHA256 (psedual/data/manifest.tsv) and renamed into place only then.")
     p.add_argument("datasets", nargs="*", default=[],
                    help=f"any of {', '.join(MANIFEST)} (default: all; MathQA's training file is yours to bring)")
     p.add_class_arguments(FetchConfig, nested_key=None, skip={"datasets"}, fail_untyped=True)

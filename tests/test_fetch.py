@@ -19,7 +19,7 @@ from psedual.data import root as root_module
 from psedual.cli import main as cli_main
 from psedual.data.fetch import FetchConfig, fetch
 from psedual.data.files import DataFileError
-from psedual.data.manifest import BUNDLED_DIR, MANIFEST
+from psedual.data.manifest import BUNDLED_DIR, MANIFEST, MANIFEST_TSV, read_manifest
 from psedual.data.registry import DATASETS
 from psedual.data.root import find_data_root
 
@@ -243,7 +243,7 @@ def test_the_manifest_covers_every_registry_file_with_the_shared_hashes(data_roo
     listed = {name: {f.path for f in files} for name, files in MANIFEST.items()}
     for name, spec in DATASETS.items():
         missing = set(spec.files) - listed.get(name, set())
-        assert not missing, f"{name}: {sorted(missing)} not in psedual/data/manifest.py"
+        assert not missing, f"{name}: {sorted(missing)} not in psedual/data/manifest.tsv"
     # shared/data carries its SHA256SUMS; a fetched data root does not (its files were checked as
     # they arrived): there the files' own hashes are compared.
     sums_file = Path(data_root) / "SHA256SUMS"
@@ -255,6 +255,22 @@ def test_the_manifest_covers_every_registry_file_with_the_shared_hashes(data_roo
             assert path.stat().st_size == f.size, f.path
     bundled = MANIFEST["math23k"][1]
     assert hashlib.sha256((BUNDLED_DIR / bundled.upstream).read_bytes()).hexdigest() == bundled.sha256
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda lines: ["dataset\tpath"] + lines[1:], "must be the header"),
+    (lambda lines: lines + ["svamp\tsvamp/x.csv\tarkilpatel/SVAMP"], ":18: 3 tab-separated cells, expected 7"),
+    (lambda lines: lines + [lines[-1].replace("\t704878", "\tbig")], ":18: size must be a whole number"),
+    (lambda lines: lines + [lines[-1].replace("e18862a5", "E18862A5")], ":18: mathqa/test.json: sha256 must be 64 lowercase"),
+])
+def test_a_malformed_manifest_line_names_the_file_and_line(tmp_path, edit, message):
+    lines = [line for line in MANIFEST_TSV.read_text().splitlines() if not line.startswith("#")]
+    bad = tmp_path / "manifest.tsv"
+    bad.write_text("\n".join(edit(lines)) + "\n")
+    with pytest.raises(ValueError, match=re.escape(message)) as err:
+        read_manifest(bad)
+    assert str(bad) in str(err.value)
+    assert read_manifest(MANIFEST_TSV) == MANIFEST
 
 
 def test_find_data_root_finds_the_per_user_folder(tmp_path, monkeypatch):

@@ -8,7 +8,7 @@
 
 Files go to --dest, else $PSEDUAL_DATA, else the per-user folder
 ${XDG_DATA_HOME:-~/.local/share}/psedual/data, which find_data_root() also searches.
-Each file is streamed to `<file>.part`, its SHA256 checked against psedual/data/manifest.py,
+Each file is streamed to `<file>.part`, its SHA256 checked against psedual/data/manifest.tsv,
 then renamed into place: a reader never sees half a file, and bytes that fail the check are
 deleted. A `.part` left by a broken connection is continued with an HTTP Range request.
 Nothing else in the package downloads anything.

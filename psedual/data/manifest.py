@@ -1,4 +1,4 @@
-"""Where every benchmark file comes from: one entry per file, pinned to a full commit id.
+"""Where every benchmark file comes from: one entry per file in manifest.tsv, pinned to a full commit id.
 
 `psedual data fetch` downloads https://raw.githubusercontent.com/<repo>/<commit>/<upstream>
 (or the same layout under `--mirror`) and keeps a file only if its SHA256 is the one listed here.
@@ -60,59 +60,39 @@ class SourceFile:
         return f"{base.rstrip('/')}/{self.repo}/{self.commit}/{self.upstream}"
 
 
-_MWPGEN = ("qinzhuowu/MWPGen", "fe46d3c145480e5eb7b35b78baa7ae19c6e5e16b")
-_GRAPH2TREE = ("2003pro/Graph2Tree", "05b48a1608b1ad8cd7a7246910d0ebfad63ff051")
-_DEDUCTIVE = ("allanj/Deductive-MWP", "b482b27b722fa81c2741956ca3c046a9fe047398")
-_TOOLKIT = ("LYH-YF/MWPToolkit", "0993beb336c286a0f974d58834e932cf65e32249")
-_SVAMP = ("arkilpatel/SVAMP", "689d7ccac74b9983a2ac7cc3b264f441b99e7c53")
-_MWPBERT = ("LZhenwen/MWP-BERT", "1757d7d8c88b7e27dfff93b786335803398d3d6f")
+MANIFEST_TSV = Path(__file__).resolve().parent / "manifest.tsv"
+_COLUMNS = ["dataset", "path", "repo", "commit", "upstream", "sha256", "size"]
 
-_FOLD_SHA = ("cc139cc3a3e368e71a6549b39a95f4ed573c43c01283e86b41e6fa1b32d821f0",
-             "8ac2fc0d3481f74558a6942be149dc5c23c24e7efe0aa7a69fc736426e0bbade",
-             "1d984fb75e2367b0f432bd9ee07bc934f4cac17167c7add9b6114c9e2cb13d0c",
-             "040ad7fe4151b33d289fa5f6d6c4d2cd53258523d081c409bfad1e944591f4b7",
-             "2dd55ff0691cbd2152d3e018476714f4f3ccbd292ea5479a81de280ec0a131a1")
-_FOLD_SIZE = (564653, 559388, 568493, 557369, 556063)
 
-MANIFEST: dict[str, tuple[SourceFile, ...]] = {
-    "math23k": (
-        SourceFile("math23k/Math_23K.json", *_MWPGEN, "data/Math_23K.json",
-                   "efe5e761b92c3329e3504e1e97e2f84abd9a409330448ad89f404d4b1f39e986", 8742551),
-        SourceFile("math23k/split_ids.json", "", "", "split_ids.json",
-                   "4bb8d1c7b0916d2f727e8700d73f4a35c0a7810913922ed29cccfb49ebd8274d", 197384),
-        # Graph2Tree names it Math_23K_processed.json: the per-id group_num lists.
-        SourceFile("math23k/group_num.json", *_GRAPH2TREE, "math23k/data/Math_23K_processed.json",
-                   "3b4e987f90a01320cf816e660c35bdc433797aea2ad40a0d7e8aac18041bbd70", 1691562),
-    ),
-    "mawps": tuple(
-        SourceFile(f"mawps/five_fold/fold_{k}.json", *_DEDUCTIVE, f"data/mawps-single-five-fold/test_{k}.json",
-                   _FOLD_SHA[k], _FOLD_SIZE[k])
-        for k in range(5)
-    ),
-    "mawps-single": (
-        SourceFile("mawps/single_split/train.json", *_TOOLKIT, "dataset/mawps-single/trainset.json",
-                   "fa235109621bae57bfd0062a8b4805f0dad8db23e177899ada975e6a9c9962bb", 518742),
-        SourceFile("mawps/single_split/valid.json", *_TOOLKIT, "dataset/mawps-single/validset.json",
-                   "68762bc4028e82e9ebc99e0fe05aab2e1d92d2d92829982022fe53e23ef57424", 65636),
-        SourceFile("mawps/single_split/test.json", *_TOOLKIT, "dataset/mawps-single/testset.json",
-                   "f708eb6cad56f2ad6bd09e266e83f8011c59edf486e487cfc9c06c22e021cf5e", 64551),
-    ),
-    "svamp": (
-        SourceFile("svamp/train_mawps_asdiv-a.csv", *_SVAMP, "data/mawps-asdiv-a_svamp/train.csv",
-                   "c761cdc6390a67a285c6c346a2931f61bc8f47430eceaeb123cc3d0263efa821", 1242909),
-        SourceFile("svamp/test_svamp.csv", *_SVAMP, "data/mawps-asdiv-a_svamp/dev.csv",
-                   "978425fa0820a147a20d3cb305a571d77b8ba0d1ccec4a96dd1470bf0079c338", 467974),
-        SourceFile("svamp/SVAMP.json", *_SVAMP, "SVAMP.json",
-                   "5be77703a6d891ae476d7c082787ad361392aa02453b132516cdd5f4e7934e3e", 339970),
-    ),
-    # valid/test only: the training file is bring-your-own (see the module docstring).
-    "mathqa": (
-        SourceFile("mathqa/valid.json", *_MWPBERT, "Fine-tuning/MathQA/data/MathQA_val.json",
-                   "9d86d30e1aeb79ce75ae9e65a1aeea08151cb67feb44ce2d5ae567b55f1321c1", 1035336),
-        SourceFile("mathqa/test.json", *_MWPBERT, "Fine-tuning/MathQA/data/MathQA_test.json",
-                   "e18862a5f4f1cd785e71d79474e4c7e83d360521c8af6dc99a5e9efc80ccd870", 704878),
-    ),
-}
+def read_manifest(path: Path = MANIFEST_TSV) -> dict[str, tuple[SourceFile, ...]]:
+    """The table of benchmark files, dataset by dataset in the file's order.
+
+    It is kept as data (a tab-separated file) rather than literals; a malformed line is an
+    error naming the file, the line and what is wrong.
+    """
+    lines = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if line.strip() and not line.startswith("#")]
+    if not lines or lines[0][1].split("\t") != _COLUMNS:
+        raise ValueError(f"{path}: the first line that is not a comment must be the header {'/'.join(_COLUMNS)}")
+    table: dict[str, list[SourceFile]] = {}
+    for n, line in lines[1:]:
+        cells = line.split("\t")
+        if len(cells) != len(_COLUMNS):
+            raise ValueError(f"{path}:{n}: {len(cells)} tab-separated cells, expected {len(_COLUMNS)}")
+        dataset, rel, repo, commit, upstream, sha256, size = cells
+        if not size.isdigit():
+            raise ValueError(f"{path}:{n}: size must be a whole number of bytes, not {size!r}")
+        try:
+            source = SourceFile(rel, "" if repo == "-" else repo, "" if commit == "-" else commit,
+                                upstream, sha256, int(size))
+        except ValueError as err:
+            raise ValueError(f"{path}:{n}: {err}") from None
+        table.setdefault(dataset, []).append(source)
+    return {name: tuple(files) for name, files in table.items()}
+
+
+MANIFEST: dict[str, tuple[SourceFile, ...]] = read_manifest()
+"""dataset name -> its files, from manifest.tsv."""
 
 MATHQA_TRAIN = "mathqa/train.json"
 """Where a user's own MathQA training file goes (not downloaded)."""
