@@ -10,7 +10,7 @@ TORCH_VERSION ?= 2.13.0
 TORCH_BUILD ?= auto
 TORCH_CPU_INDEX ?=
 
-.PHONY: install demo test
+.PHONY: install demo readme test
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,11 @@ install: $(VENV)/.installed
 demo: install
 	$(BIN)/psedual data fetch --if_missing mawps
 	RAY_AUTH_MODE=disabled $(BIN)/python tune.py
+
+# The README's registry tables (variants, datasets) are rendered from the registries: after adding
+# an encoder or a dataset, run this (a test fails until the README matches).
+readme: install
+	$(BIN)/python -m psedual.readme README.md
 
 test: install
 	RAY_AUTH_MODE=disabled $(BIN)/python -m pytest

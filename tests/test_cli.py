@@ -10,6 +10,7 @@ import pytest
 
 from psedual.cli import main
 from psedual.data.fetch import FetchConfig
+from psedual.data.registry import DATASETS
 from psedual.job import TuneJob
 from psedual.llm.run import LLMConfig
 from psedual.reexamine.config import PseDualConfig
@@ -72,17 +73,31 @@ def test_every_train_field_is_in_the_help_with_its_docstring_and_choices(capsys)
     assert "Weight of the infilling loss" in text  # PseDualConfig.alpha's
 
 
-def test_the_readme_variant_table_is_the_registry():
+def test_the_readme_registry_tables_are_rendered_from_the_registries():
     from pathlib import Path
 
-    from psedual.reexamine.config import EXPRESSION_ENCODERS, VARIANT_LABELS
+    from psedual import readme
 
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    rows = [line for line in readme.splitlines() if line.startswith("| `")
-            and line.split("|")[1].strip().strip("`") in {"base", *EXPRESSION_ENCODERS}]
-    wanted = ["| `base` | base | (no reexamining module) |"] + [
-        f"| `{name}` | {VARIANT_LABELS[name]} | {entry.about} |" for name, entry in EXPRESSION_ENCODERS.items()]
-    assert rows == wanted, "README's variant table is out of date; it should read:\n" + "\n".join(wanted)
+    text = (Path(__file__).parents[1] / "README.md").read_text()
+    assert readme.render(text) == text, "README's registry tables are out of date: run `make readme`"
+    assert readme.TABLES["variants"]()[:5] == [
+        "| variant | label in tables | the infiller reads the solver's expression with |", "| --- | --- | --- |",
+        "| `base` | base | (no reexamining module) |",
+        "| `gru` | PseDual-GRU | a bidirectional GRU over the expression's prefix tokens |",
+        "| `gcn` | PseDual-GCN | two GCN layers over the expression tree |"]
+    assert [row.split(" | ")[0] for row in readme.TABLES["datasets"]()[2:]] == [f"| `{name}`" for name in DATASETS]
+
+
+def test_readme_table_markers_are_checked():
+    from psedual import readme
+
+    marked = "".join(f"<!-- table:{name} -->\nSTALE\n<!-- /table:{name} -->\n" for name in readme.TABLES)
+    rendered = readme.render(marked)
+    assert "STALE" not in rendered and "| `gcn` | PseDual-GCN |" in rendered and "| `svamp` |" in rendered
+    with pytest.raises(ValueError, match=r"X.md: each of \['datasets'\] must be marked exactly once"):
+        readme.render(marked.replace("<!-- table:datasets -->", ""), "X.md")
+    with pytest.raises(ValueError, match=r"unknown table marker\(s\) \['solvers'\]"):
+        readme.render(marked + "<!-- table:solvers -->\n<!-- /table:solvers -->\n")
 
 
 def test_every_train_field_is_settable():

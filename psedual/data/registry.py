@@ -23,6 +23,10 @@ class DatasetSpec:
     """Number of cross-validation folds; 0 when the source fixes train/valid/test."""
     read: Callable[[Path, Path | None], LoadResult]
     """Reads (data root, user path) into problems and skips."""
+    source: str
+    """Where its problems come from, in a few words (the README's dataset table)."""
+    splits: str
+    """Its train / valid / test sizes or fold rule, in a few words (the README's dataset table)."""
     user_path: str = ""
     """What the optional user path means for this dataset ('' if it takes none): the error that
     asks for a missing one, and `data stats --help`, say it."""
@@ -38,14 +42,21 @@ def _mathqa_train(root: Path, user: Path | None) -> list[Path]:
 
 
 DATASETS: dict[str, DatasetSpec] = {
-    "math23k": DatasetSpec("math23k", math23k.FILES, 0, lambda root, _: math23k.load(root)),
-    "mawps": DatasetSpec("mawps", mawps.FOLD_FILES, mawps.FOLDS, lambda root, _: mawps.load_folds(root)),
-    "mawps-single": DatasetSpec("mawps-single", mawps.SINGLE_FILES, 0, lambda root, _: mawps.load_single(root)),
-    "svamp": DatasetSpec("svamp", svamp.FILES, 0, lambda root, _: svamp.load(root)),
+    "math23k": DatasetSpec("math23k", math23k.FILES, 0, lambda root, _: math23k.load(root),
+                           "raw Math_23K.json + split_ids.json (+ group_num.json cells)", "21,162 / 1,000 / 1,000"),
+    "mawps": DatasetSpec("mawps", mawps.FOLD_FILES, mawps.FOLDS, lambda root, _: mawps.load_folds(root),
+                         "MAWPS five folds", "fold k = test, the other four = train, validation carved from train"),
+    "mawps-single": DatasetSpec("mawps-single", mawps.SINGLE_FILES, 0, lambda root, _: mawps.load_single(root),
+                                "MAWPS single split", "1,589 / 199 / 199"),
+    "svamp": DatasetSpec("svamp", svamp.FILES, 0, lambda root, _: svamp.load(root),
+                         "train MAWPS+ASDiv-A CSV, test SVAMP CSV", "3,138 train (validation carved), 1,000 test"),
     "mathqa": DatasetSpec("mathqa", mathqa.FILES, 0, mathqa.load,
+                          "valid/test in shared data; train from `--user-path FILE`", "– / 3,540 / 2,410",
                           f"a training file in MathQA's form (default: <data root>/{mathqa.TRAIN_FILE} if present)",
                           _mathqa_train),
-    "jsonl": DatasetSpec("jsonl", (), 0, lambda _, path: jsonl.load(path), "the folder holding train/valid/test.jsonl",
+    "jsonl": DatasetSpec("jsonl", (), 0, lambda _, path: jsonl.load(path),
+                         "your folder: `train.jsonl`, `test.jsonl`, optional `valid.jsonl`", "see below",
+                         "the folder holding train/valid/test.jsonl",
                          lambda _, user: sorted(user.glob("*.jsonl")) if user is not None else [], True),
 }
 """The datasets, by name: the configs' choices, the cache, `data stats` and analysis's fold
