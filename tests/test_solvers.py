@@ -102,6 +102,23 @@ def test_refuses_problems_that_do_not_fit(mawps, vocab):
         collate([replace(p, prefix=("+", "N0", "42"))], vocab)
 
 
+def test_graph2tree_sparse_operators_equal_the_dense_graphs(mawps):
+    from psedual.solvers.graph2tree import N_GRAPHS, build_graphs, graph_operators, propagate
+
+    problems = mawps.train[:12]
+    batch = collate(problems, Vocab.build(problems, ()))
+    B, T = batch.words.shape
+    rows = (batch.words != 0).view(-1).nonzero().squeeze(1)
+    h = torch.randn(len(rows), 5, dtype=torch.float64)
+    padded = h.new_zeros(B * T, 5).index_copy(0, rows, h).view(B, T, 5)
+    adj = build_graphs(batch).double()
+    ops = graph_operators(batch, rows)
+    assert len(ops) == N_GRAPHS
+    for g, op in enumerate(ops):
+        dense = (adj[:, g] @ padded).reshape(B * T, 5).index_select(0, rows)
+        assert torch.allclose(propagate(h, op), dense, atol=1e-12)
+
+
 def test_vocab_round_trips_through_json(vocab):
     assert Vocab.from_json(vocab.to_json()) == vocab
 

@@ -17,7 +17,6 @@ Everything after the graph encoder is GTS unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import lru_cache
 
 import torch
@@ -58,7 +57,8 @@ def graph_edges(problem: Problem) -> torch.Tensor:
 
 
 def build_graphs(batch: Batch) -> torch.Tensor:
-    """[B, N_GRAPHS, T, T] row-normalised adjacency matrices with self loops."""
+    """[B, N_GRAPHS, T, T] row-normalised adjacency matrices with self loops: the dense form of
+    what `graph_operators` applies (for inspection and tests; the encoder never builds it)."""
     B, T = batch.words.shape
     edges = [graph_edges(p) for p in batch.problems]
     example = torch.repeat_interleave(torch.arange(B), torch.tensor([e.shape[1] for e in edges]))
@@ -68,12 +68,33 @@ def build_graphs(batch: Batch) -> torch.Tensor:
     return adj / adj.sum(-1, keepdim=True).clamp(min=1.0)
 
 
-def on_words(f: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    """`f` applied to the real words' rows of x [B, T, D] only; padding rows come back zero.
-    Exact for this encoder: padding has no edges, and its rows are zeroed at the end."""
-    B, T, D = x.shape
-    y = f(x.reshape(B * T, D).index_select(0, rows))
-    return y.new_zeros(B * T, y.shape[-1]).index_copy(0, rows, y).view(B, T, -1)
+Operator = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+"""One graph's row-normalised adjacency over a batch's real words: (target, source, weight) per
+edge, so that `A @ h` is `h[source] * weight` summed into `target` (see `propagate`)."""
+
+
+def graph_operators(batch: Batch, rows: torch.Tensor) -> list[Operator]:
+    """Each graph's operator over the batch's real words, numbered as `rows` (their flat
+    b * T + t positions) orders them. The graphs are sparse (a self loop per word plus a few
+    edges per number), so this replaces a dense [B, T, T] product per graph and layer."""
+    B, T = batch.words.shape
+    edges = [graph_edges(p) for p in batch.problems]
+    example = torch.repeat_interleave(torch.arange(B), torch.tensor([e.shape[1] for e in edges]))
+    graph, row, col = torch.cat(edges, 1)
+    compact = torch.full((B * T,), -1, dtype=torch.long)
+    compact[rows.cpu()] = torch.arange(len(rows))
+    target, source = compact[example * T + row], compact[example * T + col]
+    key = graph * len(rows) + target  # (graph, word): its degree, self loop included
+    weight = 1.0 / torch.bincount(key, minlength=N_GRAPHS * len(rows)).float()[key]
+    device = rows.device
+    return [(target[graph == g].to(device), source[graph == g].to(device), weight[graph == g].to(device))
+            for g in range(N_GRAPHS)]
+
+
+def propagate(h: torch.Tensor, op: Operator) -> torch.Tensor:
+    """`A @ h` for h [N, D] over the batch's real words."""
+    target, source, weight = op
+    return h.new_zeros(h.shape).index_add_(0, target, h.index_select(0, source) * weight.unsqueeze(1).to(h.dtype))
 
 
 class GCN(nn.Module):
@@ -82,9 +103,9 @@ class GCN(nn.Module):
         self.w1, self.w2 = nn.Linear(dim, hidden), nn.Linear(hidden, out)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, adj: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-        x = torch.relu(adj @ on_words(self.w1, x, rows))
-        return adj @ on_words(lambda h: self.w2(self.drop(h)), x, rows)
+    def forward(self, x: torch.Tensor, op: Operator) -> torch.Tensor:
+        x = torch.relu(propagate(self.w1(x), op))
+        return propagate(self.w2(self.drop(x)), op)
 
 
 class Graph2Tree(GTS):
@@ -101,10 +122,11 @@ class Graph2Tree(GTS):
 
     def encode(self, batch: Batch) -> Encoded:
         outputs, problem = self.encode_words(batch)
-        adj = build_graphs(batch).to(outputs.device)
-        # the linear layers run on real words only: a batch's padding is often half its positions
+        B, T, H = outputs.shape
+        # real words only: a batch's padding is often half its positions, and has no edges
         rows = (batch.words != 0).view(-1).nonzero().squeeze(1)
-        graphs = torch.cat([gcn(outputs, adj[:, g], rows) for g, gcn in enumerate(self.gcns)], -1)
-        x = on_words(self.norm, graphs, rows) + outputs
-        x = on_words(self.ff, x, rows) + x
-        return self.with_candidates(batch, x, problem)
+        words = outputs.reshape(B * T, H).index_select(0, rows)
+        graphs = torch.cat([gcn(words, op) for gcn, op in zip(self.gcns, graph_operators(batch, rows))], -1)
+        x = self.norm(graphs) + words
+        x = self.ff(x) + x
+        return self.with_candidates(batch, x.new_zeros(B * T, H).index_copy(0, rows, x).view(B, T, H), problem)
