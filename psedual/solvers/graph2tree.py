@@ -56,13 +56,18 @@ def graph_edges(problem: Problem) -> torch.Tensor:
     return torch.tensor(sorted(edges), dtype=torch.long).view(-1, 3).t()
 
 
+def _batch_edges(batch: Batch) -> torch.Tensor:
+    """[4, E] (example, graph, row, column) of every edge of a batch's problems."""
+    edges = [graph_edges(p) for p in batch.problems]
+    example = torch.repeat_interleave(torch.arange(len(edges)), torch.tensor([e.shape[1] for e in edges]))
+    return torch.cat([example.unsqueeze(0), torch.cat(edges, 1)])
+
+
 def build_graphs(batch: Batch) -> torch.Tensor:
     """[B, N_GRAPHS, T, T] row-normalised adjacency matrices with self loops: the dense form of
     what `graph_operators` applies (for inspection and tests; the encoder never builds it)."""
     B, T = batch.words.shape
-    edges = [graph_edges(p) for p in batch.problems]
-    example = torch.repeat_interleave(torch.arange(B), torch.tensor([e.shape[1] for e in edges]))
-    graph, row, col = torch.cat(edges, 1)
+    example, graph, row, col = _batch_edges(batch)
     adj = torch.zeros(B, N_GRAPHS, T, T)
     adj[example, graph, row, col] = 1.0
     return adj / adj.sum(-1, keepdim=True).clamp(min=1.0)
@@ -78,9 +83,7 @@ def graph_operators(batch: Batch, rows: torch.Tensor) -> list[Operator]:
     b * T + t positions) orders them. The graphs are sparse (a self loop per word plus a few
     edges per number), so this replaces a dense [B, T, T] product per graph and layer."""
     B, T = batch.words.shape
-    edges = [graph_edges(p) for p in batch.problems]
-    example = torch.repeat_interleave(torch.arange(B), torch.tensor([e.shape[1] for e in edges]))
-    graph, row, col = torch.cat(edges, 1)
+    example, graph, row, col = _batch_edges(batch)
     compact = torch.full((B * T,), -1, dtype=torch.long)
     compact[rows.cpu()] = torch.arange(len(rows))
     target, source = compact[example * T + row], compact[example * T + col]
