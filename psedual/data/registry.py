@@ -60,7 +60,7 @@ DATASETS: dict[str, DatasetSpec] = {
                          lambda _, user: sorted(user.glob("*.jsonl")) if user is not None else [], True),
 }
 """The datasets, by name: the configs' choices, the cache, `data stats` and analysis's fold
-protocol read it. Adding one is its reader in `sources/`, one line here and a test."""
+protocol read it. Adding one is its reader in `sources/`, one line here and a test, then `make readme`."""
 DatasetName = Literal[tuple(DATASETS)]  # the configs' annotation: the CLI lists the registry's names
 
 

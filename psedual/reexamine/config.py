@@ -26,8 +26,8 @@ EXPRESSION_ENCODERS = {
                                   "two GCN layers over the expression tree"),
 }
 """The expression encoders, by name. The CLI's `--variant` choices, the sweep validation, the
-analysis labels and comparisons, and the README's table (a test checks it) are derived from it:
-adding an encoder is its module, one line here and a test."""
+analysis labels and comparisons, and the README's table (`make readme`) are derived from it:
+adding an encoder is its module, one line here and a test, then `make readme`."""
 
 BASE = "base"
 """The variant without PseDual: the solver alone."""
