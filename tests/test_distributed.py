@@ -99,10 +99,10 @@ def _params_at_init(folder: Path) -> dict[str, torch.Tensor]:
     """The parameters a run starts from (the trainer seeds them from the config)."""
     from psedual.reexamine import Reexaminer
     from psedual.solvers import get_solver
-    from psedual.train.trainer import _data
+    from psedual.train.trainer import _sets, _view
 
     config = make_config(load_spec(DDP).fixed)
-    vocab = _data(config)[3]
+    vocab = _sets(config, _view(config)[0])[3]
     torch.manual_seed(config.seed)
     model = get_solver(config.solver)[0](vocab, config.model)
     reexaminer = Reexaminer(vocab, config.model, config.psedual)

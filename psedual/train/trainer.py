@@ -142,10 +142,6 @@ def _sets(config: TrainConfig, splits: Splits):
     return train_set, valid_set, test_set, Vocab.build(train_set, splits.constants, config.min_word_count)
 
 
-def _data(config: TrainConfig):
-    return _sets(config, _view(config)[0])
-
-
 def _data_columns(info: dict) -> dict:
     """The data summary as scalar metrics columns (the full summary is the run's data.json)."""
     return {"data_root": info["user_path"] or info["data_root"], "data_key": info["cache_key"],
