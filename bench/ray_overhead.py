@@ -8,7 +8,13 @@ trial start-up, checkpoint reporting and, for TorchTrainer, starting the Train w
 The plain trainer runs once before the Tune runs and once after (an untimed 1-epoch run
 warms the process first); the ratios are over the mean of the two.
 
+`--anatomy` instead times where a trial's fixed cost goes, with an empty Tune trial that only
+imports the trainer: from `Tuner.fit` to the trial's first line (Tune starts a new Python process
+for the trial's actor and imports Ray Tune there), the trainer's import in that process (torch), and
+the same with a `worker_process_setup_hook` that imports the trainer when the process starts.
+
 Usage: python bench/ray_overhead.py [--epochs 3] [--variant gcn] [--trials 1] [--in-process-only]
+       python bench/ray_overhead.py --anatomy
 """
 
 from __future__ import annotations
@@ -32,9 +38,14 @@ def main() -> None:
     parser.add_argument("--in-process-only", action="store_true", help="skip the TorchTrainer run")
     parser.add_argument("--variant", default="gcn", choices=("base", "gru", "gcn"),
                         help="the default sweep's arms: a base trial does not import torch-geometric")
+    parser.add_argument("--anatomy", action="store_true", help="time an empty trial's start-up, and stop")
     args = parser.parse_args()
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import ray
+
+    if args.anatomy:
+        anatomy()
+        return
 
     from psedual.train.trainer import train
     from psedual.tune.space import Resources, SweepSpec, make_config
@@ -70,6 +81,42 @@ def main() -> None:
     plain = args.trials * (plain + again) / 2
     for name, t in times.items():
         print(f"  {name:<20} {t:6.1f} s  {t / plain:5.3f}x {args.trials} times the plain runs' mean ({100 * (t / plain - 1):+.1f}%)")
+
+
+def _import_trainer() -> None:
+    import psedual.train.trainer  # noqa: F401
+
+
+def _empty_trial(config: dict) -> None:
+    import ray.tune
+
+    entered = time.time()
+    _import_trainer()
+    ray.tune.report({"entered": entered, "imported": time.time(), "pid": os.getpid()})
+
+
+def anatomy() -> None:
+    import ray
+    import ray.tune
+
+    import torch  # noqa: F401  (the driver of a real sweep has imported it: keep it out of the timing)
+
+    for hook in (None, _import_trainer):
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 runtime_env={"worker_process_setup_hook": hook} if hook else None)
+        time.sleep(5)  # let Ray's own start-up (its daemons, prestarted workers) finish: only the trial's counts
+        try:
+            for n in range(2):
+                began = time.time()
+                result = ray.tune.Tuner(ray.tune.with_resources(_empty_trial, {"cpu": 1}), run_config=ray.tune.RunConfig(
+                    storage_path=tempfile.mkdtemp(prefix="psedual-anatomy-"), verbose=0)).fit()[0].metrics
+                ended = time.time()
+                print(f"empty trial {n + 1}{' (setup hook imports the trainer)' if hook else ''}: Tuner.fit to "
+                      f"the trial's first line {result['entered'] - began:.2f} s, the trainer's import "
+                      f"{result['imported'] - result['entered']:.2f} s, report to fit's return "
+                      f"{ended - result['imported']:.2f} s, in all {ended - began:.2f} s (pid {result['pid']})")
+        finally:
+            ray.shutdown()
 
 
 if __name__ == "__main__":
