@@ -6,7 +6,8 @@ hidden 128, `--epochs` epochs, 1 thread; no test evaluation in any of the three.
 started once before timing; each Tune run is timed around `run_sweep`, so it includes
 trial start-up, checkpoint reporting and, for TorchTrainer, starting the Train worker.
 The plain trainer runs once before the Tune runs and once after (an untimed 1-epoch run
-warms the process first); the ratios are over the mean of the two.
+warms the process first); the ratios are over the mean of the two. Each Tune line also splits its
+time into the trials' own (Tune's `time_total_s`) and the rest (starting trials, handing over).
 
 `--anatomy` instead times where a trial's fixed cost goes, with an empty Tune trial that only
 imports the trainer: from `Tuner.fit` to the trial's first line (Tune starts a new Python process
@@ -20,6 +21,7 @@ Usage: python bench/ray_overhead.py [--epochs 3] [--variant gcn] [--trials 1] [-
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 import time
@@ -64,7 +66,7 @@ def main() -> None:
     plain_run("warm", 1)
     plain = plain_run("plain", args.epochs)
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    times = {}
+    times, inside = {}, {}
     try:
         runs = (("tune in-process", Resources()), ("tune + TorchTrainer", Resources(in_process=False)))
         for name, resources in runs[:1] if args.in_process_only else runs:
@@ -73,6 +75,7 @@ def main() -> None:
             began = time.perf_counter()
             outcomes = run_sweep(spec, str(work / "results"), verbose=0)
             times[name] = time.perf_counter() - began
+            inside[name] = _trials_own_time(work / "results" / spec.name)
             assert [o.status for o in outcomes] == ["completed"] * args.trials, outcomes
     finally:
         ray.shutdown()
@@ -80,7 +83,17 @@ def main() -> None:
     print(f"{args.trials} {args.variant} trial(s) one at a time, {args.epochs} epochs each: one plain trainer run {plain:.1f} s before the Tune runs, {again:.1f} s after")
     plain = args.trials * (plain + again) / 2
     for name, t in times.items():
-        print(f"  {name:<20} {t:6.1f} s  {t / plain:5.3f}x {args.trials} times the plain runs' mean ({100 * (t / plain - 1):+.1f}%)")
+        print(f"  {name:<20} {t:6.1f} s  {t / plain:5.3f}x {args.trials} times the plain runs' mean ({100 * (t / plain - 1):+.1f}%):"
+              f" {inside[name]:.1f} s inside the trials, {t - inside[name]:.1f} s outside them")
+
+
+def _trials_own_time(experiment: Path) -> float:
+    """The sum of the trials' own run times (Tune's `time_total_s`, from each trial's `result.json`):
+    what is left of the sweep's time is Tune starting trials and handing over between them."""
+    total = 0.0
+    for path in experiment.glob("*/result.json"):
+        total += json.loads(path.read_text().splitlines()[-1])["time_total_s"]
+    return total
 
 
 def _import_trainer() -> None:
