@@ -90,10 +90,8 @@ def main() -> None:
 def _trials_own_time(experiment: Path) -> float:
     """The sum of the trials' own run times (Tune's `time_total_s`, from each trial's `result.json`):
     what is left of the sweep's time is Tune starting trials and handing over between them."""
-    total = 0.0
-    for path in experiment.glob("*/result.json"):
-        total += json.loads(path.read_text().splitlines()[-1])["time_total_s"]
-    return total
+    return sum(json.loads(path.read_text().splitlines()[-1])["time_total_s"]
+               for path in experiment.glob("*/result.json"))
 
 
 def _import_trainer() -> None:

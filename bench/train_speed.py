@@ -34,7 +34,6 @@ from psedual.train.step import StepLoss, train_step
 from psedual.train.trainer import evaluate
 
 
-
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)

@@ -40,7 +40,6 @@ from psedual.train.best import best_epoch
 from psedual.train.config import TrainConfig
 from psedual.train.device import resolve
 from psedual.train.distributed import all_sum, decode_split, share, shard
-from psedual.train.setup import steps_per_epoch
 from psedual.train.step import CPU, train_step
 
 
@@ -311,7 +310,7 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> R
             infilled = {"all": infilling_accuracy(pred, gold).value, "pmr": perfect_match_ratio(pred, gold).value,
                         "used": infilling_accuracy(pred, gold, used_only=True).value,
                         "pmr_used": perfect_match_ratio(pred, gold, used_only=True).value}
-        final_epsilon, final_tau = schedules.final(config.psedual, steps_per_epoch(config, len(train_set)),
+        final_epsilon, final_tau = schedules.final(config.psedual, setup.steps_per_epoch(config, len(train_set)),
                                                    config.epochs)
     rows = [{"id": p.id, "predicted": list(pred), "gold": list(p.prefix), "value_correct": value_correct(pred, p),
              "expression_correct": expression_correct(pred, p),
