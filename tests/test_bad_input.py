@@ -14,7 +14,10 @@ from psedual.data.registry import DATASETS, get_spec
 from psedual.data.root import find_data_root
 from psedual.data.sources import jsonl, math23k, mawps
 
-SHARED = find_data_root()  # the benchmark files the loaders find (shared/data, $PSEDUAL_DATA, the per-user folder)
+def shared() -> Path:
+    """The benchmark files the loaders find (shared/data, $PSEDUAL_DATA, the per-user folder), looked
+    up when a test runs: at import time a machine without them could not even collect the tests."""
+    return find_data_root()
 PER_FOLD = 3
 
 
@@ -29,7 +32,7 @@ def _tmp_cache(tmp_path, monkeypatch):
 
 
 def _real_fold(k: int) -> list[dict]:
-    return json.loads((SHARED / mawps.FOLD_FILES[k]).read_text(encoding="utf-8"))[:PER_FOLD]
+    return json.loads((shared() / mawps.FOLD_FILES[k]).read_text(encoding="utf-8"))[:PER_FOLD]
 
 
 
@@ -49,7 +52,7 @@ def test_mawps_small_root_loads_clean(mawps_root):
 
 def test_truncated_json_names_file_and_line(mawps_root):
     path = mawps_root / mawps.FOLD_FILES[2]
-    real = (SHARED / mawps.FOLD_FILES[2]).read_bytes()
+    real = (shared() / mawps.FOLD_FILES[2]).read_bytes()
     path.write_bytes(real[: len(real) // 2])
     with pytest.raises(DataFileError) as info:
         mawps.load_folds(mawps_root)
@@ -192,13 +195,13 @@ def math23k_root(tmp_path) -> Path:
     """The first records of the real raw file, with a matching split and group_num."""
     root = tmp_path / "data"
     (root / "math23k").mkdir(parents=True)
-    with open(SHARED / math23k.FILES[0], encoding="utf-8") as f:
+    with open(shared() / math23k.FILES[0], encoding="utf-8") as f:
         lines = [next(f) for _ in range(M23_RECORDS * M23_LINES)]
     (root / math23k.FILES[0]).write_text("".join(lines), encoding="utf-8")
     ids = [str(json.loads("".join(lines[i:i + M23_LINES]))["id"]) for i in range(0, len(lines), M23_LINES)]
     split = {"train": ids[:2], "valid": ids[2:3], "test": ids[3:]}
     (root / math23k.FILES[1]).write_text(json.dumps(split), encoding="utf-8")
-    groups = [g for g in json.loads((SHARED / math23k.FILES[2]).read_text(encoding="utf-8")) if str(g["id"]) in ids]
+    groups = [g for g in json.loads((shared() / math23k.FILES[2]).read_text(encoding="utf-8")) if str(g["id"]) in ids]
     (root / math23k.FILES[2]).write_text(json.dumps(groups), encoding="utf-8")
     return root
 

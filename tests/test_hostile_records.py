@@ -27,7 +27,10 @@ from psedual.data.sources.common import LITERAL_AND_DISAGREES, LITERAL_NOT_IN_TE
 from psedual.data.splits import INCONSISTENT, split_dataset
 from psedual.data.stats import describe
 
-SHARED = find_data_root()  # the benchmark files the loaders find (shared/data, $PSEDUAL_DATA, the per-user folder)
+def shared() -> Path:
+    """The benchmark files the loaders find (shared/data, $PSEDUAL_DATA, the per-user folder), looked
+    up when a test runs: at import time a machine without them could not even collect the tests."""
+    return find_data_root()
 GOOD = 3  # real or well-formed records around each hostile one
 SECOND = 1.0
 
@@ -188,7 +191,7 @@ def test_nothing_in_the_data_is_executed(tmp_path, monkeypatch):
 
 
 def _mawps_record(fields: dict) -> dict:
-    real = json.loads((SHARED / mawps.FOLD_FILES[0]).read_text(encoding="utf-8"))[0]
+    real = json.loads((shared() / mawps.FOLD_FILES[0]).read_text(encoding="utf-8"))[0]
     return {**real, "iIndex": 999_999, "sQuestion": fields["text"], "lEquations": [fields["equation"]],
             "answer": fields["answer"]}
 
@@ -211,7 +214,7 @@ def test_mawps_hostile_record(mawps_root, case, change, reason, fragment):
 def math23k_root(tmp_path) -> Path:
     root = tmp_path / "data"
     (root / "math23k").mkdir(parents=True)
-    with open(SHARED / math23k.FILES[0], encoding="utf-8") as f:
+    with open(shared() / math23k.FILES[0], encoding="utf-8") as f:
         lines = [next(f) for _ in range(GOOD * 7)]
     (root / math23k.FILES[0]).write_text("".join(lines), encoding="utf-8")
     ids = [str(json.loads("".join(lines[i:i + 7]))["id"]) for i in range(0, len(lines), 7)]
@@ -241,16 +244,16 @@ def svamp_root(tmp_path) -> Path:
     root = tmp_path / "data"
     (root / "svamp").mkdir(parents=True)
     for name in svamp.FILES[:2]:
-        with open(SHARED / name, encoding="utf-8", newline="") as f:
+        with open(shared() / name, encoding="utf-8", newline="") as f:
             lines = [next(f) for _ in range(GOOD + 1)]  # the header and GOOD rows (no field spans lines)
         (root / name).write_text("".join(lines), encoding="utf-8", newline="")
-    records = json.loads((SHARED / svamp.FILES[2]).read_text(encoding="utf-8"))[:30]
+    records = json.loads((shared() / svamp.FILES[2]).read_text(encoding="utf-8"))[:30]
     (root / svamp.FILES[2]).write_text(json.dumps(records), encoding="utf-8")
     return root
 
 
 def _real_row(name: str) -> tuple[list[str], dict]:
-    with open(SHARED / name, encoding="utf-8", newline="") as f:
+    with open(shared() / name, encoding="utf-8", newline="") as f:
         reader = csv.DictReader(f)
         return list(reader.fieldnames), next(reader)
 
