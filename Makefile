@@ -1,4 +1,5 @@
-# `make demo` installs everything, fetches the data it needs if missing, and runs the main job; `make test` installs and runs the tests.
+# `make demo` installs everything, fetches the data it needs if missing, and runs the main job; `make test` installs,
+# fetches the benchmarks the tests read if missing, and runs the tests.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -9,6 +10,10 @@ BIN := $(VENV)/bin
 TORCH_VERSION ?= 2.13.0
 TORCH_BUILD ?= auto
 TORCH_CPU_INDEX ?=
+# Where a missing benchmark file is downloaded from: empty for GitHub itself (each file pinned by
+# commit and SHA256), or a host laid out the same way (an internal mirror: DATA_MIRROR=https://...).
+DATA_MIRROR ?=
+FETCH = $(BIN)/psedual data fetch --if_missing $(if $(DATA_MIRROR),--mirror $(DATA_MIRROR))
 
 .PHONY: install demo readme test
 
@@ -33,7 +38,7 @@ install: $(VENV)/.installed
 # The default sweep (search_spaces/default.yaml) trains on MAWPS fold 0: on a machine whose data root
 # lacks it, fetch it first (into $PSEDUAL_DATA or ~/.local/share/psedual/data; README: Data).
 demo: install
-	$(BIN)/psedual data fetch --if_missing mawps
+	$(FETCH) mawps
 	RAY_AUTH_MODE=disabled $(BIN)/python tune.py
 
 # The README's registry tables (variants, datasets) are rendered from the registries: after adding
@@ -41,5 +46,8 @@ demo: install
 readme: install
 	$(BIN)/python -m psedual.readme README.md
 
+# The tests read every benchmark: a data root that holds them all (CI's ../shared/data, $PSEDUAL_DATA)
+# is used as it is; otherwise they are fetched, and offline the fetch stops naming what to copy where.
 test: install
+	$(FETCH)
 	RAY_AUTH_MODE=disabled $(BIN)/python -m pytest
