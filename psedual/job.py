@@ -1,5 +1,7 @@
-"""The main job: one sweep file on Ray Tune, then each trial's chosen checkpoint tested once and
-the runs table printed. `psedual tune` and `python tune.py` (kept for `ray submit`) both run it.
+"""The main job: one sweep file on Ray Tune, then each trial's chosen checkpoint tested once, the
+runs table printed, the significance check of its own arms (`psedual analyze compare`: the
+verdicts and their flags) and the next commands to try. `psedual tune` and `python tune.py`
+(kept for `ray submit`) both run it.
 
 Every run of the job is an experiment with a name of its own, so the job runs again and again:
 without `name` it is the sweep's name, or the first free `<name>-2`, `<name>-3`, ... in the
@@ -13,7 +15,22 @@ import time
 from dataclasses import dataclass
 
 DEFAULT_SPACE = "search_spaces/default.yaml"
-SHOWN = ["trial", "variant", "solver", "lr", "status", "epochs_done", "best_epoch", "valid_value_acc",
+NEXT = (
+    ("a bigger sweep: 3 solvers × {base, GRU, GCN} × 6 seeds (54 trials; hours on 2 cores)",
+     "python tune.py --space search_spaces/table1_mawps_seeds.yaml"),
+    ("the same on a cluster of GPUs (docs/sweeps.md)",
+     "ray submit clusters/gpu.yaml tune.py --space psedual/search_spaces/table1_mawps_seeds.yaml --address auto "
+     "--storage s3://BUCKET/psedual"),
+    ("a query of the result tables in Polars",
+     "python -c \"import polars as pl; print(pl.scan_parquet('{storage}/runs/**/*.parquet', hive_partitioning=True)"
+     ".group_by('experiment', 'variant').agg(pl.col('test_value_acc').mean()).sort('experiment', 'variant').collect())\""),
+)
+"""What to try after the main job, printed last: (what it is, the command; `{storage}` filled in)."""
+CELLS = ("data.dataset", "solver")
+"""The comparison's cells, as in `analyze compare`; a sweep's other grid keys are added to them."""
+NOT_CELLS = ("variant", "seed", "data.fold")
+"""Grid keys that are no cell: the arm, and the units it pairs over (MAWPS's folds pool)."""
+SHOWN = ["trial", "variant", "seed", "solver", "lr", "status", "epochs_done", "best_epoch", "valid_value_acc",
          "test_value_acc", "test_expr_acc", "test_infill_acc", "train_seconds"]
 
 
@@ -91,4 +108,30 @@ def run_job(job: TuneJob) -> int:
         print(runs.select([c for c in SHOWN if c in runs.columns]))
     print(f"{len(runs)} trials in {time.perf_counter() - began:.0f} s; tables in "
           f"{job.storage}/{{runs,epochs,predictions}}/experiment={name}/")
-    return 1 if (runs["status"] == "error").any() else 0
+    if (runs["status"] == "error").any():
+        return 1
+    compare = compare_args(spec, runs["variant"].unique().to_list(), job.storage, name)
+    if compare is not None:
+        print(f"\nIs the difference real? psedual analyze {' '.join(compare[1:])}\n", flush=True)
+        from analysis.cli import main as analyze
+
+        analyze(compare)  # a refusal is one line naming the runs; the sweep itself succeeded
+    print("\nNext:")
+    for what, command in NEXT:
+        print(f"  # {what}\n  {command.format(storage=job.storage)}")
+    return 0
+
+
+def compare_args(spec, variants: list[str], storage: str, name: str) -> list[str] | None:
+    """`analyze compare` of every PseDual arm against base, per cell of the sweep's other grid
+    keys; None when the sweep has no base arm and PseDual arm to compare."""
+    from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
+
+    treatments = [v for v in EXPRESSION_ENCODERS if v in variants]
+    if BASE not in variants or not treatments:
+        return None
+    cells = [*CELLS, *(k for k in spec.grid if k not in (*CELLS, *NOT_CELLS))]
+    return ["analyze", "compare", "--root", storage, "--experiment", name, "--arm", "variant", "--base", BASE,
+            *(a for t in treatments for a in ("--treatment", t)),
+            *(a for k in cells for a in ("--by", k))]
+

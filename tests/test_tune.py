@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import glob
 import pickle
+import shlex
+import subprocess
+import sys
+from types import SimpleNamespace
 from dataclasses import replace
 from pathlib import Path
 
@@ -189,6 +193,17 @@ def test_the_main_job_runs_twice_and_refuses_a_taken_name_in_one_line(local_ray,
     assert main(job) == 0 and main(job) == 0  # `make demo` twice: a fresh experiment each time
     out = capsys.readouterr().out
     assert "experiment smoke:" in out and "experiment smoke-2:" in out
+    # each run ends with the significance check of its own arms, then the next commands
+    verdict = out.split("experiment smoke-2:")[1]
+    assert f"psedual analyze compare --root {tmp_path} --experiment smoke-2 --arm variant --base base --treatment gcn" in verdict
+    row = next(line for line in verdict.splitlines() if "PseDual-GCN vs base" in line)
+    assert "| 397 | 1 |" in row and "mcnemar_exact" in row  # one seed: examples paired, 397 of them
+    assert (tmp_path / "claims" / "compare_smoke-2.parquet").exists()
+    assert verdict.index("PseDual-GCN vs base") < verdict.index("Next:")
+    query = verdict.splitlines()[-1].strip()  # the Polars query, run as printed
+    assert query.startswith("python -c ")
+    done = subprocess.run([sys.executable, "-c", shlex.split(query)[2]], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "smoke-2" in done.stdout and "gcn" in done.stdout, done.stderr
     assert _check_tables(tmp_path, "smoke-2", 2)["predictions"].height == 2 * 397
     assert main([*job, "--name", "smoke"]) == 2
     err = capsys.readouterr().err.strip()
@@ -215,7 +230,7 @@ def test_optuna_draws_psedual_knobs_only_for_pseDual_trials_and_one_key_names_th
 
     from psedual.tune.sweep import define_by_run
 
-    spec = load_spec(ROOT / "search_spaces" / "default.yaml")
+    spec = load_spec(ROOT / "search_spaces" / "optuna.yaml")
     pickle.dumps(define_by_run(spec))  # Tune pickles the searcher with the experiment state
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     drawn = []
@@ -230,3 +245,35 @@ def test_optuna_draws_psedual_knobs_only_for_pseDual_trials_and_one_key_names_th
     assert all(keys == {"variant", "lr", "psedual.fusion"} for v in ("gru", "gcn") for keys in by_variant[v])
     with pytest.raises(ValueError, match="psedual.expression_encoder is set through `variant`"):
         make_config({"variant": "gru", "psedual.expression_encoder": "gcn"})
+
+
+def test_the_main_job_is_a_paired_ablation_at_equal_budgets():
+    from psedual.reexamine.config import VARIANTS
+
+    spec = load_spec(ROOT / "search_spaces" / "default.yaml")
+    assert spec.mode == "grid"  # no sampler and no early stop: every trial gets every epoch
+    flats = spec.trial_configs()
+    assert {f["variant"] for f in flats} == set(VARIANTS) and len({f["seed"] for f in flats}) >= 3
+    assert len(flats) == len(VARIANTS) * len({f["seed"] for f in flats})  # every arm on every seed
+    budgets = {tuple(sorted((k, v) for k, v in f.items() if k not in ("variant", "seed"))) for f in flats}
+    assert len(budgets) == 1  # the arms differ in nothing but the arm
+
+
+def test_asha_ranks_each_arm_against_itself():
+    from ray.tune.schedulers import ASHAScheduler, TrialScheduler
+
+    from psedual.tune.asha import ArmASHA
+
+    def run(scheduler) -> list[str]:
+        # two base trials reach the first rung well ahead of two PseDual trials
+        trials = [SimpleNamespace(trial_id=f"t{i}", config={"variant": v})
+                  for i, v in enumerate(["base", "base", "gcn", "gcn"])]
+        for t in trials:
+            scheduler.on_trial_add(None, t)
+        return [scheduler.on_trial_result(None, t, {"epoch": 1, "valid_value_acc": acc})
+                for t, acc in zip(trials, [0.8, 0.7, 0.3, 0.2])]
+
+    asha = dict(time_attr="epoch", metric="valid_value_acc", mode="max", max_t=4, grace_period=1, reduction_factor=2)
+    stop, go = TrialScheduler.STOP, TrialScheduler.CONTINUE
+    assert run(ASHAScheduler(**asha)) == [go, stop, stop, stop]  # shared rungs stop every PseDual trial
+    assert run(ArmASHA("variant", **asha)) == [go, stop, go, stop]  # per arm: each arm keeps its better one

@@ -78,6 +78,11 @@ class SweepSpec:
     """ASHA: epochs every trial gets before it may be stopped."""
     reduction_factor: int = 2
     """ASHA: keep the top 1/reduction_factor at each rung."""
+    asha_by: str = "variant"
+    """ASHA: rank a trial at a rung only against trials with the same value of this key. The
+    default, `variant`, ranks each arm against itself: PseDual arms start slower than the base
+    solver, and a shared rung would stop them for that (psedual/tune/asha.py). An empty string
+    ranks all trials together (plain ASHA)."""
     fixed: dict = field(default_factory=dict)
     """Dotted TrainConfig keys → values shared by all trials."""
     search: dict = field(default_factory=dict)
@@ -167,6 +172,9 @@ def _check(spec: SweepSpec, path: Path) -> None:
         raise SpecError(f"{path}: unknown mode {spec.mode!r}; valid: {', '.join(MODES)}")
     if spec.num_samples < 1 or spec.grace_period < 1 or spec.reduction_factor < 2:
         raise SpecError(f"{path}: num_samples, grace_period must be >= 1 and reduction_factor >= 2")
+    if spec.asha_by and spec.asha_by not in SWEEPABLE:
+        raise SpecError(f"{path}: asha_by: unknown key {spec.asha_by!r}; valid: a sweepable key (variant, "
+                        "solver, ...) or '' for one ranking over all trials")
     section = "grid" if spec.mode == "grid" else "search"
     other = spec.search if spec.mode == "grid" else spec.grid
     if other:

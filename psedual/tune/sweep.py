@@ -19,6 +19,7 @@ from ray.train import Checkpoint
 from psedual.storage import storage_uri
 from psedual.train.config import TrainConfig
 from psedual.reexamine.config import BASE
+from psedual.tune.asha import ArmASHA
 from psedual.tune.space import ARM, PSEDUAL_PREFIX, Resources, SweepSpec, expand, make_config
 from psedual.tune.trial import METRIC, trainable
 
@@ -163,9 +164,10 @@ def _tune_config(spec: SweepSpec) -> ray.tune.TuneConfig:
     # told the metric and mode itself
     search = OptunaSearch(define_by_run(spec), metric=METRIC, mode="max", points_to_evaluate=spec.points or None,
                           sampler=optuna.samplers.TPESampler(seed=spec.seed))
-    return ray.tune.TuneConfig(**common, search_alg=search,
-                               scheduler=ASHAScheduler(time_attr="epoch", max_t=max_epochs(spec), grace_period=spec.grace_period,
-                                                       reduction_factor=spec.reduction_factor))
+    asha = dict(time_attr="epoch", max_t=max_epochs(spec), grace_period=spec.grace_period,
+                reduction_factor=spec.reduction_factor)
+    scheduler = ArmASHA(spec.asha_by, **asha) if spec.asha_by else ASHAScheduler(**asha)
+    return ray.tune.TuneConfig(**common, search_alg=search, scheduler=scheduler)
 
 
 def _outcome(result) -> TrialOutcome:
