@@ -35,8 +35,8 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-# The default sweep (search_spaces/default.yaml) trains on MAWPS fold 0: on a machine whose data root
-# lacks it, fetch it first (into $PSEDUAL_DATA or ~/.local/share/psedual/data; README: Data).
+# The main job (search_spaces/default.yaml) trains on MAWPS fold 0: on a machine whose data root
+# lacks it, fetch it first (into $PSEDUAL_DATA or ~/.local/share/psedual/data; docs/data.md).
 demo: install
 	$(FETCH) mawps
 	RAY_AUTH_MODE=disabled $(BIN)/python tune.py

@@ -1,0 +1,104 @@
+"""The README is a guide that cannot drift from the CLI: every command in its code blocks is
+checked (a `psedual` command's sub-command answers `--help` and lists each option the README
+gives it; make targets, files and scripts exist), and it stays short (the topics are in docs/)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from psedual.cli import main
+
+ROOT = Path(__file__).parent.parent
+README = ROOT / "README.md"
+MAX_LINES = 350
+DOCS = ("data", "solvers", "psedual", "sweeps", "gpu", "llm", "analysis", "results")
+
+
+def commands(text: str) -> list[str]:
+    """The shell commands in the text's ```sh blocks, comments dropped, `\\` lines joined."""
+    out = []
+    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            words = shlex.split(line, comments=True)
+            if words:
+                out.append(shlex.join(words))
+    return out
+
+
+def _psedual_help(args: list[str], capsys) -> str:
+    """The help of the sub-command `args` names: its leading plain words (not options, paths or
+    quoted text)."""
+    words = []
+    for arg in args:
+        if not re.fullmatch(r"[a-z0-9]+", arg):
+            break
+        words.append(arg)
+    with pytest.raises(SystemExit) as done:
+        main([*words, "--help"])
+    assert done.value.code == 0, f"psedual {' '.join(words)} --help failed"
+    return capsys.readouterr().out
+
+
+def check(command: str, capsys) -> None:
+    """Fail unless the README's `command` names what exists, with options its parser knows."""
+    words = shlex.split(command)
+    if words[0] in (".venv/bin/psedual", "psedual"):
+        args = words[1:]
+    elif words[:2] == ["python", "tune.py"]:
+        args = ["tune", *words[2:]]
+    elif words[:2] == ["ray", "submit"]:
+        assert (ROOT / words[2]).is_file() and words[3] == "tune.py", command
+        args = ["tune", *words[4:]]
+        space = args[args.index("--space") + 1]  # gpu.yaml mounts the repository as ~/psedual
+        assert (ROOT / space.removeprefix("psedual/")).is_file(), space
+    elif words[0] == "ray" and words[1] in ("up", "down"):
+        assert (ROOT / words[2]).is_file(), command
+        return
+    elif words[0] == "make":
+        assert re.search(rf"^{re.escape(words[1])}:", (ROOT / "Makefile").read_text(), re.M), command
+        return
+    elif words[:2] == ["python", "-c"]:
+        compile(words[2], "README", "exec")
+        return
+    else:
+        raise AssertionError(f"README command with no check here: {command} (add one to tests/test_readme.py)")
+    help_text = _psedual_help(args, capsys)
+    for arg in args:
+        if arg.startswith("--"):
+            assert re.search(rf"{re.escape(arg.split('=')[0])}\b", help_text), f"{arg} is not an option of: {command}"
+    if "--space" in args and words[0] != "ray":
+        assert (ROOT / args[args.index("--space") + 1]).is_file(), command
+
+
+def test_every_readme_command_parses(capsys):
+    found = commands(README.read_text())
+    assert len(found) >= 15 and any(c.startswith("make demo") for c in found)
+    for command in found:
+        check(command, capsys)
+
+
+def test_the_check_catches_an_option_the_cli_lacks(capsys):
+    check(".venv/bin/psedual train --solver gts --out runs/x", capsys)
+    with pytest.raises(AssertionError, match="--solvr is not an option"):
+        check(".venv/bin/psedual train --solvr gts --out runs/x", capsys)
+    with pytest.raises(AssertionError, match="no check here"):
+        check("curl https://example.com", capsys)
+
+
+def test_the_readme_is_a_short_guide_with_its_topics_in_docs():
+    text = README.read_text()
+    assert len(text.splitlines()) <= MAX_LINES
+    for name in DOCS:
+        assert f"(docs/{name}.md)" in text and (ROOT / "docs" / f"{name}.md").is_file(), name
+
+
+def test_every_measured_figure_row_says_when_where_and_how():
+    rows = [line for line in (ROOT / "docs" / "results.md").read_text().splitlines() if line.startswith("| ")]
+    assert rows[0] == "| date | commit | machine | command | figure |" and len(rows) > 10
+    for row in rows[2:]:
+        cells = [c.strip() for c in row.strip("|").split(" | ")]
+        assert len(cells) == 5 and all(cells), row
