@@ -81,6 +81,13 @@ def test_every_readme_command_parses(capsys):
         check(command, capsys)
 
 
+def test_the_main_jobs_next_commands_parse(capsys):
+    from psedual.job import NEXT
+
+    for _, command in NEXT:
+        check(command.format(storage="results"), capsys)
+
+
 def test_the_check_catches_an_option_the_cli_lacks(capsys):
     check(".venv/bin/psedual train --solver gts --out runs/x", capsys)
     with pytest.raises(AssertionError, match="--solvr is not an option"):
