@@ -92,6 +92,7 @@ def run_job(job: TuneJob) -> int:
     if job.address is None:  # a Ray started here, for this process only: no token to manage
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import polars as pl
+    import ray
 
     from psedual.results.collect import collect
     from psedual.tune.space import load_spec
@@ -101,9 +102,12 @@ def run_job(job: TuneJob) -> int:
     name = experiment_name(job, spec.name)
     print(f"experiment {name}: {job.space} ({'resumed' if job.resume else 'new'}), storage {job.storage}", flush=True)
     began = time.perf_counter()
+    ours = not ray.is_initialized()  # a Ray this job starts (not a caller's) is stopped when its work is done
     outcomes = run_sweep(spec, job.storage, name=name, resume=job.resume is not None, address=job.address,
                          verbose=0 if os.environ.get("CI") else 1)
     runs = collect(outcomes, job.storage, name, spec.resources)  # tests run as parallel Ray tasks
+    if ours:  # else the trials' last log lines, relayed late, would print after the verdicts
+        ray.shutdown()
     with pl.Config(tbl_rows=50, tbl_cols=len(SHOWN), tbl_width_chars=200, float_precision=4):
         print(runs.select([c for c in SHOWN if c in runs.columns]))
     print(f"{len(runs)} trials in {time.perf_counter() - began:.0f} s; tables in "

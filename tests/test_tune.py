@@ -191,6 +191,9 @@ def test_the_main_job_runs_twice_and_refuses_a_taken_name_in_one_line(local_ray,
 
     job = ["tune", "--space", str(ROOT / "search_spaces" / "smoke.yaml"), "--storage", str(tmp_path)]
     assert main(job) == 0 and main(job) == 0  # `make demo` twice: a fresh experiment each time
+    import ray
+
+    assert ray.is_initialized()  # the job stops only a Ray it started itself, never its caller's
     out = capsys.readouterr().out
     assert "experiment smoke:" in out and "experiment smoke-2:" in out
     # each run ends with the significance check of its own arms, then the next commands
