@@ -103,10 +103,14 @@ def claim_lines(claims: pl.DataFrame, fmt: str) -> str:
 
 
 def _flag_numbers(claims: pl.DataFrame) -> dict[str, int]:
-    """Each distinct flag's number, in order of first appearance: a claim line names its flags'
+    return flag_numbers(claims["flags"].to_list())
+
+
+def flag_numbers(rows_flags: list[list[str]]) -> dict[str, int]:
+    """Each distinct flag's number, in order of first appearance: a table row names its flags'
     numbers, the footer spells them out."""
     numbers: dict[str, int] = {}
-    for flags in claims["flags"].to_list():
+    for flags in rows_flags:
         for f in flags:
             numbers.setdefault(f, len(numbers) + 1)
     return numbers

@@ -6,8 +6,8 @@ import numpy as np
 import polars as pl
 
 from analysis import read
-from analysis import guardrails
-from analysis.claims import FOLD, SEED, cell_label, keep_one_per_slot
+from analysis.claims import FOLD, SEED, cell_label, select
+from analysis.guardrails import GuardrailError
 from analysis.report import mark
 from analysis.stats import mean_ci, proportion_ci, ratio_ci
 
@@ -32,20 +32,26 @@ UNUSED = -1
 """A slot the gold expression does not use (as `psedual.metrics.UNUSED`; analysis imports no psedual)."""
 
 
-def infill(runs: pl.DataFrame, predictions: pl.LazyFrame, by: list[str], n_resamples: int, seed: int,
-           used_only: bool = False, select_by: str = "valid_value_acc", notes: list[str] | None = None) -> pl.DataFrame:
+def infill(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, by: list[str], n_resamples: int,
+           seed: int, used_only: bool = False, select_by: str = "valid_value_acc",
+           notes: list[str] | None = None) -> pl.DataFrame:
     """Infilling accuracy and perfect-match ratio per cell of `by`, folds pooled, over every masked
     slot or (`used_only`) over the slots the gold expression uses (the paper's Table 4).
     One seed: bootstrap over examples (slots) and Wilson (perfect match); several: mean ± sd over
-    seeds with a t interval."""
+    seeds with a t interval. Runs are chosen and checked by `claims.select`, as every claim's are;
+    each row's `flags` are its runs' selection flags."""
     runs = runs.filter(pl.col("test_infill_acc").is_not_null())
     if runs.is_empty():
         raise ValueError("no PseDual runs with infilling results (test_infill_acc) in the selection")
+    bad = runs.filter(pl.col("test_infill_acc").is_nan() | pl.col("test_infill_acc").is_infinite())
+    if bad.height:
+        raise GuardrailError(f"{bad['experiment'][0]}/{bad['trial'][0]}: test_infill_acc is "
+                             f"{bad['test_infill_acc'][0]}: not a result; leave it out with --where")
     # one run per (cell, seed, fold), as the claims keep: a sweep's trials are not extra data
-    flags: dict[tuple[str, str], list[str]] = {}
-    runs = keep_one_per_slot(runs, [*by, SEED, FOLD], select_by, notes if notes is not None else [], flags)
-    preds = read.for_trials(predictions, runs).collect()
-    guardrails.check_predictions(runs, preds.partition_by(list(read.KEY), as_dict=True), ["id"])
+    chosen = select(runs, epochs, predictions, [*by, SEED, FOLD], select_by, ["value_correct"],
+                    notes if notes is not None else [], extra=("infill_predicted", "infill_gold"))
+    runs = chosen.runs
+    preds = pl.concat(list(chosen.preds.values()))
     ex = _per_example_infill(preds, used_only)
     ex = ex.join(runs.select(*read.KEY, *by, SEED, FOLD), on=list(read.KEY))
     out = []
@@ -53,8 +59,13 @@ def infill(runs: pl.DataFrame, predictions: pl.LazyFrame, by: list[str], n_resam
         first = part.row(0, named=True)
         per_seed = part.group_by(SEED).agg(acc=100 * pl.col("correct").sum() / pl.col("slots").sum(),
                                            pmr=100 * pl.col("perfect").mean(), n=pl.len()).sort(SEED)
+        if per_seed["n"].n_unique() > 1:
+            raise GuardrailError(f"{cell_label(first, by)}: seeds scored different numbers of examples "
+                                 f"{per_seed['n'].to_list()}: their runs did not infill the same test examples")
+        keys = part.select(*read.KEY).unique(maintain_order=True).rows()
+        flags = list(dict.fromkeys(f for k in keys for f in chosen.flags.get(k, [])))
         row = {**{k: first[k] for k in by}, "n_seeds": per_seed.height, "n_examples": int(per_seed["n"][0]),
-               "folds": sorted(set(part[FOLD].to_list()))}
+               "folds": sorted(set(part[FOLD].to_list()), key=str), "flags": flags}
         if per_seed.height == 1:
             acc_ci = ratio_ci(part["correct"].to_numpy(), part["slots"].to_numpy(), n_resamples, seed)
             pmr_ci = proportion_ci(int(part["perfect"].sum()), part.height)

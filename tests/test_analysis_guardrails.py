@@ -51,12 +51,14 @@ def test_infill_keeps_one_trial_per_slot(tmp_path, capsys):
         infill_predicted=pl.Series([[0, 1]] * 4, dtype=pl.List(pl.Int32)),
         infill_gold=pl.Series([[0, 1]] * 4, dtype=pl.List(pl.Int32)))
     bad = good.with_columns(infill_predicted=pl.Series([[1, 0]] * 4, dtype=pl.List(pl.Int32)))
-    _write_tables(tmp_path, "x", [_run("g0", "gcn", valid_value_acc=0.9, test_infill_acc=1.0),
-                                  _run("g1", "gcn", valid_value_acc=0.5, test_infill_acc=0.0),
-                                  _run("g2", "gcn", valid_value_acc=0.4, test_infill_acc=0.0)],
+    # three tuned trials (lr searched) of one slot
+    _write_tables(tmp_path, "x", [_run("g0", "gcn", valid_value_acc=0.9, test_infill_acc=1.0, lr=0.001),
+                                  _run("g1", "gcn", valid_value_acc=0.5, test_infill_acc=0.0, lr=0.002),
+                                  _run("g2", "gcn", valid_value_acc=0.4, test_infill_acc=0.0, lr=0.003)],
                   {"g0": good, "g1": bad, "g2": bad})
     notes: list[str] = []
-    row = summaries.infill(read.scan(str(tmp_path), "runs").collect(), read.scan(str(tmp_path), "predictions"),
+    row = summaries.infill(read.scan(str(tmp_path), "runs").collect(), read.scan(str(tmp_path), "epochs"),
+                           read.scan(str(tmp_path), "predictions"),
                            ["data.dataset", "solver", "variant"], 200, 0, notes=notes).row(0, named=True)
     # the trial picked on validation, alone: not 3 trials × 4 examples averaged
     assert (row["infill_acc"], row["n_examples"], row["n_seeds"]) == (100.0, 4, 1)
