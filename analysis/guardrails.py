@@ -99,6 +99,11 @@ def _check_split(key: tuple[str, str], r: dict, table: pl.DataFrame) -> None:
                                  f"{r['n_test_infilled']} test examples: the infilling rows are truncated or padded")
 
 
+def _values(column: pl.Series) -> list:
+    """A column's distinct values in order, a missing one last."""
+    return column.drop_nulls().unique().sort().to_list() + ([None] if column.null_count() else [])
+
+
 def check_slots(runs: pl.DataFrame, slot: list[str], compared: list[str]) -> None:
     """Refuse a slot whose trials trained on different data, or that holds replicates (the same
     config and seed): keeping the best of replicates by a score would cherry-pick one."""
@@ -107,7 +112,7 @@ def check_slots(runs: pl.DataFrame, slot: list[str], compared: list[str]) -> Non
             continue
         names = [_name((e, t)) for e, t in part.select("experiment", "trial").rows()]
         where = ", ".join(f"{k}={part[k][0]}" for k in slot)
-        data = {c: sorted(set(part[c].to_list()), key=str) for c in compared
+        data = {c: _values(part[c]) for c in compared
                 if (c.startswith("data.") or c == "n_train") and part[c].n_unique() > 1}
         if data:
             said = "; ".join(f"{c} {v}" for c, v in data.items())

@@ -87,6 +87,7 @@ def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: l
     preds = read.for_trials(predictions, runs).select(*read.KEY, "value_correct").collect()
     per_run = preds.group_by(read.KEY).agg(k=pl.col("value_correct").sum(), n=pl.len())
     per_run = per_run.join(runs.select(*read.KEY, arm, SEED, "n_train", *by), on=list(read.KEY))
+    claims = claims.filter(pl.col("metric") == "value")  # the figure's metric
     marks = {(r["cell"], r["treatment_arm"]): (r["p_adjusted"], r["delta"]) for r in claims.iter_rows(named=True)}
     out = []
     for part in per_run.partition_by([*by, arm], maintain_order=True):
@@ -98,7 +99,15 @@ def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: l
             low, high = proportion_ci(int(per_seed["k"][0]), int(per_seed["n"][0]))
         else:  # a t interval over few seeds can pass the scale's ends: clip it to accuracies
             low, high = (min(100.0, max(0.0, x)) for x in mean_ci(accs))
-        p_adj, delta = marks.get((cell_label(first, by), first[arm]), (None, 0.0))  # None for the base arm
+        cell = cell_label(first, by)
+        p_adj, delta = marks.get((cell, first[arm]), (None, 0.0))  # None for the base arm
+        # the figure plots what its claim rows say, or nothing
+        mine = claims.filter(pl.col("cell") == cell)
+        treated = mine.filter(pl.col("treatment_arm") == first[arm])
+        said = treated["psedual"] if treated.height else mine.filter(pl.col("base_arm") == first[arm])["base"]
+        if any(abs(float(np.mean(accs)) - v) > 1e-9 for v in said.to_list()):
+            raise GuardrailError(f"{cell}: {first[arm]}'s points ({float(np.mean(accs)):.4f}) are not its claim "
+                                 f"rows' ({said.to_list()}): the figure and the claims read different runs")
         star = mark(p_adj)
         if star:  # which way: a significantly worse arm must not read as a win
             star += "↑" if delta > 0 else "↓"

@@ -215,3 +215,29 @@ def test_infill_refuses_rows_short_of_what_the_run_infilled(tmp_path, capsys):
                                                     r"199"):
         summaries.infill(read.scan(str(tmp_path), "runs").collect(), read.scan(str(tmp_path), "epochs"),
                          read.scan(str(tmp_path), "predictions"), ["data.dataset", "solver", "variant"], 200, 0)
+
+
+def test_a_ci_and_a_verdict_never_contradict(tmp_path):
+    # 30 problems, 5 fixed and none broken: exact McNemar p 0.0625, but fewer than 2.5% of bootstrap
+    # resamples miss all 5, so the percentile CI excludes 0 (before: "not significant" beside it)
+    n = 30
+    _write(tmp_path, [({"trial": "b0", "variant": "base", "llm.model": "m"}, _preds(_ids(n), np.zeros(n, bool))),
+                      ({"trial": "g0", "variant": "gcn", "llm.model": "m"}, _preds(_ids(n), np.arange(n) < 5))])
+    r = _build(tmp_path).rows.row(0, named=True)
+    assert r["ci_low"] > 0 and r["p"] > 0.05
+    assert r["verdict"] == "inconclusive (the 95% CI and mcnemar_exact disagree)"
+
+
+def test_the_curve_plots_what_its_claim_rows_say(tmp_path):
+    a, b = _effect()
+    _write(tmp_path, [({"trial": "b0", "variant": "base"}, _preds(_ids(400), a)),
+                      ({"trial": "g0", "variant": "gcn"}, _preds(_ids(400), b))])
+    said = pl.DataFrame({"cell": [""], "metric": ["value"], "base_arm": ["base"], "treatment_arm": ["gcn"],
+                         "base": [100 * a.mean()], "psedual": [100 * b.mean() + 1], "p_adjusted": [0.5],
+                         "delta": [1.0]})
+    runs = read.scan(str(tmp_path), "runs").collect()
+    with pytest.raises(claims.GuardrailError, match=r"gcn's points .* are not its claim rows'"):
+        summaries.size_points(runs, read.scan(str(tmp_path), "predictions"), "variant", ["base", "gcn"], [], said)
+    points = summaries.size_points(runs, read.scan(str(tmp_path), "predictions"), "variant", ["base", "gcn"], [],
+                                   said.with_columns(psedual=pl.lit(100 * b.mean())))
+    assert points["acc"].to_list() == pytest.approx([100 * a.mean(), 100 * b.mean()])
