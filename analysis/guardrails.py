@@ -137,7 +137,9 @@ def data_flags(cell: str, pairs: list[tuple[dict, dict]], allowed: set[str]) -> 
         for col in DATA_IDENTITY:
             x, y = b.get(col), t.get(col)
             if x is None or y is None:
-                if col != "n_train":
+                # a zero-shot LLM run trained on nothing: only its test split has an identity
+                trained = b.get("llm.model") is None or t.get("llm.model") is None
+                if col == "data_test_hash" or (col == "data_train_hash" and trained):
                     unknown.append(names)
                 continue
             if x != y:
