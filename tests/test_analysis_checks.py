@@ -241,3 +241,21 @@ def test_the_curve_plots_what_its_claim_rows_say(tmp_path):
     points = summaries.size_points(runs, read.scan(str(tmp_path), "predictions"), "variant", ["base", "gcn"], [],
                                    said.with_columns(psedual=pl.lit(100 * b.mean())))
     assert points["acc"].to_list() == pytest.approx([100 * a.mean(), 100 * b.mean()])
+
+
+def test_a_ci_that_excludes_zero_beside_an_adjusted_not_significant_says_why(tmp_path):
+    n = 400
+    base = np.arange(n) < 200
+    gcn, gru = base.copy(), base.copy()
+    gcn[200:214], gcn[:4] = True, False  # 14 fixed, 4 broken: exact McNemar p 0.031
+    gru[200:203], gru[:3] = True, False  # 3 and 3: p 1
+    _write(tmp_path, [({"trial": "b0", "variant": "base", "llm.model": "m"}, _preds(_ids(n), base)),
+                      ({"trial": "g0", "variant": "gcn", "llm.model": "m"}, _preds(_ids(n), gcn)),
+                      ({"trial": "r0", "variant": "gru", "llm.model": "m"}, _preds(_ids(n), gru))])
+    cmp = claims.Comparison(family="t", treatments=("gru", "gcn"), n_resamples=2000)
+    rows = claims.build(read.scan(str(tmp_path), "runs").collect(), read.scan(str(tmp_path), "epochs"),
+                        read.scan(str(tmp_path), "predictions"), cmp).rows
+    r = rows.filter(pl.col("treatment_arm") == "gcn").row(0, named=True)
+    assert r["p"] < 0.05 <= r["p_adjusted"] and r["ci_low"] > 0
+    # before: a bare "not significant" beside a CI above 0
+    assert r["verdict"] == "not significant after holm (the unadjusted 95% CI excludes 0)"
