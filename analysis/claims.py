@@ -8,8 +8,12 @@ a cell (e.g. one dataset and solver). Within a cell:
   so their union is one paired table over the whole dataset; fold scores stay descriptive;
 - with one seed the unit is the example (exact McNemar, paired bootstrap CI, permutation test);
   with several the unit is the seed (paired t-test, Wilcoxon, Student-t CI of the mean difference).
-Runs whose test example sets, folds or configs differ, or whose predictions are incomplete, are
-refused (GuardrailError names them; see `guardrails`).
+Runs whose test example sets, folds, data or configs differ, or whose predictions are incomplete, are
+refused (GuardrailError names them; see `guardrails`). `select` is the one path from the runs
+table to checked runs, for every table and figure (the infilling table too).
+A verdict says better / worse only over at least MIN_TEST_EXAMPLES examples, with an interval that
+agrees with the test, and over MIN_SEEDS seeds of trained arms (one seed compares two trained
+models, not the methods).
 P-values are adjusted over the whole family (every claim built in one call).
 """
 
@@ -63,7 +67,7 @@ class Comparison:
     treatments: tuple[str, ...] = tuple(EXPRESSION_ENCODERS)
     """the arms compared against `base`"""
     by: tuple[str, ...] = ("data.dataset", "solver")
-    """one cell per distinct combination of these columns"""
+    """one cell per distinct combination of these columns (and always of `data.dataset`)"""
     metrics: tuple[str, ...] = ("value",)
     """per-example metrics compared: value, expression (strict) and/or expression_values accuracy"""
     select_by: str = "valid_value_acc"

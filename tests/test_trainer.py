@@ -143,6 +143,11 @@ def test_psedual_outputs(finished_psedual, finished):
     scored = preds.filter(pl.col("infill_gold").is_not_null())
     # 14 test golds use a constant outside the vocabulary of this 96-problem training subset
     assert scored.height == metrics["n_test_infilled"] == 383
+    # the data identity analysis pairs by: the test split's hash is its predictions' (ids and golds)
+    from psedual.data.identity import split_hash
+
+    assert metrics["data_test_hash"] == split_hash(zip(preds["id"].to_list(), preds["gold"].to_list()))
+    assert len(metrics["data_train_hash"]) == 16 and metrics["data_train_hash"] != metrics["data_test_hash"]
     slots = scored.select(pl.col("infill_predicted").explode(), pl.col("infill_gold").explode())
     assert metrics["test_infill_acc"] == pytest.approx((slots["infill_predicted"] == slots["infill_gold"]).mean())
     assert result.test_infill_acc == metrics["test_infill_acc"] and metrics["psedual.fusion"] == "scheduled"
