@@ -59,9 +59,10 @@ def infill(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, 
         first = part.row(0, named=True)
         per_seed = part.group_by(SEED).agg(acc=100 * pl.col("correct").sum() / pl.col("slots").sum(),
                                            pmr=100 * pl.col("perfect").mean(), n=pl.len()).sort(SEED)
-        if per_seed["n"].n_unique() > 1:
-            raise GuardrailError(f"{cell_label(first, by)}: seeds scored different numbers of examples "
-                                 f"{per_seed['n'].to_list()}: their runs did not infill the same test examples")
+        scored = part.group_by(SEED).agg(pl.col("id").sort()).sort(SEED)
+        if scored["id"].n_unique() > 1:  # a mean over seeds must be over the same examples
+            raise GuardrailError(f"{cell_label(first, by)}: seeds {scored[SEED].to_list()} scored other test examples "
+                                 f"({per_seed['n'].to_list()} of them): their runs did not infill the same problems")
         keys = part.select(*read.KEY).unique(maintain_order=True).rows()
         flags = list(dict.fromkeys(f for k in keys for f in chosen.flags.get(k, [])))
         row = {**{k: first[k] for k in by}, "n_seeds": per_seed.height, "n_examples": int(per_seed["n"][0]),

@@ -259,3 +259,17 @@ def test_a_ci_that_excludes_zero_beside_an_adjusted_not_significant_says_why(tmp
     assert r["p"] < 0.05 <= r["p_adjusted"] and r["ci_low"] > 0
     # before: a bare "not significant" beside a CI above 0
     assert r["verdict"] == "not significant after holm (the unadjusted 95% CI excludes 0)"
+
+
+def test_infill_refuses_seeds_that_scored_other_examples(tmp_path, capsys):
+    n = 50
+    runs = []
+    for s in range(2):
+        # seed 1's run infilled other problems than seed 0's: a mean over them compares nothing
+        fill = [[0, 1] if (i < 40) == (s == 0) or i == 45 else None for i in range(n)]
+        runs.append(({"trial": f"g{s}", "variant": "gcn", "seed": s, "test_infill_acc": 1.0,
+                      "n_test_infilled": sum(f is not None for f in fill)},
+                     _preds(_ids(n), np.ones(n, bool), infill=fill)))
+    _write(tmp_path, runs)
+    assert analyze(["analyze", "infill", "--root", str(tmp_path), "--resamples", "200"]) == 2
+    assert "seeds [0, 1] scored other test examples" in capsys.readouterr().err
