@@ -112,12 +112,15 @@ def check_slots(runs: pl.DataFrame, slot: list[str], compared: list[str]) -> Non
             continue
         names = [_name((e, t)) for e, t in part.select("experiment", "trial").rows()]
         where = ", ".join(f"{k}={part[k][0]}" for k in slot)
-        data = {c: _values(part[c]) for c in compared
-                if (c.startswith("data.") or c == "n_train") and part[c].n_unique() > 1}
+        # the data config, and what the runs recorded of their data (a missing record is no difference)
+        data = {c: _values(part[c]) for c in compared if c.startswith("data.") and part[c].n_unique() > 1}
+        data |= {c: _values(part[c]) for c in DATA_IDENTITY if c in part.columns and part[c].drop_nulls().n_unique() > 1}
         if data:
             said = "; ".join(f"{c} {v}" for c, v in data.items())
-            raise GuardrailError(f"slot {where}: its runs {names} trained on different data ({said}); add --by "
-                                 f"{next(iter(data))} (or --where) so each cell holds one data version")
+            config = [c for c in data if c.startswith("data.")]
+            fix = f"add --by {config[0]} (or --where)" if config else "leave one data version out with --where"
+            raise GuardrailError(f"slot {where}: its runs {names} trained on different data ({said}); {fix} so "
+                                 f"each cell holds one data version")
         seen: dict[tuple, str] = {}
         for name, row in zip(names, part.select([c for c in compared if c != "experiment"]).rows()):
             same = seen.setdefault(tuple(map(str, row)), name)

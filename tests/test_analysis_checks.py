@@ -273,3 +273,14 @@ def test_infill_refuses_seeds_that_scored_other_examples(tmp_path, capsys):
     _write(tmp_path, runs)
     assert analyze(["analyze", "infill", "--root", str(tmp_path), "--resamples", "200"]) == 2
     assert "seeds [0, 1] scored other test examples" in capsys.readouterr().err
+
+
+def test_a_slot_whose_runs_recorded_other_data_is_refused(tmp_path):
+    # the same config twice in one slot (lr searched), but the second trained on another data version
+    a, b = _effect()
+    _write(tmp_path, [({"trial": "b0", "variant": "base"}, _preds(_ids(400), a)),
+                      ({"trial": "g0", "variant": "gcn"}, _preds(_ids(400), b)),
+                      ({"trial": "g1", "variant": "gcn", "lr": 0.002, "n_train": 1400}, _preds(_ids(400), b))])
+    with pytest.raises(claims.GuardrailError, match=r"its runs \['x/g0', 'x/g1'\] trained on different data "
+                                                    r"\(n_train \[1000, 1400\]; data_train_hash"):
+        _build(tmp_path)
