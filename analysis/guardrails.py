@@ -114,7 +114,8 @@ def check_slots(runs: pl.DataFrame, slot: list[str], compared: list[str]) -> Non
         where = ", ".join(f"{k}={part[k][0]}" for k in slot)
         # the data config, and what the runs recorded of their data (a missing record is no difference)
         data = {c: _values(part[c]) for c in compared if c.startswith("data.") and part[c].n_unique() > 1}
-        data |= {c: _values(part[c]) for c in DATA_IDENTITY if c in part.columns and part[c].drop_nulls().n_unique() > 1}
+        data |= {c: _values(part[c]) for c in DATA_IDENTITY
+                 if c in part.columns and part[c].drop_nulls().n_unique() > 1}
         if data:
             said = "; ".join(f"{c} {v}" for c, v in data.items())
             config = [c for c in data if c.startswith("data.")]
