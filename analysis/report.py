@@ -7,6 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
+from analysis.stats import MIN_TEST_EXAMPLES
 from psedual.reexamine.config import VARIANT_LABELS
 
 FORMATS = ("markdown", "latex")
@@ -135,7 +136,8 @@ def footer(claims: pl.DataFrame, notes: list[str]) -> str:
              f"Tests: {', '.join(tests)} (mcnemar_exact: one seed, examples paired; paired_t_seeds: "
              f"seeds paired, ± is the sd over seeds). CIs: one seed, a paired bootstrap over examples "
              f"({r['n_resamples']} resamples, seed {r['rng_seed']}); several seeds, the t interval of the mean Δ "
-             f"(the t-test's own). Below 6 seeds a significant Δ reads 'inconclusive'. trials: the tuning "
+             f"(the t-test's own). Below 6 seeds (one seed too, for trained arms) a significant Δ reads "
+             f"'inconclusive'; below {MIN_TEST_EXAMPLES} test examples there is no verdict (docs/analysis.md). trials: the tuning "
              f"budget, the most trials a slot (arm, seed, fold) held, base/treatment."]
     lines += [f"flag [{k}]: {f}" for f, k in _flag_numbers(claims).items()]
     lines += [f"note: {n}" for n in notes]
