@@ -137,8 +137,8 @@ def footer(claims: pl.DataFrame, notes: list[str]) -> str:
              f"seeds paired, ± is the sd over seeds). CIs: one seed, a paired bootstrap over examples "
              f"({r['n_resamples']} resamples, seed {r['rng_seed']}); several seeds, the t interval of the mean Δ "
              f"(the t-test's own). Below 6 seeds (one seed too, for trained arms) a significant Δ reads "
-             f"'inconclusive'; below {MIN_TEST_EXAMPLES} test examples there is no verdict (docs/analysis.md). trials: the tuning "
-             f"budget, the most trials a slot (arm, seed, fold) held, base/treatment."]
+             f"'inconclusive'; below {MIN_TEST_EXAMPLES} test examples there is no verdict (docs/analysis.md). "
+             f"trials: the tuning budget, the most trials a slot (arm, seed, fold) held, base/treatment."]
     lines += [f"flag [{k}]: {f}" for f, k in _flag_numbers(claims).items()]
     lines += [f"note: {n}" for n in notes]
     return "\n".join(lines)
