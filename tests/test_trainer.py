@@ -215,5 +215,9 @@ def test_run_folders_join_the_result_tables_and_the_analysis(finished, finished_
     claim = pl.read_parquet(tmp_path / "results" / "claims" / "compare_solo.parquet").row(0, named=True)
     assert (claim["n_examples"], claim["test"]) == (397, "mcnemar_exact")
     assert claim["base"] == pytest.approx(100 * finished[0].test_value_acc)
+    # the run folders' data identity came along: both trained and tested on the same problems
+    both = pl.read_parquet(tmp_path / "results" / "runs" / "experiment=solo" / "*.parquet")
+    assert both["data_train_hash"].n_unique() == 1 and both["data_test_hash"].null_count() == 0
+    assert not any(f.startswith("data identity not recorded") for f in claim["flags"])
     assert main(["results", "add", str(tmp_path), "--experiment", "solo", "--root", root]) == 2
     assert "not a finished run folder (missing config.json" in capsys.readouterr().err
