@@ -8,8 +8,12 @@ a cell (e.g. one dataset and solver). Within a cell:
   so their union is one paired table over the whole dataset; fold scores stay descriptive;
 - with one seed the unit is the example (exact McNemar, paired bootstrap CI, permutation test);
   with several the unit is the seed (paired t-test, Wilcoxon, Student-t CI of the mean difference).
-Runs whose test example sets, folds or configs differ, or whose predictions are incomplete, are
-refused (GuardrailError names them; see `guardrails`).
+Runs whose test example sets, folds, data or configs differ, or whose predictions are incomplete, are
+refused (GuardrailError names them; see `guardrails`). `select` is the one path from the runs
+table to checked runs, for every table and figure (the infilling table too).
+A verdict says better / worse only over at least MIN_TEST_EXAMPLES examples, with an interval that
+agrees with the test, and over MIN_SEEDS seeds of trained arms (one seed compares two trained
+models, not the methods).
 P-values are adjusted over the whole family (every claim built in one call).
 """
 
@@ -23,7 +27,7 @@ import polars as pl
 from analysis import guardrails, read
 from analysis.guardrails import SHOWN_IDS, GuardrailError
 from analysis.multiple import METHODS, adjust
-from analysis.stats import MIN_SEEDS, across_seeds, paired, seed_warning
+from analysis.stats import MIN_SEEDS, MIN_TEST_EXAMPLES, across_seeds, paired, seed_warning
 from psedual.atomic import write_parquet
 from psedual.data.registry import DATASETS
 from psedual.reexamine.config import EXPRESSION_ENCODERS
@@ -63,7 +67,7 @@ class Comparison:
     treatments: tuple[str, ...] = tuple(EXPRESSION_ENCODERS)
     """the arms compared against `base`"""
     by: tuple[str, ...] = ("data.dataset", "solver")
-    """one cell per distinct combination of these columns"""
+    """one cell per distinct combination of these columns (and always of `data.dataset`)"""
     metrics: tuple[str, ...] = ("value",)
     """per-example metrics compared: value, expression (strict) and/or expression_values accuracy"""
     select_by: str = "valid_value_acc"
@@ -141,10 +145,25 @@ def _selection_flags(runs: pl.DataFrame, epochs: pl.DataFrame) -> dict[tuple[str
 
 def keep_one_per_slot(runs: pl.DataFrame, slot: list[str], select_by: str, notes: list[str],
             flags: dict[tuple[str, str], list[str]]) -> pl.DataFrame:
-    """One run per slot: the best by `select_by`. A run that won its slot on a test metric is
-    flagged as test-selected (in `flags`, by run)."""
-    ranked = runs.sort([select_by, "trial"], descending=[True, False], nulls_last=True)
+    """One run per slot: the best by `select_by`. A non-finite score (a diverged trial's NaN) ranks
+    below every number and below a missing one, so it never wins; a slot left with only such
+    scores is refused. A run that won its slot on a test metric is flagged as test-selected (in
+    `flags`, by run)."""
+    score = pl.col(select_by)
+    if runs.schema[select_by].is_float():  # Polars sorts NaN above every number
+        score = pl.when(score.is_finite()).then(score)
+    ranked = runs.with_columns(_score=score).sort(["_score", "trial"], descending=[True, False], nulls_last=True)
+    diverged = ranked.filter(pl.col("_score").is_null() & pl.col(select_by).is_not_null())
     picked = ranked.group_by(slot, maintain_order=True).agg(pl.all().first(), pl.len().alias("_k"))
+    lost = picked.filter(pl.col("_score").is_null() & pl.col(select_by).is_not_null())
+    if lost.height:
+        r = lost.row(0, named=True)
+        raise GuardrailError(f"slot {cell_label(r, slot)}: {r['experiment']}/{r['trial']} has {select_by} "
+                             f"{r[select_by]}, and no run of its slot a finite one: nothing to keep honestly; leave "
+                             f"the slot out with --where")
+    if diverged.height:
+        names = ", ".join(f"{e}/{t} ({v})" for e, t, v in diverged.select("experiment", "trial", select_by).rows())
+        notes.append(f"{diverged.height} run(s) with a non-finite {select_by} cannot win their slot: {names}")
     several = picked.filter(pl.col("_k") > 1)
     if several.height:
         notes.append(f"{several.height} slot(s) held several trials; kept the best by {select_by}")
@@ -152,7 +171,47 @@ def keep_one_per_slot(runs: pl.DataFrame, slot: list[str], select_by: str, notes
             for r in several.iter_rows(named=True):
                 flags.setdefault((r["experiment"], r["trial"]), []).append(
                     f"test-selected: {r['experiment']}/{r['trial']} is the best of {r['_k']} trials by {select_by}")
-    return picked.drop("_k")
+    return picked.drop("_k", "_score")
+
+
+@dataclass
+class Selected:
+    """The runs a command reads, one per slot, with every per-run check passed."""
+
+    runs: pl.DataFrame
+    preds: dict[tuple[str, str], pl.DataFrame]
+    """each kept run's prediction rows, by (experiment, trial)"""
+    flags: dict[tuple[str, str], list[str]]
+    """per kept run, why its checkpoint may have been chosen on test"""
+    tuned: dict[tuple, tuple[int, set[str]]]
+    """per slot, its trials and the config columns they searched (`guardrails.tuning`)"""
+    compared: list[str]
+    """the config columns the arms must share"""
+
+
+def select(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, slot: list[str], select_by: str,
+           columns: list[str], notes: list[str], extra: tuple[str, ...] = ()) -> Selected:
+    """The one path from the runs table to checked runs, used by every table and figure: usable
+    runs, slots of one data version and no replicates, one run per slot (by `select_by`, never a
+    non-finite score), selection flags, and complete predictions (`columns` must be non-null;
+    `extra` columns are read too)."""
+    runs = _usable(runs, notes)
+    if runs.is_empty():
+        raise GuardrailError(f"no finished runs among those selected: {'; '.join(notes) or 'none'}")
+    compared = guardrails.config_columns(runs.columns, slot)
+    guardrails.check_slots(runs, slot, compared)
+    tuned = guardrails.tuning(runs, slot, compared)
+    selected: dict[tuple[str, str], list[str]] = {}
+    runs = keep_one_per_slot(runs, slot, select_by, notes, selected)
+    run_flags = _selection_flags(runs, read.for_trials(epochs, runs).collect())
+    for key, reasons in selected.items():
+        run_flags.setdefault(key, []).extend(reasons)
+    present = predictions.collect_schema().names()
+    wanted = list(dict.fromkeys([*columns, *(c for c in ("gold", *extra) if c in present)]))
+    preds = read.for_trials(predictions, runs).select(*read.KEY, "id", *wanted).collect().partition_by(
+        list(read.KEY), as_dict=True)
+    guardrails.check_predictions(runs, preds, columns)
+    return Selected(runs, preds, run_flags, tuned, compared)
 
 
 def _arm_layout(rows: pl.DataFrame) -> dict[int, dict[int, tuple[str, str]]]:
@@ -186,7 +245,14 @@ def _pair_fold(cell: str, fold: int, kb: tuple[str, str], kt: tuple[str, str], t
             f"{cell}: fold {fold}: {kb[0]}/{kb[1]} and {kt[0]}/{kt[1]} answered different test examples: "
             f"{len(only_b)} only in the first {only_b[:SHOWN_IDS]}, {len(only_t)} only in the second "
             f"{only_t[:SHOWN_IDS]}")
-    return tb.join(tt, on="id", suffix="_t")
+    joined = tb.join(tt, on="id", suffix="_t")
+    if "gold" in joined.columns and "gold_t" in joined.columns:
+        other = joined.filter(pl.col("gold").ne_missing(pl.col("gold_t")))["id"].sort().to_list()
+        if other:
+            raise GuardrailError(f"{cell}: fold {fold}: {kb[0]}/{kb[1]} and {kt[0]}/{kt[1]} hold other gold "
+                                 f"expressions for {len(other)} test example(s) {other[:SHOWN_IDS]}: they were "
+                                 f"tested on different data versions")
+    return joined
 
 
 def _pooled(cell: str, folds: list[int], kb: dict, kt: dict, preds: dict) -> pl.DataFrame:
@@ -230,23 +296,18 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
     """Every claim of `cmp` over the given runs (rows of the runs table, any experiments)."""
     notes: list[str] = []
     arm = read.column(cmp.arm, runs.columns)
-    by = [read.column(k, runs.columns) for k in cmp.by]
+    # a cell never spans datasets: their examples, folds and data versions differ
+    by = list(dict.fromkeys(["data.dataset", *(read.column(k, runs.columns) for k in cmp.by)]))
     select_by = read.column(cmp.select_by, runs.columns)
-    runs = _usable(runs.filter(pl.col(arm).is_in([cmp.base, *cmp.treatments])), notes)
+    runs = runs.filter(pl.col(arm).is_in([cmp.base, *cmp.treatments]))
     if runs.is_empty():
         raise GuardrailError(f"no finished runs with {arm} in {[cmp.base, *cmp.treatments]}")
-    selected: dict[tuple[str, str], list[str]] = {}
     slot = [*by, arm, SEED, FOLD]
-    compared = guardrails.config_columns(runs.columns, slot)
-    tuned = guardrails.tuning(runs, slot, compared)
-    runs = keep_one_per_slot(runs, slot, select_by, notes, selected)
-    run_flags = _selection_flags(runs, read.for_trials(epochs, runs).collect())
-    for key, reasons in selected.items():
-        run_flags.setdefault(key, []).extend(reasons)
     columns = list(dict.fromkeys(["value_correct", *(METRICS[m] for m in cmp.metrics)]))
-    preds = read.for_trials(predictions, runs).select(*read.KEY, "id", *columns).collect().partition_by(
-        list(read.KEY), as_dict=True)
-    guardrails.check_predictions(runs, preds, columns)
+    chosen = select(runs, epochs, predictions, slot, select_by, columns, notes)
+    runs, preds, run_flags, tuned, compared = (chosen.runs, chosen.preds, chosen.flags, chosen.tuned,
+                                               chosen.compared)
+    by_key = {(r["experiment"], r["trial"]): r for r in runs.iter_rows(named=True)}
 
     rows = []
     for cell_runs in runs.partition_by(by, maintain_order=True):
@@ -272,6 +333,8 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
             searched = set().union(*(tuned[k][1] for a in arms for k in slots[a]))
             flags += guardrails.config_flags(cell, cmp.base, treat, arms[cmp.base], arms[treat], compared, searched,
                                              set(cmp.allow_diff))
+            flags += guardrails.data_flags(cell, [(by_key[base[s][f]], by_key[other[s][f]]) for s in seeds
+                                                  for f in folds], set(cmp.allow_diff))
             tables = {s: _pooled(cell, folds, base[s], other[s], preds) for s in seeds}
             ids = tables[seeds[0]]["id"]
             for s in seeds[1:]:
@@ -285,39 +348,55 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
             protocol = DATASETS[datasets[0]].folds if len(datasets) == 1 and datasets[0] in DATASETS else 0
             if len(folds) < protocol:
                 flags.append(f"{datasets[0]} folds {folds} of {protocol}: not the {protocol}-fold protocol")
+            budgets = {a: guardrails.budget(tuned, slots[a]) for a in arms}
+            if budgets[cmp.base] != budgets[treat]:
+                flags.append(f"tuning budgets differ: {cmp.base} {budgets[cmp.base]} trial(s) per slot vs {treat} "
+                             f"{budgets[treat]}: the better-tuned arm had more chances to win")
+            # a zero-shot LLM run trains nothing, so its one run is all there is to compare
+            trainable = "llm.model" not in arms[treat].columns or bool(
+                pl.concat([arms[cmp.base], arms[treat]])["llm.model"].is_null().any())
             warning = seed_warning(len(seeds))
+            if len(seeds) == 1 and trainable:
+                warning = ("1 seed: the test compares these two trained models on these test examples, not the "
+                           "methods; seed-to-seed variation is not measured")
             if warning:
                 flags.append(warning)
             for metric in cmp.metrics:
                 row = _one(cmp, cell, metric, treat, seeds, folds, tables)
                 rows.append(row | {"cell": cell, "group": " / ".join(str(first[k]) for k in by if k != "data.dataset"),
-                                   "dataset": ",".join(datasets),
+                                   "dataset": ",".join(datasets), "trainable": trainable,
                                    "solver": ",".join(sorted(set(cell_runs["solver"].to_list()))),
                                    "arm": arm, "base_arm": cmp.base, "base_trials": trials["base"],
                                    "treatment_trials": trials["treat"], "flags": flags,
-                                   "base_budget": guardrails.budget(tuned, slots[cmp.base]),
-                                   "treatment_budget": guardrails.budget(tuned, slots[treat])})
+                                   "base_budget": budgets[cmp.base], "treatment_budget": budgets[treat]})
     if not rows:
         raise GuardrailError(f"nothing to compare: {'; '.join(notes) or 'no runs'}")
     adjusted = adjust([r["p"] for r in rows], cmp.correction)
     members = sum(p is not None for p in adjusted)
     for r, p_adj in zip(rows, adjusted):
-        r["verdict"] = _verdict(r, p_adj, cmp.alpha)
+        r["verdict"] = _verdict(r, p_adj, cmp.alpha, cmp.correction)
         r |= {"family": cmp.family, "correction": cmp.correction, "n_family": members, "p_adjusted": p_adj}
     frame = pl.DataFrame([{k: r.get(k) for k in CLAIMS_SCHEMA} for r in rows], schema=CLAIMS_SCHEMA)
     return Claims(frame, notes)
 
 
-def _verdict(row: dict, p_adjusted: float | None, alpha: float) -> str:
-    """better / worse only on a significant adjusted p with enough seeds to trust it."""
+def _verdict(row: dict, p_adjusted: float | None, alpha: float, correction: str) -> str:
+    """better / worse only on a significant adjusted p, over enough test examples, with an interval
+    that agrees, and over enough seeds of trained arms to speak of the method."""
     if row.get("untestable"):
         return f"untestable ({row['untestable']})"
     if p_adjusted is None:
         return "untested"
+    if row["n_examples"] < MIN_TEST_EXAMPLES:
+        return f"too few test examples ({row['n_examples']} < {MIN_TEST_EXAMPLES}): no verdict"
+    excludes = row["ci_low"] is not None and (row["ci_low"] > 0 or row["ci_high"] < 0)
+    if row["ci_low"] is not None and excludes != (row["p"] < alpha):
+        return f"inconclusive (the 95% CI and {row['test']} disagree)"
     if p_adjusted >= alpha:
-        return "not significant"
-    if 1 < row["n_seeds"] < MIN_SEEDS:
-        return f"inconclusive ({row['n_seeds']} seeds)"
+        return f"not significant after {correction} (the unadjusted 95% CI excludes 0)" if excludes \
+            else "not significant"
+    if row["n_seeds"] < MIN_SEEDS and (row["n_seeds"] > 1 or row.get("trainable", True)):
+        return f"inconclusive ({row['n_seeds']} seed{'s' if row['n_seeds'] > 1 else ''})"
     return "better" if row["delta"] > 0 else "worse"
 
 

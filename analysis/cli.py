@@ -90,12 +90,15 @@ def _infill(args) -> None:
     runs = _runs(args)
     by = [read.column(k, runs.columns) for k in ("data.dataset", "solver", "variant", *args.by)]
     notes: list[str] = []
-    table = summaries.infill(runs, read.scan(args.root, "predictions", args.experiment), by, args.resamples,
-                             args.rng_seed, used_only=args.slots == "used", notes=notes)
-    header = [*by, "seeds", "examples", "infilling acc (%)", "95% CI", "perfect match (%)", "95% CI"]
+    table = summaries.infill(runs, read.scan(args.root, "epochs", args.experiment),
+                             read.scan(args.root, "predictions", args.experiment), by, args.resamples,
+                             args.rng_seed, used_only=args.slots == "used", select_by=args.select_by, notes=notes)
+    header = [*by, "seeds", "examples", "infilling acc (%)", "95% CI", "perfect match (%)", "95% CI", "flags"]
+    numbers = report.flag_numbers(table["flags"].to_list())
     body = [[*(str(r[k]) for k in by), str(r["n_seeds"]), str(r["n_examples"]),
              report.score(r["infill_acc"], r["infill_sd"]), f"[{r['infill_low']:.2f}, {r['infill_high']:.2f}]",
-             report.score(r["pmr"], r["pmr_sd"]), f"[{r['pmr_low']:.2f}, {r['pmr_high']:.2f}]"]
+             report.score(r["pmr"], r["pmr_sd"]), f"[{r['pmr_low']:.2f}, {r['pmr_high']:.2f}]",
+             ", ".join(f"[{numbers[f]}]" for f in r["flags"]) or "–"]
             for r in table.iter_rows(named=True)]
     print(report.render(header, body, args.format))
     scored = ("every masked number slot of the test problems (a slot the expression does not use must be "
@@ -104,6 +107,8 @@ def _infill(args) -> None:
     print(f"\nInfilling: {scored}, filled from the gold expression; "
           "perfect match: all of a problem's scored slots right. One seed: bootstrap over examples "
           f"({args.resamples} resamples, seed {args.rng_seed}) and Wilson; several: mean ± sd, t interval.")
+    for f, k in numbers.items():
+        print(f"flag [{k}]: {f}")
     for note in notes:
         print(f"note: {note}")
 
@@ -165,13 +170,13 @@ def add_commands(commands) -> None:
     common.add_argument("--format", choices=report.FORMATS, default="markdown")
     common.add_argument("--resamples", type=int, default=10_000, help="bootstrap/permutation resamples")
     common.add_argument("--rng-seed", type=int, default=0, help="seed of the resampling RNG")
+    common.add_argument("--select-by", default="valid_value_acc",
+                        help="column that picks one trial per slot (default valid_value_acc)")
     claims_args = argparse.ArgumentParser(add_help=False)
     claims_args.add_argument("--metric", action="append", choices=list(claims_mod.METRICS),
                              help="per-example metric(s) to compare (default value)")
     claims_args.add_argument("--correction", choices=METHODS, default="holm",
                              help="over the family of this command's comparisons (default holm)")
-    claims_args.add_argument("--select-by", default="valid_value_acc",
-                             help="column that picks one trial per slot (default valid_value_acc)")
     claims_args.add_argument("--allow-diff", action="append", default=[], metavar="COLUMN",
                              help="let the arms differ in this config column (repeatable; each such claim is "
                                   "flagged); any other difference is refused")

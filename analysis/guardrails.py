@@ -3,6 +3,15 @@
 - Predictions: every run's per-example rows are complete (no nulls), unique by id, as many as
   the run says it tested (`n_test`), and give back its `test_value_acc`. A run that fails is
   refused by name, with the ids concerned.
+- Results: a non-finite value (NaN, ±inf: a diverged run) is never a result and never wins a
+  slot; a run's infilling rows are as many as it says it infilled (`n_test_infilled`).
+- Data: a run's predictions give back the test split it recorded (`data_test_hash`, over ids and
+  golds); paired runs trained and tested on the same data (`n_train`, `data_train_hash`,
+  `data_test_hash`, and the golds of every paired example). Tables written before the hashes
+  were recorded are flagged: their data identity is not checked.
+- Slots: the trials of one slot may differ only in what a sweep searched; trials that differ
+  in their data are refused (add the column to the cell), and replicates (the same config and
+  seed) are refused rather than the luckiest kept.
 - Configs: the two arms of a claim may differ in the arm and nothing else. Every config
   column the runs table holds (hyperparameters, epochs, training size and subset seed,
   status and epochs done, experiment, code version) is compared between the arms' runs; a
@@ -13,14 +22,22 @@
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
+
+from psedual.data.identity import split_hash
 
 SHOWN_IDS = 5
 RESULT_PREFIXES = ("valid_", "test_", "final_", "n_")
 NOT_COMPARED = {"trial", "error", "best_epoch", "train_seconds", "test_seconds", "threads", "device",
-                "llm.failures", "llm.changed", "llm.calls", "llm.prompt_tokens", "llm.completion_tokens"}
+                "llm.failures", "llm.changed", "llm.calls", "llm.prompt_tokens", "llm.completion_tokens",
+                "data_key", "data_train_hash", "data_test_hash"}
 """Run outcomes and execution details, not configuration (`threads` and `device` change only the
-summation order and kernels; `precision` is compared; an LLM run's counts are outcomes)."""
+summation order and kernels; `precision` is compared; an LLM run's counts are outcomes; the data
+identity is compared pair by pair, `data_key` not at all: it holds the source files' paths)."""
+DATA_IDENTITY = ("n_train", "data_train_hash", "data_test_hash")
+"""What paired runs must share, seed by seed and fold by fold: the data they trained and tested on."""
 
 
 class GuardrailError(ValueError):
@@ -32,10 +49,19 @@ def _name(key: tuple[str, str]) -> str:
     return f"{key[0]}/{key[1]}"
 
 
+def non_finite(value) -> bool:
+    """NaN or ±inf (a diverged run's score); None is missing, not non-finite."""
+    return isinstance(value, float) and not math.isfinite(value)
+
+
 def check_predictions(runs: pl.DataFrame, preds: dict[tuple[str, str], pl.DataFrame], columns: list[str]) -> None:
-    """Refuse a run whose predictions are missing, duplicated, null or truncated."""
+    """Refuse a run whose test accuracy is not a number, or whose predictions are missing,
+    duplicated, null, truncated, not its recorded test split, or short of its infilled rows."""
     for r in runs.iter_rows(named=True):
         key = (r["experiment"], r["trial"])
+        if non_finite(r.get("test_value_acc")):
+            raise GuardrailError(f"{_name(key)}: test_value_acc is {r['test_value_acc']}: not a result (a diverged "
+                                 f"or broken run); leave it out with --where or fix its row")
         table = preds.get(key)
         if table is None or table.is_empty():
             raise GuardrailError(f"{_name(key)}: no rows in the predictions table")
@@ -55,6 +81,83 @@ def check_predictions(runs: pl.DataFrame, preds: dict[tuple[str, str], pl.DataFr
             if abs(acc - r["test_value_acc"]) > 1e-9:
                 raise GuardrailError(f"{_name(key)}: its predictions give value accuracy {acc:.6f} but the runs "
                                      f"table says {r['test_value_acc']:.6f}")
+        _check_split(key, r, table)
+
+
+def _check_split(key: tuple[str, str], r: dict, table: pl.DataFrame) -> None:
+    """The predictions are the test split the run recorded, and hold every infilled row it counted."""
+    if r.get("data_test_hash") and "gold" in table.columns:
+        got = split_hash(zip(table["id"].to_list(), (g or [] for g in table["gold"].to_list())))
+        if got != r["data_test_hash"]:
+            raise GuardrailError(f"{_name(key)}: its {table.height} prediction rows (ids and golds, hash {got}) are "
+                                 f"not the test split it recorded (data_test_hash {r['data_test_hash']}): ids not "
+                                 f"in its test split, or other golds")
+    if r.get("n_test_infilled") is not None and "infill_gold" in table.columns:
+        have = table["infill_gold"].is_not_null().sum()
+        if have != r["n_test_infilled"]:
+            raise GuardrailError(f"{_name(key)}: {have} prediction rows hold infilling but the run infilled "
+                                 f"{r['n_test_infilled']} test examples: the infilling rows are truncated or padded")
+
+
+def _values(column: pl.Series) -> list:
+    """A column's distinct values in order, a missing one last."""
+    return column.drop_nulls().unique().sort().to_list() + ([None] if column.null_count() else [])
+
+
+def check_slots(runs: pl.DataFrame, slot: list[str], compared: list[str]) -> None:
+    """Refuse a slot whose trials trained on different data, or that holds replicates (the same
+    config and seed): keeping the best of replicates by a score would cherry-pick one."""
+    for part in runs.partition_by(slot, maintain_order=True):
+        if part.height < 2:
+            continue
+        names = [_name((e, t)) for e, t in part.select("experiment", "trial").rows()]
+        where = ", ".join(f"{k}={part[k][0]}" for k in slot)
+        # the data config, and what the runs recorded of their data (a missing record is no difference)
+        data = {c: _values(part[c]) for c in compared if c.startswith("data.") and part[c].n_unique() > 1}
+        data |= {c: _values(part[c]) for c in DATA_IDENTITY
+                 if c in part.columns and part[c].drop_nulls().n_unique() > 1}
+        if data:
+            said = "; ".join(f"{c} {v}" for c, v in data.items())
+            config = [c for c in data if c.startswith("data.")]
+            fix = f"add --by {config[0]} (or --where)" if config else "leave one data version out with --where"
+            raise GuardrailError(f"slot {where}: its runs {names} trained on different data ({said}); {fix} so "
+                                 f"each cell holds one data version")
+        seen: dict[tuple, str] = {}
+        for name, row in zip(names, part.select([c for c in compared if c != "experiment"]).rows()):
+            same = seen.setdefault(tuple(map(str, row)), name)
+            if same != name:
+                raise GuardrailError(f"slot {where}: {same} and {name} are replicates (the same config and seed); "
+                                     f"keeping the better one would cherry-pick it: give each run its own seed, or "
+                                     f"keep one with --where trial=...")
+
+
+def data_flags(cell: str, pairs: list[tuple[dict, dict]], allowed: set[str]) -> list[str]:
+    """Paired runs (base, treatment) must have trained and tested on the same data: a GuardrailError
+    naming both where they did not (a flag where --allow-diff names the column), and a flag where
+    the runs table does not record it (tables written before `data_*_hash`)."""
+    flags, unknown = [], []
+    for b, t in pairs:
+        names = f"{_name((b['experiment'], b['trial']))} and {_name((t['experiment'], t['trial']))}"
+        for col in DATA_IDENTITY:
+            x, y = b.get(col), t.get(col)
+            if x is None or y is None:
+                # a zero-shot LLM run trained on nothing: only its test split has an identity
+                trained = b.get("llm.model") is None or t.get("llm.model") is None
+                if col == "data_test_hash" or (col == "data_train_hash" and trained):
+                    unknown.append(names)
+                continue
+            if x != y:
+                said = f"{names} trained or tested on different data: {col} {x} vs {y}"
+                if col not in allowed:
+                    raise GuardrailError(f"{cell}: {said}; compare runs on the same data, or pass --allow-diff {col} "
+                                         f"to compare anyway (the claim is then flagged)")
+                flags.append(f"data differs (allowed by --allow-diff): {said}")
+    if unknown:
+        shown = sorted(set(unknown))
+        flags.append(f"data identity not recorded for {len(shown)} pair(s) ({'; '.join(shown[:2])}"
+                     f"{', ...' if len(shown) > 2 else ''}): tables written before data_train_hash/data_test_hash; "
+                     f"that the arms saw the same data is not checked (re-collect or rerun them to check it)")
+    return flags
 
 
 def config_columns(columns: list[str], exclude: list[str]) -> list[str]:

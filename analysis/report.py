@@ -7,6 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
+from analysis.stats import MIN_TEST_EXAMPLES
 from psedual.reexamine.config import VARIANT_LABELS
 
 FORMATS = ("markdown", "latex")
@@ -103,10 +104,14 @@ def claim_lines(claims: pl.DataFrame, fmt: str) -> str:
 
 
 def _flag_numbers(claims: pl.DataFrame) -> dict[str, int]:
-    """Each distinct flag's number, in order of first appearance: a claim line names its flags'
+    return flag_numbers(claims["flags"].to_list())
+
+
+def flag_numbers(rows_flags: list[list[str]]) -> dict[str, int]:
+    """Each distinct flag's number, in order of first appearance: a table row names its flags'
     numbers, the footer spells them out."""
     numbers: dict[str, int] = {}
-    for flags in claims["flags"].to_list():
+    for flags in rows_flags:
         for f in flags:
             numbers.setdefault(f, len(numbers) + 1)
     return numbers
@@ -131,8 +136,9 @@ def footer(claims: pl.DataFrame, notes: list[str]) -> str:
              f"Tests: {', '.join(tests)} (mcnemar_exact: one seed, examples paired; paired_t_seeds: "
              f"seeds paired, ± is the sd over seeds). CIs: one seed, a paired bootstrap over examples "
              f"({r['n_resamples']} resamples, seed {r['rng_seed']}); several seeds, the t interval of the mean Δ "
-             f"(the t-test's own). Below 6 seeds a significant Δ reads 'inconclusive'. trials: the tuning "
-             f"budget, the most trials a slot (arm, seed, fold) held, base/treatment."]
+             f"(the t-test's own). Below 6 seeds (one seed too, for trained arms) a significant Δ reads "
+             f"'inconclusive'; below {MIN_TEST_EXAMPLES} test examples there is no verdict (docs/analysis.md). "
+             f"trials: the tuning budget, the most trials a slot (arm, seed, fold) held, base/treatment."]
     lines += [f"flag [{k}]: {f}" for f, k in _flag_numbers(claims).items()]
     lines += [f"note: {n}" for n in notes]
     return "\n".join(lines)

@@ -17,6 +17,9 @@ import numpy as np
 from scipy import stats
 
 MIN_SEEDS = 6  # with 5 paired seeds the smallest two-sided exact sign/Wilcoxon p is 2/32 = 0.0625
+MIN_TEST_EXAMPLES = 30
+"""no verdict below this many test examples: an exact test over a handful of problems can reach
+p < 0.05 (6 of 6 discordant: p 0.031) and a bootstrap over them has few distinct resamples"""
 MIN_EXAMPLES_CI = 10  # a percentile bootstrap over fewer examples has too few distinct resamples to mean much
 CONFIDENCE = 0.95
 

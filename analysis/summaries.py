@@ -6,8 +6,8 @@ import numpy as np
 import polars as pl
 
 from analysis import read
-from analysis import guardrails
-from analysis.claims import FOLD, SEED, cell_label, keep_one_per_slot
+from analysis.claims import FOLD, SEED, cell_label, select
+from analysis.guardrails import GuardrailError
 from analysis.report import mark
 from analysis.stats import mean_ci, proportion_ci, ratio_ci
 
@@ -32,20 +32,26 @@ UNUSED = -1
 """A slot the gold expression does not use (as `psedual.metrics.UNUSED`; analysis imports no psedual)."""
 
 
-def infill(runs: pl.DataFrame, predictions: pl.LazyFrame, by: list[str], n_resamples: int, seed: int,
-           used_only: bool = False, select_by: str = "valid_value_acc", notes: list[str] | None = None) -> pl.DataFrame:
+def infill(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, by: list[str], n_resamples: int,
+           seed: int, used_only: bool = False, select_by: str = "valid_value_acc",
+           notes: list[str] | None = None) -> pl.DataFrame:
     """Infilling accuracy and perfect-match ratio per cell of `by`, folds pooled, over every masked
     slot or (`used_only`) over the slots the gold expression uses (the paper's Table 4).
     One seed: bootstrap over examples (slots) and Wilson (perfect match); several: mean ± sd over
-    seeds with a t interval."""
+    seeds with a t interval. Runs are chosen and checked by `claims.select`, as every claim's are;
+    each row's `flags` are its runs' selection flags."""
     runs = runs.filter(pl.col("test_infill_acc").is_not_null())
     if runs.is_empty():
         raise ValueError("no PseDual runs with infilling results (test_infill_acc) in the selection")
+    bad = runs.filter(pl.col("test_infill_acc").is_nan() | pl.col("test_infill_acc").is_infinite())
+    if bad.height:
+        raise GuardrailError(f"{bad['experiment'][0]}/{bad['trial'][0]}: test_infill_acc is "
+                             f"{bad['test_infill_acc'][0]}: not a result; leave it out with --where")
     # one run per (cell, seed, fold), as the claims keep: a sweep's trials are not extra data
-    flags: dict[tuple[str, str], list[str]] = {}
-    runs = keep_one_per_slot(runs, [*by, SEED, FOLD], select_by, notes if notes is not None else [], flags)
-    preds = read.for_trials(predictions, runs).collect()
-    guardrails.check_predictions(runs, preds.partition_by(list(read.KEY), as_dict=True), ["id"])
+    chosen = select(runs, epochs, predictions, [*by, SEED, FOLD], select_by, ["value_correct"],
+                    notes if notes is not None else [], extra=("infill_predicted", "infill_gold"))
+    runs = chosen.runs
+    preds = pl.concat(list(chosen.preds.values()))
     ex = _per_example_infill(preds, used_only)
     ex = ex.join(runs.select(*read.KEY, *by, SEED, FOLD), on=list(read.KEY))
     out = []
@@ -53,8 +59,14 @@ def infill(runs: pl.DataFrame, predictions: pl.LazyFrame, by: list[str], n_resam
         first = part.row(0, named=True)
         per_seed = part.group_by(SEED).agg(acc=100 * pl.col("correct").sum() / pl.col("slots").sum(),
                                            pmr=100 * pl.col("perfect").mean(), n=pl.len()).sort(SEED)
+        scored = part.group_by(SEED).agg(pl.col("id").sort()).sort(SEED)
+        if scored["id"].n_unique() > 1:  # a mean over seeds must be over the same examples
+            raise GuardrailError(f"{cell_label(first, by)}: seeds {scored[SEED].to_list()} scored other test examples "
+                                 f"({per_seed['n'].to_list()} of them): their runs did not infill the same problems")
+        keys = part.select(*read.KEY).unique(maintain_order=True).rows()
+        flags = list(dict.fromkeys(f for k in keys for f in chosen.flags.get(k, [])))
         row = {**{k: first[k] for k in by}, "n_seeds": per_seed.height, "n_examples": int(per_seed["n"][0]),
-               "folds": sorted(set(part[FOLD].to_list()))}
+               "folds": sorted(set(part[FOLD].to_list()), key=str), "flags": flags}
         if per_seed.height == 1:
             acc_ci = ratio_ci(part["correct"].to_numpy(), part["slots"].to_numpy(), n_resamples, seed)
             pmr_ci = proportion_ci(int(part["perfect"].sum()), part.height)
@@ -76,6 +88,7 @@ def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: l
     preds = read.for_trials(predictions, runs).select(*read.KEY, "value_correct").collect()
     per_run = preds.group_by(read.KEY).agg(k=pl.col("value_correct").sum(), n=pl.len())
     per_run = per_run.join(runs.select(*read.KEY, arm, SEED, "n_train", *by), on=list(read.KEY))
+    claims = claims.filter(pl.col("metric") == "value")  # the figure's metric
     marks = {(r["cell"], r["treatment_arm"]): (r["p_adjusted"], r["delta"]) for r in claims.iter_rows(named=True)}
     out = []
     for part in per_run.partition_by([*by, arm], maintain_order=True):
@@ -87,7 +100,15 @@ def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: l
             low, high = proportion_ci(int(per_seed["k"][0]), int(per_seed["n"][0]))
         else:  # a t interval over few seeds can pass the scale's ends: clip it to accuracies
             low, high = (min(100.0, max(0.0, x)) for x in mean_ci(accs))
-        p_adj, delta = marks.get((cell_label(first, by), first[arm]), (None, 0.0))  # None for the base arm
+        cell = cell_label(first, by)
+        p_adj, delta = marks.get((cell, first[arm]), (None, 0.0))  # None for the base arm
+        # the figure plots what its claim rows say, or nothing
+        mine = claims.filter(pl.col("cell") == cell)
+        treated = mine.filter(pl.col("treatment_arm") == first[arm])
+        said = treated["psedual"] if treated.height else mine.filter(pl.col("base_arm") == first[arm])["base"]
+        if any(abs(float(np.mean(accs)) - v) > 1e-9 for v in said.to_list()):
+            raise GuardrailError(f"{cell}: {first[arm]}'s points ({float(np.mean(accs)):.4f}) are not its claim "
+                                 f"rows' ({said.to_list()}): the figure and the claims read different runs")
         star = mark(p_adj)
         if star:  # which way: a significantly worse arm must not read as a win
             star += "↑" if delta > 0 else "↓"

@@ -51,12 +51,14 @@ def test_infill_keeps_one_trial_per_slot(tmp_path, capsys):
         infill_predicted=pl.Series([[0, 1]] * 4, dtype=pl.List(pl.Int32)),
         infill_gold=pl.Series([[0, 1]] * 4, dtype=pl.List(pl.Int32)))
     bad = good.with_columns(infill_predicted=pl.Series([[1, 0]] * 4, dtype=pl.List(pl.Int32)))
-    _write_tables(tmp_path, "x", [_run("g0", "gcn", valid_value_acc=0.9, test_infill_acc=1.0),
-                                  _run("g1", "gcn", valid_value_acc=0.5, test_infill_acc=0.0),
-                                  _run("g2", "gcn", valid_value_acc=0.4, test_infill_acc=0.0)],
+    # three tuned trials (lr searched) of one slot
+    _write_tables(tmp_path, "x", [_run("g0", "gcn", valid_value_acc=0.9, test_infill_acc=1.0, lr=0.001),
+                                  _run("g1", "gcn", valid_value_acc=0.5, test_infill_acc=0.0, lr=0.002),
+                                  _run("g2", "gcn", valid_value_acc=0.4, test_infill_acc=0.0, lr=0.003)],
                   {"g0": good, "g1": bad, "g2": bad})
     notes: list[str] = []
-    row = summaries.infill(read.scan(str(tmp_path), "runs").collect(), read.scan(str(tmp_path), "predictions"),
+    row = summaries.infill(read.scan(str(tmp_path), "runs").collect(), read.scan(str(tmp_path), "epochs"),
+                           read.scan(str(tmp_path), "predictions"),
                            ["data.dataset", "solver", "variant"], 200, 0, notes=notes).row(0, named=True)
     # the trial picked on validation, alone: not 3 trials × 4 examples averaged
     assert (row["infill_acc"], row["n_examples"], row["n_seeds"]) == (100.0, 4, 1)
@@ -193,7 +195,8 @@ def test_p_values_never_print_as_zero_and_flags_sit_on_their_claim(tmp_path, cap
 
 def test_curve_stars_say_which_way(tmp_path):
     # one cell (no `by` columns: its label is ""), where GCN is significantly worse than base
-    claims_rows = pl.DataFrame({"cell": [""], "treatment_arm": ["gcn"], "p_adjusted": [0.001], "delta": [-5.0]})
+    claims_rows = pl.DataFrame({"cell": [""], "metric": ["value"], "base_arm": ["base"], "treatment_arm": ["gcn"],
+                                "base": [60.0], "psedual": [50.0], "p_adjusted": [0.001], "delta": [-5.0]})
     runs = pl.DataFrame({"experiment": ["x", "x"], "trial": ["b", "g"], "variant": ["base", "gcn"], "seed": [0, 0],
                          "n_train": [100, 100], "test_value_acc": [0.6, 0.5]})
     folder = tmp_path / "predictions" / "experiment=x"

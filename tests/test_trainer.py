@@ -143,6 +143,11 @@ def test_psedual_outputs(finished_psedual, finished):
     scored = preds.filter(pl.col("infill_gold").is_not_null())
     # 14 test golds use a constant outside the vocabulary of this 96-problem training subset
     assert scored.height == metrics["n_test_infilled"] == 383
+    # the data identity analysis pairs by: the test split's hash is its predictions' (ids and golds)
+    from psedual.data.identity import split_hash
+
+    assert metrics["data_test_hash"] == split_hash(zip(preds["id"].to_list(), preds["gold"].to_list()))
+    assert len(metrics["data_train_hash"]) == 16 and metrics["data_train_hash"] != metrics["data_test_hash"]
     slots = scored.select(pl.col("infill_predicted").explode(), pl.col("infill_gold").explode())
     assert metrics["test_infill_acc"] == pytest.approx((slots["infill_predicted"] == slots["infill_gold"]).mean())
     assert result.test_infill_acc == metrics["test_infill_acc"] and metrics["psedual.fusion"] == "scheduled"
@@ -210,5 +215,9 @@ def test_run_folders_join_the_result_tables_and_the_analysis(finished, finished_
     claim = pl.read_parquet(tmp_path / "results" / "claims" / "compare_solo.parquet").row(0, named=True)
     assert (claim["n_examples"], claim["test"]) == (397, "mcnemar_exact")
     assert claim["base"] == pytest.approx(100 * finished[0].test_value_acc)
+    # the run folders' data identity came along: both trained and tested on the same problems
+    both = pl.read_parquet(tmp_path / "results" / "runs" / "experiment=solo" / "*.parquet")
+    assert both["data_train_hash"].n_unique() == 1 and both["data_test_hash"].null_count() == 0
+    assert not any(f.startswith("data identity not recorded") for f in claim["flags"])
     assert main(["results", "add", str(tmp_path), "--experiment", "solo", "--root", root]) == 2
     assert "not a finished run folder (missing config.json" in capsys.readouterr().err

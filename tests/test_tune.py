@@ -143,6 +143,9 @@ def test_smoke_sweep_writes_the_three_tables(local_ray, tmp_path):
     base = got["runs"].filter(pl.col("variant") == "base")["test_value_acc"][0]
     assert (claim["treatment_arm"], claim["n_examples"], claim["n_seeds"]) == ("gcn", 397, 1)
     assert claim["base"] == pytest.approx(100 * base) and claim["test"] == "mcnemar_exact"
+    # both arms recorded the same data (the smoke sweep's 96-problem subset), so nothing is unchecked
+    assert got["runs"]["data_train_hash"].n_unique() == 1 and got["runs"]["data_test_hash"].null_count() == 0
+    assert not any(f.startswith("data identity not recorded") for f in claim["flags"])
 
 
 def test_an_optuna_sweep_runs_its_points_and_draws_no_psedual_knob_for_base(local_ray, tmp_path):

@@ -31,6 +31,7 @@ import pyarrow as pa
 from psedual.data.cache import load_dataset
 from psedual.data.config import DataConfig
 from psedual.data.expr import infix_with_numbers
+from psedual.data.identity import split_hash
 from psedual.data.numbers import NumberError, parse_number
 from psedual.data.record import Problem
 from psedual.data.registry import DatasetName
@@ -193,7 +194,8 @@ def run(config: LLMConfig, out: str | Path, progress: bool = True) -> dict:
     metrics = {"variant": config.variant, "llm.model": config.model, "llm.prompt_version": PROMPT_VERSION,
                "llm.reexamine": config.reexamine, "llm.rounds": config.rounds, "llm.samples": config.samples,
                "llm.temperature": config.temperature, "data.dataset": config.dataset, "data.fold": config.fold,
-               "n_test": len(rows), "test_value_acc": sum(r["value_correct"] for r in rows) / n,
+               "n_test": len(rows), "data_test_hash": split_hash((p.id, p.prefix) for p in problems),
+               "test_value_acc": sum(r["value_correct"] for r in rows) / n,
                "test_expr_acc": sum(r["expression_correct"] for r in rows) / n,
                "test_expr_acc_values": sum(r["expression_correct_values"] for r in rows) / n,
                "failures": sum(r["failure"] is not None for r in rows),

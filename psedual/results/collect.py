@@ -77,6 +77,10 @@ def add_run_folders(folders: list[str | Path], root: str, experiment: str) -> pl
     return pl.from_arrow(pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema))
 
 
+COUNTS = ("n_train", "n_valid", "n_test", "n_test_infilled", "data_key", "data_train_hash", "data_test_hash")
+"""What the runs table takes from a tested checkpoint's metrics besides the result."""
+
+
 @dataclass
 class Tested:
     """What testing one trial's checkpoint gave: the result, and the tables' rows."""
@@ -84,7 +88,7 @@ class Tested:
     result: RunResult
     seconds: float
     counts: dict
-    """n_train, n_valid, n_test, n_test_infilled."""
+    """`COUNTS`: the split sizes and the data identity."""
     epochs: list[dict]
     predictions: list[dict]
 
@@ -99,7 +103,7 @@ def evaluate_checkpoint(checkpoint) -> Tested:
         seconds = time.perf_counter() - began
         metrics = pl.read_parquet(Path(d) / "metrics.parquet").row(0, named=True)
         # the checkpoint may be older than the last report; its history is what it holds
-        return Tested(result, seconds, {k: metrics[k] for k in ("n_train", "n_valid", "n_test", "n_test_infilled")},
+        return Tested(result, seconds, {k: metrics[k] for k in COUNTS},
                       pl.read_parquet(Path(d) / "epochs.parquet").to_dicts(),
                       pl.read_parquet(Path(d) / "predictions.parquet").to_dicts())
 

@@ -60,6 +60,9 @@ RUNS_SCHEMA = pa.schema([
     ("test_infill_acc_used", pa.float64()), ("test_perfect_match_used", pa.float64()),
     ("final_epsilon", pa.float64()), ("final_tau", pa.float64()), ("n_train", pa.int64()),
     ("n_valid", pa.int64()), ("n_test", pa.int64()), ("n_test_infilled", pa.int64()),
+    # the data the run saw (null in tables written before they were recorded): the cache key of
+    # its source files, and the hashes of its training and test ids and golds (`psedual.data.identity`)
+    ("data_key", pa.string()), ("data_train_hash", pa.string()), ("data_test_hash", pa.string()),
     ("train_seconds", pa.float64()), ("test_seconds", pa.float64()),
     # `psedual llm` runs only (else null)
     ("llm.model", pa.string()), ("llm.prompt_version", pa.string()), ("llm.rounds", pa.int64()),

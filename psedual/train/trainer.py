@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from psedual.data.cache import load_dataset
+from psedual.data.identity import split_hash
 from psedual.data.splits import Splits, split_dataset
 from psedual.data.stats import summary, summary_text
 from psedual.metrics import (expression_accuracy, expression_correct, expression_correct_values, infilling_accuracy,
@@ -147,6 +148,12 @@ def _data_columns(info: dict) -> dict:
             "data_kept": info["kept"], "data_skipped": info["skipped"], "data_left_out": info["left_out"],
             "data_skipped_by_reason": json.dumps(info["skipped_by_reason"]),
             "data_left_out_by_reason": json.dumps(info["left_out_by_reason"])}
+
+
+def _data_identity(train_set, test_set) -> dict:
+    """The hashes of the training and test splits' ids and golds: what analysis pairs arms by."""
+    return {"data_train_hash": split_hash((p.id, p.prefix) for p in train_set),
+            "data_test_hash": split_hash((p.id, p.prefix) for p in test_set)}
 
 
 def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int | None, show_bar: bool,
@@ -328,7 +335,7 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> R
     tables.write([{**config.flat(), **asdict(result), "n_train": len(train_set),
                    "n_valid": len(valid_set), "n_test": len(test_set),
                    "n_test_infilled": sum(g is not None for g in fill[1]) if config.psedual is not None else None,
-                   **_data_columns(data_info)}],
+                   **_data_columns(data_info), **_data_identity(train_set, test_set)}],
                  out / "metrics.parquet")
     return result
 
