@@ -55,9 +55,12 @@ class GRUExpressionEncoder(nn.Module):
 
     def forward(self, embedded: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
         lengths = (tokens >= 0).sum(1).clamp(min=1).cpu()
-        packed = nn.utils.rnn.pack_padded_sequence(self.drop(embedded), lengths, batch_first=True,
+        packed = nn.utils.rnn.pack_padded_sequence(self.drop(embedded).float(), lengths, batch_first=True,
                                                    enforce_sorted=False)
-        out, _ = self.gru(packed)
+        # in fp32 outside autocast: under any CUDA autocast cuDNN's RNN runs in fp16, which
+        # bf16 training has no gradient scaler for
+        with torch.autocast(embedded.device.type, enabled=False):
+            out, _ = self.gru(packed)
         out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=tokens.shape[1])
         H = self.gru.hidden_size
         return out[..., :H] + out[..., H:]

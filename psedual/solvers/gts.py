@@ -33,6 +33,14 @@ from psedual.solvers.tree_search import tree_decode, tree_rollout
 from psedual.solvers.vocab import Vocab
 
 
+def put_rows(target: torch.Tensor, index: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """`target` with `rows` copied in at `index` (dim 0), both first in their common dtype. Under
+    autocast a buffer and the rows written into it may differ (fp32 and bf16): CPU autocast
+    promotes `index_copy`'s inputs, CUDA autocast raises, so the promotion is made here."""
+    common = torch.promote_types(target.dtype, rows.dtype)
+    return target.to(common).index_copy(0, index, rows.to(common))
+
+
 @dataclass
 class Encoded:
     outputs: torch.Tensor  # [B, T, H]
@@ -141,14 +149,14 @@ class GTS(nn.Module):
         # subtree embeddings, bottom-up by height
         leaves = (~is_op).nonzero().squeeze(1)
         sub = enc.outputs.new_zeros(n_nodes, H)
-        sub = sub.index_copy(0, leaves, enc.candidates[tree.example[leaves], tree.token[leaves] - self.n_ops])
+        sub = put_rows(sub, leaves, enc.candidates[tree.example[leaves], tree.token[leaves] - self.n_ops])
         for h in range(1, int(tree.height.max()) + 1):
             idx = (tree.height == h).nonzero().squeeze(1)
-            sub = sub.index_copy(0, idx, self.merge(tree.token[idx], sub[tree.left[idx]], sub[tree.right[idx]]))
+            sub = put_rows(sub, idx, self.merge(tree.token[idx], sub[tree.left[idx]], sub[tree.right[idx]]))
         # goals and predictions, top-down by depth
         goal = enc.outputs.new_zeros(n_nodes, H)
         roots = (tree.parent < 0).nonzero().squeeze(1)
-        goal = goal.index_copy(0, roots, enc.problem[tree.example[roots]])
+        goal = put_rows(goal, roots, enc.problem[tree.example[roots]])
         logits = enc.outputs.new_zeros(n_nodes, len(self.vocab.output_tokens))
         for d in range(int(tree.depth.max()) + 1):
             idx = (tree.depth == d).nonzero().squeeze(1)
@@ -156,12 +164,12 @@ class GTS(nn.Module):
             has_left = sib >= 0
             left = torch.where(has_left.unsqueeze(-1), sub[sib.clamp(min=0)], torch.zeros_like(goal[idx]))
             scores, node, context = self.predict(enc, tree.example[idx], goal[idx], left, has_left)
-            logits = logits.index_copy(0, idx, scores)
+            logits = put_rows(logits, idx, scores)
             ops = is_op[idx]
             if ops.any():
                 op_idx = idx[ops]
                 lg, rg = self.child_goals(node[ops], context[ops], tree.token[op_idx])
-                goal = goal.index_copy(0, tree.left[op_idx], lg).index_copy(0, tree.right[op_idx], rg)
+                goal = put_rows(put_rows(goal, tree.left[op_idx], lg), tree.right[op_idx], rg)
         return logits
 
     def loss(self, batch: Batch, enc: Encoded | None = None) -> torch.Tensor:
