@@ -3,6 +3,7 @@ a sweep as parallel Ray tasks."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -149,10 +150,70 @@ def test_a_gpu_trial_hands_the_trainer_rays_cuda_device(monkeypatch):
     monkeypatch.setattr(ray.train, "get_context", Context)
     monkeypatch.setattr(ray.train, "get_checkpoint", lambda: None)
     monkeypatch.setattr(ray.train.torch, "get_device", lambda: torch.device("cuda", 0))
+    monkeypatch.setattr(ray, "get_gpu_ids", lambda: [0])
     monkeypatch.setattr(trial, "train", lambda config, out, **kw: seen.update(kw, config=config))
     flat = {**load_spec(DDP).fixed, "device": "auto"}
     trial.train_worker({"flat": flat})
     assert seen["device"] == torch.device("cuda", 0) and seen["config"].device == "auto"
+
+
+@pytest.fixture
+def cuda_visible(monkeypatch):
+    """A machine where torch sees a GPU (mocked): initialising CUDA fails the test."""
+    def refuse():
+        raise AssertionError("CUDA was initialised")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "_lazy_init", refuse)
+    monkeypatch.setattr(torch.cuda, "init", refuse)
+
+
+def test_trials_and_workers_that_hold_no_gpu_train_on_the_cpu(monkeypatch, cuda_visible, tmp_path):
+    """Ray sets no CUDA_VISIBLE_DEVICES for a process that asked for no GPU: `auto` must not take it."""
+    import ray
+    import ray.train
+    import ray.train.torch
+    import ray.tune
+
+    from psedual.train.device import placed, resolve
+    from psedual.tune import trial
+
+    assert resolve("auto") == torch.device("cuda")  # the mock works: outside Ray, auto would take it
+    assert placed("auto", []) == torch.device("cpu") and placed("cpu", [0]) == torch.device("cpu")
+    with pytest.raises(ValueError, match="this trial holds no GPU"):
+        placed("cuda", [])
+
+    class Context:
+        def get_world_rank(self):
+            return 0
+
+        def get_world_size(self):
+            return 1
+
+    seen = []
+    monkeypatch.setattr(ray, "get_gpu_ids", lambda: [])
+    monkeypatch.setattr(ray.tune, "get_checkpoint", lambda: None)
+    monkeypatch.setattr(ray.train, "get_checkpoint", lambda: None)
+    monkeypatch.setattr(ray.train, "get_context", Context)
+    monkeypatch.setattr(ray.train.torch, "get_device", lambda: torch.device("cuda", 0))  # never asked
+    monkeypatch.setattr(trial, "train", lambda config, out, **kw: seen.append(kw["device"]))
+    flat = {**load_spec(DDP).fixed, "device": "auto"}
+    trial.train_in_process(flat)
+    trial.train_worker({"flat": flat})
+    assert seen == [torch.device("cpu")] * 2
+    # and training there touches no CUDA (the mocked init would fail it)
+    config = make_config({**flat, "data.train_size": 16, "batch_size": 8, "epochs": 1})
+    train(config, tmp_path, test=False, progress=False, device=placed("auto", []))
+    assert pl.read_parquet(tmp_path / "epochs.parquet").height == 1
+
+
+def test_the_default_test_run_sees_no_gpu():
+    from conftest import gpu_tests_selected
+
+    assert os.environ.get("CUDA_VISIBLE_DEVICES") == ""  # set before any test touched torch.cuda
+    assert not gpu_tests_selected("not slow and not gpu") and not gpu_tests_selected("slow")
+    assert gpu_tests_selected("gpu") and gpu_tests_selected("gpu and not slow")
 
 
 def test_requests_the_ray_cannot_place_are_refused_up_front():

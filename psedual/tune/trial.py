@@ -18,6 +18,7 @@ from pathlib import Path
 import ray.train
 import ray.tune
 
+from psedual.train.device import placed
 from psedual.train.trainer import train
 from psedual.tune.space import Resources, make_config
 
@@ -66,7 +67,7 @@ def train_in_process(flat: dict) -> None:
     out = Path(tempfile.mkdtemp(prefix="psedual-trial-"))
     try:
         resumed = _restore(ray.tune.get_checkpoint(), out)
-        train(config, out, resume=resumed, progress=False, test=False,
+        train(config, out, resume=resumed, progress=False, test=False, device=placed(config.device, ray.get_gpu_ids()),
               on_epoch=lambda row, d: _report(ray.tune.report, ray.tune.Checkpoint, row, d, True))
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -103,8 +104,9 @@ def train_worker(loop_config: dict) -> None:
 
     try:
         resumed = _restore(ray.train.get_checkpoint(), out)
+        gpus = ray.get_gpu_ids()
         train(config, out, resume=resumed, progress=False, test=False, rank=rank, world_size=world,
-              on_epoch=on_epoch, device=get_device())
+              on_epoch=on_epoch, device=get_device() if gpus else placed(config.device, gpus))
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
