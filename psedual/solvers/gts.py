@@ -145,28 +145,28 @@ class GTS(nn.Module):
         tree = batch.tree
         enc = enc if enc is not None else self.encode(batch)
         n_nodes, H = tree.token.shape[0], self.config.hidden_size
-        is_op = tree.token < self.n_ops
-        # subtree embeddings, bottom-up by height
-        leaves = (~is_op).nonzero().squeeze(1)
+        # the groups come from the host (`TreeIndex.group`): no nonzero or max makes the GPU wait
+        leaves = tree.group("leaves")
         sub = enc.outputs.new_zeros(n_nodes, H)
         sub = put_rows(sub, leaves, enc.candidates[tree.example[leaves], tree.token[leaves] - self.n_ops])
-        for h in range(1, int(tree.height.max()) + 1):
-            idx = (tree.height == h).nonzero().squeeze(1)
+        # subtree embeddings, bottom-up by height
+        for h in range(1, tree.heights + 1):
+            idx = tree.group(f"height{h}")
             sub = put_rows(sub, idx, self.merge(tree.token[idx], sub[tree.left[idx]], sub[tree.right[idx]]))
         # goals and predictions, top-down by depth
         goal = enc.outputs.new_zeros(n_nodes, H)
-        roots = (tree.parent < 0).nonzero().squeeze(1)
+        roots = tree.group("roots")
         goal = put_rows(goal, roots, enc.problem[tree.example[roots]])
         logits = enc.outputs.new_zeros(n_nodes, len(self.vocab.output_tokens))
-        for d in range(int(tree.depth.max()) + 1):
-            idx = (tree.depth == d).nonzero().squeeze(1)
+        for d in range(tree.depths):
+            idx = tree.group(f"depth{d}")
             sib = tree.left_sibling[idx]
             has_left = sib >= 0
             left = torch.where(has_left.unsqueeze(-1), sub[sib.clamp(min=0)], torch.zeros_like(goal[idx]))
             scores, node, context = self.predict(enc, tree.example[idx], goal[idx], left, has_left)
             logits = put_rows(logits, idx, scores)
-            ops = is_op[idx]
-            if ops.any():
+            ops = tree.group(f"ops{d}")  # positions of the operators among idx
+            if len(ops):
                 op_idx = idx[ops]
                 lg, rg = self.child_goals(node[ops], context[ops], tree.token[op_idx])
                 goal = put_rows(put_rows(goal, tree.left[op_idx], lg), tree.right[op_idx], rg)

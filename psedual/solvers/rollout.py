@@ -32,6 +32,9 @@ class Rollout:
     """[B, L, V] what `pick` returned at each step; zero rows after the expression ends."""
     tokens: torch.Tensor
     """[B, L] output ids in prefix order, -1 after the expression ends."""
+    ids: list[list[int]] | None = None
+    """The same ids on the host (without the padding) where the writer has them there, so a
+    reader need not copy `tokens` back from the device; None otherwise."""
 
 
 def greedy_pick(scores: torch.Tensor, rows: torch.Tensor | None = None, position: int = 0) -> torch.Tensor:
