@@ -43,9 +43,9 @@ from psedual.solvers.vocab import Vocab
 from psedual.train.device import resolve
 from psedual.train.step import StepLoss, train_step
 
-PACKAGE = str(Path(psedual.__file__).parent)
-TORCH = str(Path(torch.__file__).parent)
-OPTIM = str(Path(torch.__file__).parent / "optim")
+PACKAGE = str(Path(psedual.__file__).parent) + "/"
+TORCH = str(Path(torch.__file__).parent) + "/"  # not torch_geometric's folder beside it
+OPTIM = str(Path(torch.__file__).parent / "optim") + "/"
 READS = {"item", "tolist", "__int__", "__float__", "__bool__", "__index__", "cpu", "numpy", "nonzero",
          "masked_select", "unique", "repeat_interleave"}
 """Calls that read a device tensor's values (or its value-dependent size) on the host."""
@@ -69,7 +69,7 @@ class SyncCounter(TorchFunctionMode):
         super().__init__()
         self.on_device: dict[int, weakref.ref] = {}  # by id, checked alive (tensors' == is elementwise)
         self.sites: collections.Counter = collections.Counter()
-        self.library = 0
+        self.library: collections.Counter = collections.Counter()
 
     def mark(self, *values) -> None:
         for t in _tensors(values):
@@ -101,11 +101,8 @@ class SyncCounter(TorchFunctionMode):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         if self._is_sync(name, args, kwargs):
-            site = _site()
-            if site is None:
-                self.library += 1
-            else:
-                self.sites[site] += 1
+            ours, site = _site()
+            (self.sites if ours else self.library)[site] += 1
         out = func(*args, **kwargs)
         if name in ("cpu", "numpy", "tolist"):
             return out
@@ -116,10 +113,10 @@ class SyncCounter(TorchFunctionMode):
             self.mark(out)
         return out
 
-    def take(self) -> tuple[int, int, collections.Counter]:
-        """(package syncs, library syncs, by site) since the last take."""
+    def take(self) -> tuple[int, collections.Counter, collections.Counter]:
+        """(package syncs, library syncs by library, package syncs by site) since the last take."""
         sites, library = self.sites, self.library
-        self.sites, self.library = collections.Counter(), 0
+        self.sites, self.library = collections.Counter(), collections.Counter()
         return sum(sites.values()), library, sites
 
 
@@ -128,20 +125,21 @@ def _names_device(args, kwargs) -> bool:
     return any(isinstance(v, (torch.device, str)) for v in values if v is not None)
 
 
-def _site() -> str | None:
-    """`file:line` of the package's innermost frame, or None where a library made the call."""
+def _site() -> tuple[bool, str]:
+    """(True, `file:line` of the package's innermost frame), or (False, the library) where a
+    library made the call."""
     frame = sys._getframe(2)
     while frame is not None:
         name = frame.f_code.co_filename
         if name.startswith(OPTIM):  # the optimiser's own bookkeeping (its step counts live on the host)
-            return None
+            return False, "torch.optim"
         if name.startswith(TORCH) or name == __file__:
             frame = frame.f_back
             continue
         if name.startswith(PACKAGE):
-            return f"{Path(name).relative_to(Path(PACKAGE).parent)}:{frame.f_lineno}"
-        return None
-    return None
+            return True, f"{Path(name).relative_to(Path(PACKAGE).parent)}:{frame.f_lineno}"
+        return False, Path(name).parent.name
+    return False, "?"
 
 
 class CudaSyncs:
@@ -161,10 +159,10 @@ class CudaSyncs:
         torch.cuda.set_sync_debug_mode("default")
         self._catch.__exit__(*exc)
 
-    def take(self) -> tuple[int, int, collections.Counter]:
+    def take(self) -> tuple[int, collections.Counter, collections.Counter]:
         syncs = [w for w in self.caught if "synchroniz" in str(w.message)]
         self.caught.clear()
-        return len(syncs), 0, collections.Counter(f"{Path(w.filename).name}:{w.lineno}" for w in syncs)
+        return len(syncs), collections.Counter(), collections.Counter(f"{w.filename}:{w.lineno}" for w in syncs)
 
 
 def _on_device(counter, batch: Batch, device: torch.device) -> Batch:
@@ -175,12 +173,14 @@ def _on_device(counter, batch: Batch, device: torch.device) -> Batch:
     return batch
 
 
-def _show(label: str, counts: list[tuple[int, int, collections.Counter]], per: int, sites: int) -> None:
+def _show(label: str, counts: list[tuple[int, collections.Counter, collections.Counter]], per: int,
+          sites: int) -> None:
     totals = [c[0] / per for c in counts]
-    library = sum(c[1] for c in counts) / per / len(counts)
+    library = sum((c[1] for c in counts), collections.Counter())
     by_site = sum((c[2] for c in counts), collections.Counter())
     rng = f"{min(totals):.0f}–{max(totals):.0f}" if per == 1 else f"{sum(totals) / len(totals):.2f}"
-    print(f"{label:<34} {rng:>9} syncs" + (f"  (+{library:.1f} in libraries)" if library else ""))
+    apart = ", ".join(f"{n / per / len(counts):.1f} in {lib}" for lib, n in library.most_common())
+    print(f"{label:<34} {rng:>9} syncs" + (f"  (apart: {apart})" if apart else ""))
     for site, n in by_site.most_common(sites):
         print(f"    {n / per / len(counts):8.2f}  {site}")
 

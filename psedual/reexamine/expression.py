@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from psedual.reexamine.config import EXPRESSION_ENCODERS
-from psedual.solvers.batch import to_device
+from psedual.solvers.tensors import to_device
 
 
 def tree_edges(tokens: list[int], n_ops: int) -> list[tuple[int, int]]:

@@ -35,10 +35,11 @@ from psedual.reexamine.config import PseDualConfig
 from psedual.reexamine.schedules import Clock
 from psedual.reexamine.expression import expression_encoder_class
 from psedual.reexamine.targets import allowed_targets, canonical_answers
-from psedual.solvers.batch import Batch, to_device
+from psedual.solvers.batch import Batch
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.encoder import WordEncoder
 from psedual.solvers.rollout import NEG, Rollout
+from psedual.solvers.tensors import to_device
 from psedual.solvers.vocab import Vocab
 
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import torch
 
 from psedual.data.record import Problem
-from psedual.solvers.batch import to_device
+from psedual.solvers.tensors import to_device
 from psedual.metrics import UNUSED  # canonical answer of a slot whose number the expression does not use
 
 

@@ -11,6 +11,7 @@ import torch
 
 from psedual.data.expr import OPERATORS
 from psedual.data.record import Problem
+from psedual.solvers.tensors import to_device
 from psedual.solvers.vocab import Vocab
 
 
@@ -45,14 +46,6 @@ class Batch:
                        num_mask=to_device(self.num_mask, device), slots=to_device(self.slots, device),
                        tree=None if self.tree is None else self.tree.to(device),
                        targets=None if self.targets is None else to_device(self.targets, device))
-
-
-def to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """`t` on `device`; a host tensor bound for CUDA is pinned first, so the copy does not make
-    the host wait (the caching host allocator keeps the pinned buffer until the copy is done)."""
-    if device.type == "cuda" and t.device.type == "cpu":
-        t = t.pin_memory()
-    return t.to(device, non_blocking=True)
 
 
 @dataclass

@@ -23,8 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from psedual.solvers.batch import Batch, to_device
+from psedual.solvers.batch import Batch
 from psedual.solvers.config import SolverConfig
+from psedual.solvers.tensors import to_device
 
 
 @dataclass

@@ -29,16 +29,9 @@ from psedual.solvers.batch import Batch, gold_tokens
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.encoder import WordEncoder
 from psedual.solvers.rollout import NEG, Pick, Rollout
+from psedual.solvers.tensors import put_rows
 from psedual.solvers.tree_search import tree_decode, tree_rollout
 from psedual.solvers.vocab import Vocab
-
-
-def put_rows(target: torch.Tensor, index: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    """`target` with `rows` copied in at `index` (dim 0), both first in their common dtype. Under
-    autocast a buffer and the rows written into it may differ (fp32 and bf16): CPU autocast
-    promotes `index_copy`'s inputs, CUDA autocast raises, so the promotion is made here."""
-    common = torch.promote_types(target.dtype, rows.dtype)
-    return target.to(common).index_copy(0, index, rows.to(common))
 
 
 @dataclass
