@@ -274,3 +274,32 @@ def test_two_workers_on_mawps_fold_0_validate_like_one_process(local_ray, tmp_pa
     assert a["valid_value_acc"].to_list() == b["valid_value_acc"].to_list()
     # 23 Adam steps amplify the all-reduce's ~1e-8 summation differences (see above): 8e-5 seen
     assert a["train_loss"].to_list() == pytest.approx(b["train_loss"].to_list(), rel=1e-3)
+
+
+def test_trials_share_a_gpu_and_what_cannot_be_placed_is_refused():
+    from psedual.tune.sweep import check_fits
+    from psedual.tune.trial import in_process_resources, scaling
+
+    quarter = Resources(gpus_per_trial=0.25, max_concurrent=4)
+    assert in_process_resources(quarter) == {"cpu": 1.0, "gpu": 0.25}
+    assert in_process_resources(Resources()) == {"cpu": 1.0, "gpu": 0.0}
+    assert in_process_resources(Resources(use_gpu=True)) == {"cpu": 1.0, "gpu": 1.0}
+    check_fits(quarter, {"CPU": 16.0, "GPU": 1.0})
+    with pytest.raises(ValueError, match="needs 0.25 GPUs .gpus_per_trial.; this Ray has 0"):
+        check_fits(quarter, {"CPU": 16.0})
+    # two DDP ranks on one GPU: half each, over gloo
+    pair = Resources(num_workers=2, in_process=False, gpus_per_trial=1)
+    config = scaling(pair)
+    assert config.use_gpu and config.num_workers == 2 and config.resources_per_worker == {"CPU": 1.0, "GPU": 0.5}
+    assert pair.backend == "gloo" and Resources(num_workers=2, use_gpu=True).backend == "nccl"
+    assert Resources(num_workers=2, in_process=False).backend == "gloo"
+    assert scaling(Resources(num_workers=2, in_process=False)).resources_per_worker == {"CPU": 1.0}
+    check_fits(pair, {"CPU": 2.0, "GPU": 1.0})
+    with pytest.raises(ValueError, match="needs 2 GPUs .gpus_per_trial.; this Ray has 1"):
+        check_fits(Resources(num_workers=2, in_process=False, gpus_per_trial=2), {"CPU": 2.0, "GPU": 1.0})
+    with pytest.raises(ValueError, match="not both"):
+        Resources(use_gpu=True, gpus_per_trial=0.5)
+    with pytest.raises(ValueError, match="a rank uses one"):
+        Resources(gpus_per_trial=2)
+    with pytest.raises(ValueError, match="bad resources"):
+        Resources(gpus_per_trial=-1)
