@@ -303,3 +303,91 @@ def test_trials_share_a_gpu_and_what_cannot_be_placed_is_refused():
         Resources(gpus_per_trial=2)
     with pytest.raises(ValueError, match="bad resources"):
         Resources(gpus_per_trial=-1)
+
+
+def test_only_re_deduction_may_leave_a_parameter_out_of_a_step(mawps, vocab):
+    """Why DDP searches for unused parameters only for solvers that say they may leave some out:
+    no other solver, with or without the reexamining module, leaves a trainable parameter out of
+    a step, not even on a batch of one-number expressions; RE-Deduction's rationalizer sits out
+    a batch whose expressions are one step each. A pretrained encoder's pooler, which no step
+    reads (bert_tree, re_deduction), is frozen."""
+    from psedual.reexamine import PseDualConfig, Reexaminer
+    from psedual.reexamine.config import BASE, VARIANTS
+    from psedual.reexamine.schedules import Clock
+    from psedual.solvers import SOLVERS, get_solver
+    from psedual.solvers.batch import collate
+    from psedual.solvers.config import SolverConfig
+    from psedual.train.step import StepLoss
+
+    def build(name, variant):
+        torch.manual_seed(0)
+        psedual = None if variant == BASE else PseDualConfig(expression_encoder=variant)
+        model = get_solver(name)[0](vocab, small)
+        return model, StepLoss(model, None if psedual is None else Reexaminer(vocab, small, psedual), 1.0)
+
+    def left_out(step, problems):
+        step.zero_grad(set_to_none=True)
+        loss, infill = step(collate(problems, vocab), Clock(5, 10, 1))  # ε midway: gold and sampled expressions
+        (loss if infill is None else loss + infill.loss).backward()
+        return [n for n, p in step.named_parameters() if p.requires_grad and p.grad is None]
+
+    small = SolverConfig(embedding_size=16, hidden_size=32, layers=1, dropout=0.1, plm_layers=1, plm_hidden=32)
+    one_number = [replace(p, prefix=("N0",)) for p in mawps.train[:4]]
+    one_step = [p for p in mawps.train if len(p.prefix) == 3][:4]
+    rationalizer = {f"model.rationalizer.{k}" for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")}
+    # the reexamining module uses a solver through its interface only: its variants on two solvers
+    cases = [(name, BASE) for name in sorted(SOLVERS)] + [(name, v) for name in ("gts", "dns") for v in VARIANTS[1:]]
+    for name, variant in cases:
+        model, step = build(name, variant)
+        frozen = {n.split(".pooler.")[0] for n, p in step.named_parameters() if not p.requires_grad}
+        assert frozen == ({"model.encoder.plm"} if name in ("bert_tree", "re_deduction") else set()), name
+        batches = [mawps.train[:8]] + ([one_step] + [one_number] * (name != "re_deduction") if variant == BASE else [])
+        for problems in batches:
+            unused = left_out(step, problems)
+            assert set(unused) <= (rationalizer if model.may_leave_parameters_unused else set()), (name, unused)
+            if name == "re_deduction" and problems is one_step:
+                assert set(unused) == rationalizer  # the solver that says so does leave some out
+
+
+def test_each_rank_restores_its_own_rng_states():
+    from psedual.train.checkpoint import rank_rng, rng_fields
+
+    states = [(torch.tensor([r]), None) for r in range(3)]
+    saved = rng_fields(states)
+    assert [rank_rng(saved, r, 3)[0].item() for r in range(3)] == [0, 1, 2]
+    assert rank_rng(saved, 1, 2)[0].item() == 0  # saved by 3 ranks, resumed by 2: rank 0's, as one process
+    older = {"rng": torch.tensor([7]), "cuda_rng": None}  # a checkpoint from before per-rank states
+    assert rank_rng(older, 1, 2)[0].item() == 7
+
+
+def _rank(rank: int, world: int, flat: dict, out: str, store: str, stop: int | None, resume: bool) -> None:
+    """One DDP rank over gloo (torch.multiprocessing.spawn's target)."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+    try:
+        train(make_config(flat), out, resume=resume, stop_after_epoch=stop, test=False, progress=False, rank=rank,
+              world_size=world, device="cpu")
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.slow
+def test_two_ranks_stopped_and_resumed_end_as_two_ranks_never_stopped(tmp_path):
+    """With dropout, rank 1 draws other masks than rank 0 (its share differs in size): a resumed
+    rank 1 must go on from its own RNG state, not rank 0's."""
+    import torch.multiprocessing as mp
+
+    flat = {**load_spec(DDP).fixed, "data.train_size": 10, "batch_size": 5, "epochs": 2, "model.dropout": 0.5}
+
+    def run(name, stop=None, resume=False):
+        store = tmp_path / f"store-{name}-{int(resume)}"
+        mp.spawn(_rank, args=(2, flat, str(tmp_path / name), str(store), stop, resume), nprocs=2)
+
+    run("straight")
+    run("stopped", stop=1)
+    saved = checkpoint.load(tmp_path / "stopped" / "last.pt")
+    assert not torch.equal(saved["rng_by_rank"][0], saved["rng_by_rank"][1])  # the ranks' states do differ
+    run("stopped", resume=True)
+    a, b = (pl.read_parquet(tmp_path / d / "epochs.parquet") for d in ("straight", "stopped"))
+    assert a["train_loss"].to_list() == b["train_loss"].to_list()

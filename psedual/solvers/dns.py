@@ -34,6 +34,7 @@ class DNSEncoded:
 
 class DNS(nn.Module):
     name = "dns"
+    may_leave_parameters_unused = False
 
     def __init__(self, vocab: Vocab, config: SolverConfig = SolverConfig()) -> None:
         super().__init__()

@@ -47,6 +47,7 @@ class Encoded:
 
 class GTS(nn.Module):
     name = "gts"
+    may_leave_parameters_unused = False  # a batch of one-number expressions runs merge and child goals on no rows
 
     def __init__(self, vocab: Vocab, config: SolverConfig = SolverConfig()) -> None:
         super().__init__()
@@ -163,6 +164,11 @@ class GTS(nn.Module):
                 op_idx = idx[ops]
                 lg, rg = self.child_goals(node[ops], context[ops], tree.token[op_idx])
                 goal = put_rows(put_rows(goal, tree.left[op_idx], lg), tree.right[op_idx], rg)
+        if not tree.heights:  # one-number expressions only: merge and the child goals run on no rows,
+            # so that every parameter still takes part in the step (DDP runs without an unused-parameter search)
+            node = goal[:0]
+            lg, rg = self.child_goals(node, node, tree.token[:0])
+            logits = logits + 0.0 * (lg.sum() + rg.sum() + self.merge(tree.token[:0], node, node).sum())
         return logits
 
     def loss(self, batch: Batch, enc: Encoded | None = None) -> torch.Tensor:

@@ -89,6 +89,9 @@ class PLMEncoder(nn.Module):
             self.plm = AutoModel.from_config(AutoConfig.from_pretrained(path, local_files_only=True, **sizes))
         else:
             self.plm = AutoModel.from_pretrained(path, local_files_only=True)
+        if getattr(self.plm, "pooler", None) is not None:  # never read (words and [CLS] come from the last
+            # hidden states): frozen, so every trainable parameter takes part in every step (DDP needs no search)
+            self.plm.pooler.requires_grad_(False)
         self.proj = nn.Linear(self.plm.config.hidden_size, config.hidden_size)
         self.drop = nn.Dropout(config.dropout)
 

@@ -39,7 +39,7 @@ from psedual.train import checkpoint, setup, tables
 from psedual.train.best import best_epoch
 from psedual.train.config import TrainConfig
 from psedual.train.device import resolve
-from psedual.train.distributed import all_sum, decode_split, share, shard
+from psedual.train.distributed import all_sum, decode_split, gather, share, shard
 from psedual.train.step import CPU, train_step
 
 
@@ -202,9 +202,10 @@ def _distribute(run: setup.Run) -> nn.Module:
         return run.step_fn
     from torch.nn.parallel import DistributedDataParallel
 
-    # some parameters sit out a step (the sampled expression is skipped while ε = 1)
+    # the search for parameters a step left out is a graph walk per step: only for solvers that
+    # may leave some out (tests/test_distributed.py says which; the reexamining module never does)
     return DistributedDataParallel(run.step_fn, device_ids=[run.device] if run.device.type == "cuda" else None,
-                                   find_unused_parameters=True)
+                                   find_unused_parameters=run.model.may_leave_parameters_unused)
 
 
 def _train_epoch(run: setup.Run, epoch: int, show_bar: bool) -> dict:
@@ -263,6 +264,9 @@ def _checkpoint(run: setup.Run, on_epoch: EpochHook | None) -> None:
     writes them), then the `on_epoch` hook."""
     config, out, row = run.config, run.out, run.history[-1]
     kept = best_epoch(run.history)
+    # every rank's RNG states (dropout draws differ between ranks), gathered for rank 0 to save
+    rngs = gather((torch.get_rng_state(), torch.cuda.get_rng_state(run.device) if run.device.type == "cuda" else None),
+                  run.world_size)
     if run.main:
         weights = {**checkpoint.model_state(run.model), "config": asdict(config),
                    "reexaminer": run.reexaminer.state_dict() if run.reexaminer is not None else None}
@@ -271,11 +275,9 @@ def _checkpoint(run: setup.Run, on_epoch: EpochHook | None) -> None:
         print(f"epoch {row['epoch']}/{config.epochs} loss {row['train_loss']:.4f} valid value "
               f"{100 * row['valid_value_acc']:.1f}% expr {100 * row['valid_expr_acc']:.1f}% ({row['seconds']:.1f} s)",
               file=sys.stderr, flush=True)
-        cuda_rng = torch.cuda.get_rng_state(run.device) if run.device.type == "cuda" else None
         checkpoint.save(out / "last.pt", {**weights, "optimizer": run.opt.state_dict(),
-                                          "scheduler": run.sched.state_dict(), "rng": torch.get_rng_state(),
-                                          "history": run.history, "cuda_rng": cuda_rng,
-                                          "epoch": row["epoch"], "seconds": run.train_seconds})
+                                          "scheduler": run.sched.state_dict(), **checkpoint.rng_fields(rngs),
+                                          "history": run.history, "epoch": row["epoch"], "seconds": run.train_seconds})
         tables.write(run.history, out / "epochs.parquet", tables.EPOCHS_SCHEMA)
     if on_epoch is not None:
         on_epoch({**row, "best_epoch": kept["epoch"], "best_valid_value_acc": kept["valid_value_acc"]}, out)
