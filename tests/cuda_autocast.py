@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import torch
 from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_leaves, tree_map
 
 LOWER = {"_convolution", "conv1d", "conv2d", "conv3d", "conv_tbc", "conv_transpose1d", "conv_transpose2d",
          "conv_transpose3d", "convolution", "prelu", "addmm", "addmv", "addr", "matmul", "__matmul__",
@@ -41,20 +42,13 @@ WRITES = {"index_copy", "index_copy_", "index_put", "index_put_", "__setitem__",
 FLOATS = (torch.float32, torch.bfloat16, torch.float16)
 
 
-def _tensors(value):
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _tensors(v)
+def _tensors(value) -> list[torch.Tensor]:
+    return [v for v in tree_leaves(value) if isinstance(v, torch.Tensor)]
 
 
 def _cast(value, dtype: torch.dtype):
-    if isinstance(value, torch.Tensor):
-        return value.to(dtype) if value.dtype in FLOATS and value.dtype != dtype else value
-    if isinstance(value, (list, tuple)):
-        return type(value)(_cast(v, dtype) for v in value)
-    return value
+    return tree_map(lambda v: v.to(dtype) if isinstance(v, torch.Tensor) and v.dtype in FLOATS and v.dtype != dtype
+                    else v, value)
 
 
 class CudaAutocastRules(TorchFunctionMode):
