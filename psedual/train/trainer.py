@@ -217,7 +217,9 @@ def _train_epoch(run: setup.Run, epoch: int, show_bar: bool) -> dict:
     batches = [[train_set[i] for i in order[j:j + config.batch_size].tolist()]
                for j in range(0, len(train_set), config.batch_size)]
     bar = _bar(len(batches), f"epoch {epoch + 1}/{config.epochs}") if show_bar and run.main else None
-    total = total_infill = 0.0
+    # summed on the device in float64 (the same operations as on the host), read once per epoch:
+    # reading a step's loss would make the host wait for the GPU every step
+    total = total_infill = torch.zeros((), dtype=torch.float64, device=run.device)
     schedule: dict[str, float | None] = {"epsilon": None, "tau": None}
     for i, problems in enumerate(batches):
         # the step count is a function of (epoch, i), so a resumed run continues ε and τ
@@ -234,15 +236,16 @@ def _train_epoch(run: setup.Run, epoch: int, show_bar: bool) -> dict:
         if config.lr_schedule == "linear":
             run.sched.step()
         # the global batch's mean loss is the ranks' average (their sum at the epoch's end)
-        total += stepped.loss.item() / world_size * len(problems)
+        total = total + stepped.loss.detach().double() / world_size * len(problems)
         if stepped.reexamined is not None:
-            total_infill += stepped.infill_loss.item() / world_size * len(problems)
+            total_infill = total_infill + stepped.infill_loss.detach().double() / world_size * len(problems)
             schedule = {"epsilon": stepped.reexamined.epsilon, "tau": stepped.reexamined.tau}
         if bar is not None:
             bar.set_postfix(loss=f"{stepped.loss.item():.3f}")
             bar.update()
     if bar is not None:
         bar.close()
+    total, total_infill = torch.stack([total, total_infill]).tolist()
     if world_size > 1:
         total, total_infill = all_sum([total, total_infill], run.device)
     lr = run.opt.param_groups[0]["lr"]
