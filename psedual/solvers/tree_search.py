@@ -9,7 +9,8 @@ subtree merges are done only for hypotheses that survive the beam.
 The stacks' shapes live on the host and their vectors on the device. A step reads
 the device once (the chosen tokens and their scores, in one copy): everything the
 host needs next follows from them, and the index tensors it sends back are
-non-blocking copies, so the GPU never waits on the host within a step.
+non-blocking copies, so the host waits for the GPU once per step, not once per
+problem or hypothesis.
 """
 
 from __future__ import annotations
