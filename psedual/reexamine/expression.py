@@ -59,13 +59,17 @@ class GRUExpressionEncoder(nn.Module):
         """Node states [B, L, H] of the expressions `tokens` [B, L] (`ids`: the same on the host)."""
         lengths = (tokens >= 0).sum(1).clamp(min=1).cpu() if ids is None else \
             torch.tensor([max(1, len(row)) for row in ids])
-        packed = nn.utils.rnn.pack_padded_sequence(self.drop(embedded).float(), lengths, batch_first=True,
-                                                   enforce_sorted=False)
+        # sorted here as pack_padded_sequence would sort them, but with the permutation sent to
+        # the device without blocking (packing's own copies of it, and back, make the host wait)
+        lengths, order = torch.sort(lengths, descending=True)
+        x = self.drop(embedded).float().index_select(0, to_device(order, embedded.device))
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True)
         # in fp32 outside autocast: under any CUDA autocast cuDNN's RNN runs in fp16, which
         # bf16 training has no gradient scaler for
         with torch.autocast(embedded.device.type, enabled=False):
             out, _ = self.gru(packed)
         out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=tokens.shape[1])
+        out = out.index_select(0, to_device(torch.argsort(order), embedded.device))  # back to the batch's order
         H = self.gru.hidden_size
         return out[..., :H] + out[..., H:]
 
