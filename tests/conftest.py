@@ -1,4 +1,4 @@
-"""Shared fixtures: a private Parquet cache for the whole test session."""
+"""Shared fixtures: a private Parquet cache for the whole test session; no GPU unless asked for."""
 
 from __future__ import annotations
 
@@ -13,6 +13,19 @@ from psedual.data.cache import find_data_root, load_dataset
 from psedual.data.config import DataConfig
 from psedual.data.splits import split_dataset
 from psedual.solvers.vocab import Vocab
+
+
+def gpu_tests_selected(markexpr: str) -> bool:
+    """Whether a `-m` expression runs the `gpu` tests (the default, `not slow and not gpu`, does not)."""
+    return "gpu" in markexpr and "not gpu" not in markexpr
+
+
+def pytest_configure(config):
+    """A run that does not select the `gpu` tests sees no GPU, even on a GPU machine: device
+    `auto` then trains on the CPU, where the bit-exact tests hold, and the Ray workers the tests
+    start inherit the empty CUDA_VISIBLE_DEVICES. The `gpu` tests name CUDA themselves."""
+    if not gpu_tests_selected(config.getoption("markexpr") or ""):
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
 
 @pytest.fixture(scope="session", autouse=True)

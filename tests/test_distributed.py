@@ -3,6 +3,7 @@ a sweep as parallel Ray tasks."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -149,10 +150,71 @@ def test_a_gpu_trial_hands_the_trainer_rays_cuda_device(monkeypatch):
     monkeypatch.setattr(ray.train, "get_context", Context)
     monkeypatch.setattr(ray.train, "get_checkpoint", lambda: None)
     monkeypatch.setattr(ray.train.torch, "get_device", lambda: torch.device("cuda", 0))
+    monkeypatch.setattr(ray, "get_gpu_ids", lambda: [0])
     monkeypatch.setattr(trial, "train", lambda config, out, **kw: seen.update(kw, config=config))
     flat = {**load_spec(DDP).fixed, "device": "auto"}
     trial.train_worker({"flat": flat})
     assert seen["device"] == torch.device("cuda", 0) and seen["config"].device == "auto"
+
+
+@pytest.fixture
+def cuda_visible(monkeypatch):
+    """A machine where torch sees a GPU (mocked): initialising CUDA fails the test."""
+    def refuse():
+        raise AssertionError("CUDA was initialised")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "_lazy_init", refuse)
+    monkeypatch.setattr(torch.cuda, "init", refuse)
+
+
+def test_trials_and_workers_that_hold_no_gpu_train_on_the_cpu(monkeypatch, cuda_visible, tmp_path):
+    """Ray sets no CUDA_VISIBLE_DEVICES for a process that asked for no GPU: `auto` must not take it."""
+    import ray
+    import ray.train
+    import ray.train.torch
+    import ray.tune
+
+    from psedual.train.device import placed, resolve
+    from psedual.tune import trial
+
+    assert resolve("auto") == torch.device("cuda")  # the mock works: outside Ray, auto would take it
+    assert placed("auto", []) == torch.device("cpu") and placed("cpu", [0]) == torch.device("cpu")
+    with pytest.raises(ValueError, match="this trial holds no GPU"):
+        placed("cuda", [])
+
+    class Context:
+        def get_world_rank(self):
+            return 0
+
+        def get_world_size(self):
+            return 1
+
+    seen = []
+    monkeypatch.setattr(ray, "get_gpu_ids", lambda: [])
+    monkeypatch.setattr(ray.tune, "get_checkpoint", lambda: None)
+    monkeypatch.setattr(ray.train, "get_checkpoint", lambda: None)
+    monkeypatch.setattr(ray.train, "get_context", Context)
+    monkeypatch.setattr(ray.train.torch, "get_device", lambda: torch.device("cuda", 0))  # never asked
+    monkeypatch.setattr(trial, "train", lambda config, out, **kw: seen.append(kw["device"]))
+    flat = {**load_spec(DDP).fixed, "device": "auto"}
+    trial.train_in_process(flat)
+    trial.train_worker({"flat": flat})
+    assert seen == [torch.device("cpu")] * 2
+    # and training there touches no CUDA (the mocked init would fail it)
+    config = make_config({**flat, "data.train_size": 16, "batch_size": 8, "epochs": 1})
+    train(config, tmp_path, test=False, progress=False, device=placed("auto", []))
+    assert pl.read_parquet(tmp_path / "epochs.parquet").height == 1
+
+
+def test_the_default_test_run_sees_no_gpu(request):
+    from conftest import gpu_tests_selected
+
+    if not gpu_tests_selected(request.config.getoption("markexpr") or ""):
+        assert os.environ.get("CUDA_VISIBLE_DEVICES") == ""  # set before any test touched torch.cuda
+    assert not gpu_tests_selected("not slow and not gpu") and not gpu_tests_selected("slow")
+    assert gpu_tests_selected("gpu") and gpu_tests_selected("gpu and not slow")
 
 
 def test_requests_the_ray_cannot_place_are_refused_up_front():
@@ -213,3 +275,120 @@ def test_two_workers_on_mawps_fold_0_validate_like_one_process(local_ray, tmp_pa
     assert a["valid_value_acc"].to_list() == b["valid_value_acc"].to_list()
     # 23 Adam steps amplify the all-reduce's ~1e-8 summation differences (see above): 8e-5 seen
     assert a["train_loss"].to_list() == pytest.approx(b["train_loss"].to_list(), rel=1e-3)
+
+
+def test_trials_share_a_gpu_and_what_cannot_be_placed_is_refused():
+    from psedual.tune.sweep import check_fits
+    from psedual.tune.trial import in_process_resources, scaling
+
+    quarter = Resources(gpus_per_trial=0.25, max_concurrent=4)
+    assert in_process_resources(quarter) == {"cpu": 1.0, "gpu": 0.25}
+    assert in_process_resources(Resources()) == {"cpu": 1.0, "gpu": 0.0}
+    assert in_process_resources(Resources(use_gpu=True)) == {"cpu": 1.0, "gpu": 1.0}
+    check_fits(quarter, {"CPU": 16.0, "GPU": 1.0})
+    with pytest.raises(ValueError, match="needs 0.25 GPUs .gpus_per_trial.; this Ray has 0"):
+        check_fits(quarter, {"CPU": 16.0})
+    # two DDP ranks on one GPU: half each, over gloo
+    pair = Resources(num_workers=2, in_process=False, gpus_per_trial=1)
+    config = scaling(pair)
+    assert config.use_gpu and config.num_workers == 2 and config.resources_per_worker == {"CPU": 1.0, "GPU": 0.5}
+    assert pair.backend == "gloo" and Resources(num_workers=2, use_gpu=True).backend == "nccl"
+    assert Resources(num_workers=2, in_process=False).backend == "gloo"
+    assert scaling(Resources(num_workers=2, in_process=False)).resources_per_worker == {"CPU": 1.0}
+    check_fits(pair, {"CPU": 2.0, "GPU": 1.0})
+    with pytest.raises(ValueError, match="needs 2 GPUs .gpus_per_trial.; this Ray has 1"):
+        check_fits(Resources(num_workers=2, in_process=False, gpus_per_trial=2), {"CPU": 2.0, "GPU": 1.0})
+    with pytest.raises(ValueError, match="not both"):
+        Resources(use_gpu=True, gpus_per_trial=0.5)
+    with pytest.raises(ValueError, match="a rank uses one"):
+        Resources(gpus_per_trial=2)
+    with pytest.raises(ValueError, match="bad resources"):
+        Resources(gpus_per_trial=-1)
+
+
+def test_only_re_deduction_may_leave_a_parameter_out_of_a_step(mawps, vocab):
+    """Why DDP searches for unused parameters only for solvers that say they may leave some out:
+    no other solver, with or without the reexamining module, leaves a trainable parameter out of
+    a step, not even on a batch of one-number expressions; RE-Deduction's rationalizer sits out
+    a batch whose expressions are one step each. A pretrained encoder's pooler, which no step
+    reads (bert_tree, re_deduction), is frozen."""
+    from psedual.reexamine import PseDualConfig, Reexaminer
+    from psedual.reexamine.config import BASE, VARIANTS
+    from psedual.reexamine.schedules import Clock
+    from psedual.solvers import SOLVERS, get_solver
+    from psedual.solvers.batch import collate
+    from psedual.solvers.config import SolverConfig
+    from psedual.train.step import StepLoss
+
+    def build(name, variant):
+        torch.manual_seed(0)
+        psedual = None if variant == BASE else PseDualConfig(expression_encoder=variant)
+        model = get_solver(name)[0](vocab, small)
+        return model, StepLoss(model, None if psedual is None else Reexaminer(vocab, small, psedual), 1.0)
+
+    def left_out(step, problems):
+        step.zero_grad(set_to_none=True)
+        loss, infill = step(collate(problems, vocab), Clock(5, 10, 1))  # ε midway: gold and sampled expressions
+        (loss if infill is None else loss + infill.loss).backward()
+        return [n for n, p in step.named_parameters() if p.requires_grad and p.grad is None]
+
+    small = SolverConfig(embedding_size=16, hidden_size=32, layers=1, dropout=0.1, plm_layers=1, plm_hidden=32)
+    one_number = [replace(p, prefix=("N0",)) for p in mawps.train[:4]]
+    one_step = [p for p in mawps.train if len(p.prefix) == 3][:4]
+    rationalizer = {f"model.rationalizer.{k}" for k in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")}
+    # the reexamining module uses a solver through its interface only: its variants on two solvers
+    cases = [(name, BASE) for name in sorted(SOLVERS)] + [(name, v) for name in ("gts", "dns") for v in VARIANTS[1:]]
+    for name, variant in cases:
+        model, step = build(name, variant)
+        frozen = {n.split(".pooler.")[0] for n, p in step.named_parameters() if not p.requires_grad}
+        assert frozen == ({"model.encoder.plm"} if name in ("bert_tree", "re_deduction") else set()), name
+        batches = [mawps.train[:8]] + ([one_step] + [one_number] * (name != "re_deduction") if variant == BASE else [])
+        for problems in batches:
+            unused = left_out(step, problems)
+            assert set(unused) <= (rationalizer if model.may_leave_parameters_unused else set()), (name, unused)
+            if name == "re_deduction" and problems is one_step:
+                assert set(unused) == rationalizer  # the solver that says so does leave some out
+
+
+def test_each_rank_restores_its_own_rng_states():
+    from psedual.train.checkpoint import rank_rng, rng_fields
+
+    states = [(torch.tensor([r]), None) for r in range(3)]
+    saved = rng_fields(states)
+    assert [rank_rng(saved, r, 3)[0].item() for r in range(3)] == [0, 1, 2]
+    assert rank_rng(saved, 1, 2)[0].item() == 0  # saved by 3 ranks, resumed by 2: rank 0's, as one process
+    older = {"rng": torch.tensor([7]), "cuda_rng": None}  # a checkpoint from before per-rank states
+    assert rank_rng(older, 1, 2)[0].item() == 7
+
+
+def _rank(rank: int, world: int, flat: dict, out: str, store: str, stop: int | None, resume: bool) -> None:
+    """One DDP rank over gloo (torch.multiprocessing.spawn's target)."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+    try:
+        train(make_config(flat), out, resume=resume, stop_after_epoch=stop, test=False, progress=False, rank=rank,
+              world_size=world, device="cpu")
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.slow
+def test_two_ranks_stopped_and_resumed_end_as_two_ranks_never_stopped(tmp_path):
+    """With dropout, rank 1 draws other masks than rank 0 (its share differs in size): a resumed
+    rank 1 must go on from its own RNG state, not rank 0's."""
+    import torch.multiprocessing as mp
+
+    flat = {**load_spec(DDP).fixed, "data.train_size": 10, "batch_size": 5, "epochs": 2, "model.dropout": 0.5}
+
+    def run(name, stop=None, resume=False):
+        store = tmp_path / f"store-{name}-{int(resume)}"
+        mp.spawn(_rank, args=(2, flat, str(tmp_path / name), str(store), stop, resume), nprocs=2)
+
+    run("straight")
+    run("stopped", stop=1)
+    saved = checkpoint.load(tmp_path / "stopped" / "last.pt")
+    assert not torch.equal(saved["rng_by_rank"][0], saved["rng_by_rank"][1])  # the ranks' states do differ
+    run("stopped", resume=True)
+    a, b = (pl.read_parquet(tmp_path / d / "epochs.parquet") for d in ("straight", "stopped"))
+    assert a["train_loss"].to_list() == b["train_loss"].to_list()

@@ -1,6 +1,8 @@
-"""On a CUDA machine (`pytest -m gpu`): training on the GPU, bf16, a GPU checkpoint on a CPU.
+"""On a CUDA machine (`pytest -m gpu`): training on the GPU, bf16 for every solver, trials
+sharing one GPU (four at a quarter each; two DDP ranks over gloo), resume on CUDA, a GPU
+checkpoint on a CPU.
 
-Skipped where torch sees no GPU (CI, the 2-core dev machine).
+Skipped where torch sees no GPU (CI, the 2-core dev machine). Not yet run on a GPU.
 """
 
 from __future__ import annotations
@@ -15,6 +17,13 @@ import polars as pl
 import pytest
 import torch
 
+from psedual.reexamine import PseDualConfig, Reexaminer
+from psedual.reexamine.config import BASE, VARIANTS
+from psedual.reexamine.schedules import Clock
+from psedual.solvers import SOLVERS, get_solver
+from psedual.solvers.batch import collate
+from psedual.solvers.config import SolverConfig
+from psedual.train.step import StepLoss, train_step
 from psedual.train.trainer import train
 from psedual.tune.space import Resources, load_spec, make_config
 
@@ -68,3 +77,53 @@ def test_a_gpu_checkpoint_solves_on_a_cpu(tmp_path):
                          capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     assert " = " in out.stdout
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("name", sorted(SOLVERS))
+def test_a_bf16_step_of_every_solver(mawps, vocab, name, variant):
+    """CUDA's own autocast rules (tests/test_cuda_rules.py emulates them on CPU)."""
+    small = SolverConfig(embedding_size=32, hidden_size=64, layers=1, dropout=0.1, plm_layers=2, plm_hidden=32)
+    torch.manual_seed(0)
+    model = get_solver(name)[0](vocab, small)
+    reexaminer = None if variant == BASE else Reexaminer(vocab, small, PseDualConfig(expression_encoder=variant))
+    step = StepLoss(model, reexaminer, 1.0).cuda()
+    opt = torch.optim.Adam(step.parameters(), 1e-3)
+    batch = collate(mawps.train[:16], vocab).to("cuda")
+    out = train_step(step, opt, batch, Clock(5, 10, 1), device=torch.device("cuda"), precision="bf16")
+    assert torch.isfinite(out.loss)
+
+
+def _sweep_outcomes(spec, tmp_path):
+    from psedual.tune.sweep import run_sweep
+
+    outcomes = run_sweep(spec, str(tmp_path), verbose=0)
+    for outcome in outcomes:
+        assert outcome.status == "completed", outcome.error
+        outcome.checkpoint.to_directory(str(tmp_path / outcome.trial))
+        state = torch.load(tmp_path / outcome.trial / "last.pt", weights_only=False)
+        assert all(t.is_cuda for t in state["model"].values())
+    return outcomes
+
+
+def test_four_trials_share_one_gpu(local_ray, tmp_path):
+    spec = replace(SPEC, name="quarter", fixed={k: v for k, v in SPEC.fixed.items() if k != "seed"},
+                   grid={"seed": [0, 1, 2, 3]},
+                   resources=Resources(gpus_per_trial=0.25, cpus_per_worker=0.5, max_concurrent=4))
+    assert len(_sweep_outcomes(spec, tmp_path)) == 4
+
+
+def test_two_ddp_ranks_share_one_gpu_over_gloo(local_ray, tmp_path):
+    spec = replace(SPEC, name="gloo", resources=Resources(num_workers=2, in_process=False, gpus_per_trial=1))
+    assert len(_sweep_outcomes(spec, tmp_path)) == 1
+
+
+def test_a_cuda_run_resumes_where_it_stopped(tmp_path):
+    config = replace(CONFIG, device="cuda")
+    assert train(config, tmp_path / "stopped", stop_after_epoch=1, test=False, progress=False) is None
+    train(config, tmp_path / "stopped", resume=True, test=False, progress=False)
+    train(config, tmp_path / "straight", test=False, progress=False)
+    a, b = (pl.read_parquet(tmp_path / d / "epochs.parquet") for d in ("stopped", "straight"))
+    assert a["epoch"].to_list() == [1, 2, 3]
+    # CUDA's atomic adds may sum in another order from run to run
+    assert a["train_loss"].to_list() == pytest.approx(b["train_loss"].to_list(), rel=1e-4)

@@ -56,6 +56,22 @@ def test_the_gpu_cluster_installs_a_cpu_torch_on_the_head_and_a_cuda_torch_on_th
     assert "TORCH_BUILD ?= auto" in makefile and "cuda)" in makefile and "cpu)" in makefile
 
 
+def test_every_gpu_cluster_node_makes_its_venv_with_the_python_the_project_needs():
+    """The images ship Python 3.10: each node installs the version pyproject.toml requires and
+    makes the venv with it (the Makefile's PYTHON)."""
+    import re
+
+    config = yaml.safe_load((ROOT / "clusters" / "gpu.yaml").read_text())
+    needed = re.search(r'requires-python = ">=(\d+)\.(\d+)"', (ROOT / "pyproject.toml").read_text()).groups()
+    for node in ("head_setup_commands", "worker_setup_commands"):
+        commands = config[node]
+        install = next(i for i, c in enumerate(commands) if "make install" in c)
+        version = re.search(r"uv python install (\d+)\.(\d+)", " ".join(commands[:install])).groups()
+        assert tuple(map(int, version)) >= tuple(map(int, needed)), node
+        assert f'PYTHON="$(~/.local/bin/uv python find {".".join(version)})"' in commands[install], node
+    assert "PYTHON ?= python3" in (ROOT / "Makefile").read_text() and "$(PYTHON) -m venv" in (ROOT / "Makefile").read_text()
+
+
 BAD = {
     "unknown_top.yaml": ("name: x\nsearchh: {}\n", "unknown top-level keys \\['searchh'\\]"),
     "unknown_key.yaml": ("name: x\nsearch:\n  learning_rate: {uniform: [0.1, 0.2]}\n", "search: unknown keys \\['learning_rate'\\]"),

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from psedual.reexamine.config import EXPRESSION_ENCODERS
+from psedual.solvers.tensors import to_device
 
 
 def tree_edges(tokens: list[int], n_ops: int) -> list[tuple[int, int]]:
@@ -31,17 +32,18 @@ def tree_edges(tokens: list[int], n_ops: int) -> list[tuple[int, int]]:
     return edges
 
 
-def batch_edge_index(tokens: torch.Tensor, n_ops: int) -> torch.Tensor:
-    """[2, E] edges of a batch's trees, both directions, over nodes numbered b·L + position."""
+def batch_edge_index(tokens: torch.Tensor, n_ops: int, ids: list[list[int]] | None = None) -> torch.Tensor:
+    """[2, E] edges of a batch's trees, both directions, over nodes numbered b·L + position.
+    `ids`: the same expressions on the host, where the caller has them (saves reading `tokens`
+    back from the device)."""
     B, L = tokens.shape
     pairs = []
-    for b, row in enumerate(tokens.tolist()):
-        ids = [t for t in row if t >= 0]
-        pairs += [(b * L + p, b * L + c) for p, c in tree_edges(ids, n_ops)]
+    for b, row in enumerate(ids if ids is not None else tokens.tolist()):
+        pairs += [(b * L + p, b * L + c) for p, c in tree_edges([t for t in row if t >= 0], n_ops)]
     if not pairs:
         return torch.zeros(2, 0, dtype=torch.long, device=tokens.device)
-    e = torch.tensor(pairs, dtype=torch.long, device=tokens.device).t()
-    return torch.cat([e, e.flip(0)], 1)
+    e = torch.tensor(pairs, dtype=torch.long).t()
+    return to_device(torch.cat([e, e.flip(0)], 1), tokens.device)
 
 
 class GRUExpressionEncoder(nn.Module):
@@ -53,12 +55,21 @@ class GRUExpressionEncoder(nn.Module):
         self.gru = nn.GRU(embedding_size, hidden_size, batch_first=True, bidirectional=True)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, embedded: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-        lengths = (tokens >= 0).sum(1).clamp(min=1).cpu()
-        packed = nn.utils.rnn.pack_padded_sequence(self.drop(embedded), lengths, batch_first=True,
-                                                   enforce_sorted=False)
-        out, _ = self.gru(packed)
+    def forward(self, embedded: torch.Tensor, tokens: torch.Tensor, ids: list[list[int]] | None = None) -> torch.Tensor:
+        """Node states [B, L, H] of the expressions `tokens` [B, L] (`ids`: the same on the host)."""
+        lengths = (tokens >= 0).sum(1).clamp(min=1).cpu() if ids is None else \
+            torch.tensor([max(1, len(row)) for row in ids])
+        # sorted here as pack_padded_sequence would sort them, but with the permutation sent to
+        # the device without blocking (packing's own copies of it, and back, make the host wait)
+        lengths, order = torch.sort(lengths, descending=True)
+        x = self.drop(embedded).float().index_select(0, to_device(order, embedded.device))
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True)
+        # in fp32 outside autocast: under any CUDA autocast cuDNN's RNN runs in fp16, which
+        # bf16 training has no gradient scaler for
+        with torch.autocast(embedded.device.type, enabled=False):
+            out, _ = self.gru(packed)
         out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=tokens.shape[1])
+        out = out.index_select(0, to_device(torch.argsort(order), embedded.device))  # back to the batch's order
         H = self.gru.hidden_size
         return out[..., :H] + out[..., H:]
 
@@ -79,9 +90,10 @@ class GCNExpressionEncoder(nn.Module):
         self.conv1, self.conv2 = GCNConv(embedding_size, hidden_size), GCNConv(hidden_size, hidden_size)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, embedded: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    def forward(self, embedded: torch.Tensor, tokens: torch.Tensor, ids: list[list[int]] | None = None) -> torch.Tensor:
+        """Node states [B, L, H] of the expressions `tokens` [B, L] (`ids`: the same on the host)."""
         B, L, _ = embedded.shape
-        edges = batch_edge_index(tokens, self.n_ops)
+        edges = batch_edge_index(tokens, self.n_ops, ids)
         x = self.drop(embedded).reshape(B * L, -1)  # padding positions are isolated nodes
         x = self.drop(torch.relu(self.conv1(x, edges)))
         return self.conv2(x, edges).view(B, L, -1)

@@ -39,6 +39,7 @@ from psedual.solvers.batch import Batch
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.encoder import WordEncoder
 from psedual.solvers.rollout import NEG, Rollout
+from psedual.solvers.tensors import to_device
 from psedual.solvers.vocab import Vocab
 
 
@@ -58,7 +59,7 @@ def gold_rollout(batch: Batch, V: int) -> Rollout:
     """The gold expressions as one-hot rows."""
     real = batch.targets >= 0
     choices = F.one_hot(batch.targets.clamp(min=0), V).float() * real.unsqueeze(-1)
-    return Rollout(choices, batch.targets)
+    return Rollout(choices, batch.targets, batch.ids)
 
 
 class Reexaminer(nn.Module):
@@ -84,7 +85,7 @@ class Reexaminer(nn.Module):
 
     def keys(self, rollout: Rollout, S: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Quantity keys [B, S, H] (mean node state of each slot's occurrences) and [B, S] used."""
-        states = self.expression(rollout.choices @ self.embed, rollout.tokens)
+        states = self.expression(rollout.choices @ self.embed, rollout.tokens, rollout.ids)
         occurs = rollout.choices[..., self.slot0: self.slot0 + S]  # carries the straight-through gradient
         count = occurs.detach().sum(1)
         keys = torch.einsum("bls,blh->bsh", occurs, states) / count.clamp(min=1).unsqueeze(-1)
@@ -114,8 +115,9 @@ class Reexaminer(nn.Module):
         # a gold quantity the sample lacks keeps a (zero) key: it is still the right answer
         present = torch.stack([u for _, _, u in parts] + [self._used(batch.targets, S)]).any(0)
         logits = self.pointer(slots, keys, present)
-        allowed = allowed_targets(batch.problems, batch.targets, self.slot0, S)
-        return Infill(_loss(logits, allowed, batch.num_mask), logits, allowed, eps, tau if eps < 1 else None)
+        allowed = allowed_targets(batch.problems, batch.ids if batch.ids is not None else batch.targets, self.slot0, S,
+                                  logits.device)
+        return Infill(_loss(logits, allowed, batch.slots), logits, allowed, eps, tau if eps < 1 else None)
 
     @staticmethod
     def loss_terms(problems) -> int:
@@ -162,7 +164,7 @@ class GumbelNoise:
     def __init__(self, ids: list[str], length: int, V: int, device: torch.device) -> None:
         self.base = int(torch.randint(0, 2 ** 62, (1,)).item())
         self.ids, self.V, self.device = ids, V, device
-        self.table = torch.stack([_gumbel(self._seed(i), (length, V)) for i in ids]).to(device)
+        self.table = to_device(torch.stack([_gumbel(self._seed(i), (length, V)) for i in ids]), device)
 
     def _seed(self, problem_id: str, position: int | None = None) -> int:
         key = f"{self.base}/{problem_id}" + ("" if position is None else f"/{position}")
@@ -181,9 +183,12 @@ def _gumbel(seed: int, shape: tuple[int, ...]) -> torch.Tensor:
     return -torch.empty(shape).exponential_(generator=g).log()
 
 
-def _loss(logits: torch.Tensor, allowed: torch.Tensor, slot_mask: torch.Tensor) -> torch.Tensor:
+def _loss(logits: torch.Tensor, allowed: torch.Tensor, slots: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy over the real slots, `slots` their flat indices (`Batch.slots`: known on the
+    host, so neither the count nor the selection makes the GPU wait)."""
     # A number stated twice has several right answers: train towards the one preferred.
-    if not slot_mask.any():  # no numbers to infill in this batch
+    if not len(slots):  # no numbers to infill in this batch
         return logits.sum() * 0.0
     target = logits.detach().masked_fill(~allowed, float("-inf")).argmax(-1)
-    return F.cross_entropy(logits[slot_mask], target[slot_mask])
+    rows = logits.flatten(0, 1).index_select(0, slots)
+    return F.cross_entropy(rows, target.flatten().index_select(0, slots))

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import torch
 
 from psedual.data.record import Problem
+from psedual.solvers.tensors import to_device
 from psedual.metrics import UNUSED  # canonical answer of a slot whose number the expression does not use
 
 
@@ -29,16 +30,19 @@ def canonical(k: int, used: set[int], values: Sequence) -> int:
     return same[0] if same else UNUSED
 
 
-def allowed_targets(problems: Sequence[Problem], gold: torch.Tensor, slot0: int, S: int) -> torch.Tensor:
+def allowed_targets(problems: Sequence[Problem], gold: torch.Tensor | Sequence[Sequence[int]], slot0: int, S: int,
+                    device: torch.device | None = None) -> torch.Tensor:
     """[B, S, S + 1] True where column k (a slot, or S for "unused") is a right answer for
-    slot i under the gold expressions `gold` [B, L] (-1-padded output ids)."""
+    slot i under the gold expressions `gold`: [B, L] -1-padded output ids, or their rows on the
+    host (`Batch.ids`: nothing is read back from the device). On `device`, else `gold`'s."""
+    rows = gold.tolist() if isinstance(gold, torch.Tensor) else gold
     allowed = torch.zeros(len(problems), S, S + 1, dtype=torch.bool)
-    for b, (p, row) in enumerate(zip(problems, gold.tolist())):
+    for b, (p, row) in enumerate(zip(problems, rows)):
         used, values = used_slots([t for t in row if t >= 0], slot0), p.values()
         for i in range(len(p.numbers)):
             same = [j for j in used if values[j] == values[i]]
             allowed[b, i, same or [S]] = True
-    return allowed.to(gold.device)
+    return to_device(allowed, device if device is not None else gold.device)
 
 
 def canonical_answers(problems: Sequence[Problem], gold: torch.Tensor, picked: torch.Tensor,

@@ -11,6 +11,7 @@ import torch
 
 from psedual.data.expr import OPERATORS
 from psedual.data.record import Problem
+from psedual.solvers.tensors import to_device
 from psedual.solvers.vocab import Vocab
 
 
@@ -25,9 +26,15 @@ class Batch:
     """[B, S] word index of each number slot (0 where padded)."""
     num_mask: torch.Tensor
     """[B, S] True for a real slot."""
+    slots: torch.Tensor
+    """[n] flat index b * S + k of every real slot, in order: a gather where indexing by
+    `num_mask` would make the GPU wait for its count."""
     targets: torch.Tensor | None = None
     """[B, L] gold output ids in prefix order, -1-padded."""
     tree: TreeIndex | None = None
+    ids: list[list[int]] | None = None
+    """The gold output ids on the host (`targets` without padding), for code that would
+    otherwise read `targets` back from the device."""
 
     def to(self, device: torch.device | str) -> Batch:
         """This batch on `device` (itself on CPU). Host tensors are pinned first so the copies
@@ -35,17 +42,10 @@ class Batch:
         device = torch.device(device)
         if device.type == "cpu":
             return self
-        tree = None if self.tree is None else TreeIndex(**{f.name: _to(getattr(self.tree, f.name), device)
-                                                           for f in fields(TreeIndex)})
-        return replace(self, words=_to(self.words, device), num_pos=_to(self.num_pos, device),
-                       num_mask=_to(self.num_mask, device), tree=tree,
-                       targets=None if self.targets is None else _to(self.targets, device))
-
-
-def _to(t: torch.Tensor, device: torch.device) -> torch.Tensor:
-    if device.type == "cuda" and t.device.type == "cpu":
-        t = t.pin_memory()
-    return t.to(device, non_blocking=True)
+        return replace(self, words=to_device(self.words, device), num_pos=to_device(self.num_pos, device),
+                       num_mask=to_device(self.num_mask, device), slots=to_device(self.slots, device),
+                       tree=None if self.tree is None else self.tree.to(device),
+                       targets=None if self.targets is None else to_device(self.targets, device))
 
 
 @dataclass
@@ -65,9 +65,30 @@ class TreeIndex:
     right: torch.Tensor
     left_sibling: torch.Tensor
     """For a right child, the flat index of its left sibling; else -1."""
+    position: torch.Tensor
+    """The node's position in its prefix expression."""
     allowed: torch.Tensor
     """[N, V] True for every output id that counts as this node's gold token: a number
     slot whose value occurs several times in the text may be produced by any of them."""
+    groups: torch.Tensor
+    """Node groups a decoder walks level by level (see `group`), one after another: built on
+    the host, so finding them on the device (`nonzero`, a max) makes no sync."""
+    spans: dict[str, tuple[int, int]]
+    """Each group's [start, end) in `groups`: `leaves`, `roots`, `height{h}` (h >= 1: the
+    operators of that height), `depth{d}` (the nodes of that depth), `ops{d}` (where the
+    operators are among `depth{d}`'s nodes)."""
+    heights: int
+    """The tallest tree's height (0 when every expression is one number)."""
+    depths: int
+    """Depths in use (the deepest node's depth + 1)."""
+
+    def group(self, name: str) -> torch.Tensor:
+        start, end = self.spans[name]
+        return self.groups[start:end]
+
+    def to(self, device: torch.device) -> TreeIndex:
+        return replace(self, **{f.name: to_device(getattr(self, f.name), device) for f in fields(self)
+                                if isinstance(getattr(self, f.name), torch.Tensor)})
 
 
 def gold_tokens(problems: Sequence[Problem]) -> int:
@@ -86,7 +107,8 @@ def collate(problems: Sequence[Problem], vocab: Vocab, with_targets: bool = True
         w[b, : len(ids)] = torch.tensor(ids)
         num_pos[b, : len(p.num_pos)] = torch.tensor(p.num_pos, dtype=torch.long)
         num_mask[b, : len(p.num_pos)] = True
-    batch = Batch(tuple(problems), w, torch.tensor([len(i) for i in words]), num_pos, num_mask)
+    slots = torch.tensor([b * S + k for b, p in enumerate(problems) for k in range(len(p.num_pos))], dtype=torch.long)
+    batch = Batch(tuple(problems), w, torch.tensor([len(i) for i in words]), num_pos, num_mask, slots)
     if with_targets:
         ids = [vocab.output_ids(p.prefix, p.id) for p in problems]
         L = max(map(len, ids))
@@ -94,12 +116,13 @@ def collate(problems: Sequence[Problem], vocab: Vocab, with_targets: bool = True
         for b, t in enumerate(ids):
             batch.targets[b, : len(t)] = torch.tensor(t)
         batch.tree = _tree_index(problems, ids, vocab)
+        batch.ids = ids
     return batch
 
 
 def _tree_index(problems: Sequence[Problem], ids: list[list[int]], vocab: Vocab) -> TreeIndex:
     cols: dict[str, list[int]] = {k: [] for k in ("example", "token", "depth", "height", "parent", "is_right",
-                                                  "left", "right", "left_sibling")}
+                                                  "left", "right", "left_sibling", "position")}
     allowed_rows: list[list[int]] = []
     slot0 = vocab.num_start + len(vocab.constants)
     for b, (p, seq) in enumerate(zip(problems, ids)):
@@ -114,6 +137,7 @@ def _tree_index(problems: Sequence[Problem], ids: list[list[int]], vocab: Vocab)
                 cols["left" if not is_right else "right"][stack[-1][0]] = n
                 stack[-1][1] += 1
             cols["example"].append(b)
+            cols["position"].append(t)
             cols["token"].append(seq[t])
             cols["depth"].append(len(stack))
             cols["parent"].append(parent)
@@ -138,4 +162,23 @@ def _tree_index(problems: Sequence[Problem], ids: list[list[int]], vocab: Vocab)
     allowed = torch.zeros(len(allowed_rows), len(vocab.output_tokens), dtype=torch.bool)
     for n, row in enumerate(allowed_rows):
         allowed[n, row] = True
-    return TreeIndex(**{k: torch.tensor(v, dtype=torch.long) for k, v in cols.items()}, allowed=allowed)
+    tensors = {k: torch.tensor(v, dtype=torch.long) for k, v in cols.items()}
+    return TreeIndex(**tensors, allowed=allowed, **_groups(tensors, len(vocab.operators)))
+
+
+def _groups(cols: dict[str, torch.Tensor], n_ops: int) -> dict:
+    """`TreeIndex`'s groups, spans, heights and depths from its node columns (on the host)."""
+    is_op = cols["token"] < n_ops
+    heights = int(cols["height"].max()) if len(is_op) else 0
+    depths = int(cols["depth"].max()) + 1 if len(is_op) else 0
+    named = {"leaves": (~is_op).nonzero().squeeze(1), "roots": (cols["parent"] < 0).nonzero().squeeze(1)}
+    for h in range(1, heights + 1):
+        named[f"height{h}"] = (cols["height"] == h).nonzero().squeeze(1)
+    for d in range(depths):
+        at = (cols["depth"] == d).nonzero().squeeze(1)
+        named[f"depth{d}"], named[f"ops{d}"] = at, is_op[at].nonzero().squeeze(1)
+    spans, start = {}, 0
+    for name, index in named.items():
+        spans[name] = (start, start + len(index))
+        start += len(index)
+    return {"groups": torch.cat(list(named.values())), "spans": spans, "heights": heights, "depths": depths}

@@ -34,6 +34,7 @@ class DNSEncoded:
 
 class DNS(nn.Module):
     name = "dns"
+    may_leave_parameters_unused = False
 
     def __init__(self, vocab: Vocab, config: SolverConfig = SolverConfig()) -> None:
         super().__init__()
@@ -78,9 +79,6 @@ class DNS(nn.Module):
         outputs, mask, state, absent = enc.outputs, enc.mask, enc.state, enc.absent
         B, L = batch.targets.shape
         d = batch.targets.device
-        allowed = torch.zeros(B, L, len(self.vocab.output_tokens), dtype=torch.bool, device=d)
-        position = torch.cat([torch.arange(n, device=d) for n in (batch.targets >= 0).sum(1).tolist()])
-        allowed[batch.tree.example, position] = batch.tree.allowed
         token = torch.full((B,), self.start, dtype=torch.long, device=d)
         feed = outputs.new_zeros(B, self.config.hidden_size)
         logits = []
@@ -88,9 +86,9 @@ class DNS(nn.Module):
             step_logits, state, feed = self._step(token, state, feed, outputs, mask, absent)
             logits.append(step_logits)
             token = batch.targets[:, t].clamp(min=0)
-        logits = torch.stack(logits, 1)[batch.targets >= 0]
-        allowed = allowed[batch.targets >= 0]
-        target = logits.detach().masked_fill(~allowed, float("-inf")).argmax(-1)
+        # the gold positions, in order, by the host-built index (a boolean mask would sync)
+        logits = torch.stack(logits, 1)[batch.tree.example, batch.tree.position]
+        target = logits.detach().masked_fill(~batch.tree.allowed, float("-inf")).argmax(-1)
         return F.cross_entropy(logits, target)
 
     def loss_terms(self, problems) -> int:

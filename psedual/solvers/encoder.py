@@ -25,6 +25,7 @@ from torch import nn
 
 from psedual.solvers.batch import Batch
 from psedual.solvers.config import SolverConfig
+from psedual.solvers.tensors import to_device
 
 
 @dataclass
@@ -61,7 +62,9 @@ class Layout:
         unpack = torch.full((len(lengths) * T,), len(i), dtype=torch.long)
         unpack[b * T + t] = torch.arange(len(i))
         rows = (b * T + t, b * T + back, start[back] + i, last, unpack)
-        return Layout(per_step.tolist(), *(r.to(device) for r in rows))
+        # one copy to the device, not one blocking copy per index
+        moved = to_device(torch.cat(rows), device).split([len(r) for r in rows])
+        return Layout(per_step.tolist(), *moved)
 
 
 def bidirectional_gru(gru: nn.GRU, x: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -29,6 +29,7 @@ from psedual.solvers.batch import Batch, gold_tokens
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.encoder import WordEncoder
 from psedual.solvers.rollout import NEG, Pick, Rollout
+from psedual.solvers.tensors import put_rows
 from psedual.solvers.tree_search import tree_decode, tree_rollout
 from psedual.solvers.vocab import Vocab
 
@@ -46,6 +47,7 @@ class Encoded:
 
 class GTS(nn.Module):
     name = "gts"
+    may_leave_parameters_unused = False  # a batch of one-number expressions runs merge and child goals on no rows
 
     def __init__(self, vocab: Vocab, config: SolverConfig = SolverConfig()) -> None:
         super().__init__()
@@ -137,31 +139,36 @@ class GTS(nn.Module):
         tree = batch.tree
         enc = enc if enc is not None else self.encode(batch)
         n_nodes, H = tree.token.shape[0], self.config.hidden_size
-        is_op = tree.token < self.n_ops
-        # subtree embeddings, bottom-up by height
-        leaves = (~is_op).nonzero().squeeze(1)
+        # the groups come from the host (`TreeIndex.group`): no nonzero or max makes the GPU wait
+        leaves = tree.group("leaves")
         sub = enc.outputs.new_zeros(n_nodes, H)
-        sub = sub.index_copy(0, leaves, enc.candidates[tree.example[leaves], tree.token[leaves] - self.n_ops])
-        for h in range(1, int(tree.height.max()) + 1):
-            idx = (tree.height == h).nonzero().squeeze(1)
-            sub = sub.index_copy(0, idx, self.merge(tree.token[idx], sub[tree.left[idx]], sub[tree.right[idx]]))
+        sub = put_rows(sub, leaves, enc.candidates[tree.example[leaves], tree.token[leaves] - self.n_ops])
+        # subtree embeddings, bottom-up by height
+        for h in range(1, tree.heights + 1):
+            idx = tree.group(f"height{h}")
+            sub = put_rows(sub, idx, self.merge(tree.token[idx], sub[tree.left[idx]], sub[tree.right[idx]]))
         # goals and predictions, top-down by depth
         goal = enc.outputs.new_zeros(n_nodes, H)
-        roots = (tree.parent < 0).nonzero().squeeze(1)
-        goal = goal.index_copy(0, roots, enc.problem[tree.example[roots]])
+        roots = tree.group("roots")
+        goal = put_rows(goal, roots, enc.problem[tree.example[roots]])
         logits = enc.outputs.new_zeros(n_nodes, len(self.vocab.output_tokens))
-        for d in range(int(tree.depth.max()) + 1):
-            idx = (tree.depth == d).nonzero().squeeze(1)
+        for d in range(tree.depths):
+            idx = tree.group(f"depth{d}")
             sib = tree.left_sibling[idx]
             has_left = sib >= 0
             left = torch.where(has_left.unsqueeze(-1), sub[sib.clamp(min=0)], torch.zeros_like(goal[idx]))
             scores, node, context = self.predict(enc, tree.example[idx], goal[idx], left, has_left)
-            logits = logits.index_copy(0, idx, scores)
-            ops = is_op[idx]
-            if ops.any():
+            logits = put_rows(logits, idx, scores)
+            ops = tree.group(f"ops{d}")  # positions of the operators among idx
+            if len(ops):
                 op_idx = idx[ops]
                 lg, rg = self.child_goals(node[ops], context[ops], tree.token[op_idx])
-                goal = goal.index_copy(0, tree.left[op_idx], lg).index_copy(0, tree.right[op_idx], rg)
+                goal = put_rows(put_rows(goal, tree.left[op_idx], lg), tree.right[op_idx], rg)
+        if not tree.heights:  # one-number expressions only: merge and the child goals run on no rows,
+            # so that every parameter still takes part in the step (DDP runs without an unused-parameter search)
+            node = goal[:0]
+            lg, rg = self.child_goals(node, node, tree.token[:0])
+            logits = logits + 0.0 * (lg.sum() + rg.sum() + self.merge(tree.token[:0], node, node).sum())
         return logits
 
     def loss(self, batch: Batch, enc: Encoded | None = None) -> torch.Tensor:

@@ -22,6 +22,9 @@ from psedual.solvers.vocab import Vocab
 class Solver(Protocol):
     name: str
     vocab: Vocab
+    may_leave_parameters_unused: bool
+    """Whether a training step may leave a trainable parameter without a gradient (data
+    parallelism must then search the graph for them every step)."""
 
     def encode(self, batch: Batch) -> Any:
         """Encoder pass over the batch (numbers are already the [NUM] mask in the input)."""

@@ -26,6 +26,7 @@ from torch import nn
 from psedual.data.record import NUM_TOKEN
 from psedual.solvers.batch import Batch
 from psedual.solvers.config import SolverConfig
+from psedual.solvers.tensors import to_device
 
 
 def plm_path(name: str) -> Path:
@@ -89,6 +90,9 @@ class PLMEncoder(nn.Module):
             self.plm = AutoModel.from_config(AutoConfig.from_pretrained(path, local_files_only=True, **sizes))
         else:
             self.plm = AutoModel.from_pretrained(path, local_files_only=True)
+        if getattr(self.plm, "pooler", None) is not None:  # never read (words and [CLS] come from the last
+            # hidden states): frozen, so every trainable parameter takes part in every step (DDP needs no search)
+            self.plm.pooler.requires_grad_(False)
         self.proj = nn.Linear(self.plm.config.hidden_size, config.hidden_size)
         self.drop = nn.Dropout(config.dropout)
 
@@ -104,7 +108,7 @@ class PLMEncoder(nn.Module):
             first[b, : len(pos)] = torch.tensor(pos)
         device = batch.words.device
         ids = ids.masked_fill(attention == 0, self.aligner.tokenizer.pad_token_id or 0)
-        states = self.plm(input_ids=ids.to(device), attention_mask=attention.to(device)).last_hidden_state
-        words = states.gather(1, first.to(device).unsqueeze(-1).expand(B, T, states.shape[-1]))
+        states = self.plm(input_ids=to_device(ids, device), attention_mask=to_device(attention, device)).last_hidden_state
+        words = states.gather(1, to_device(first, device).unsqueeze(-1).expand(B, T, states.shape[-1]))
         words = self.proj(self.drop(words)) * (batch.words != 0).unsqueeze(-1)
         return words, self.proj(self.drop(states[:, 0]))

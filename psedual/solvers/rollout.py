@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-from torch.nn.utils.rnn import pad_sequence
 
 NEG = -1e12
 """The score of a forbidden token or a masked position, everywhere: finite, so log_softmax stays
@@ -32,6 +31,9 @@ class Rollout:
     """[B, L, V] what `pick` returned at each step; zero rows after the expression ends."""
     tokens: torch.Tensor
     """[B, L] output ids in prefix order, -1 after the expression ends."""
+    ids: list[list[int]] | None = None
+    """The same ids on the host (without the padding) where the writer has them there, so a
+    reader need not copy `tokens` back from the device; None otherwise."""
 
 
 def greedy_pick(scores: torch.Tensor, rows: torch.Tensor | None = None, position: int = 0) -> torch.Tensor:
@@ -44,11 +46,3 @@ def may_open_operator(need: torch.Tensor, length: int, max_length: int) -> torch
     that still needs `need` operands: it adds one to `need`, and every needed operand
     takes at least one of the positions left after this one."""
     return need + 1 <= max_length - length - 1
-
-
-def stack_rollout(choices: list[list[torch.Tensor]], tokens: list[list[int]], V: int,
-                  like: torch.Tensor) -> Rollout:
-    """Pad per-problem lists of one-hot rows and token ids into a `Rollout`."""
-    rows = [torch.stack(c) if c else like.new_zeros(0, V) for c in choices]
-    ids = [torch.tensor(t, dtype=torch.long, device=like.device) for t in tokens]
-    return Rollout(pad_sequence(rows, batch_first=True), pad_sequence(ids, batch_first=True, padding_value=-1))

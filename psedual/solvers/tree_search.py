@@ -5,6 +5,12 @@ finished pieces (an operator waiting for its children, or a finished subtree).
 The neural work of a step (prediction and child goals) runs once for all live
 hypotheses of all problems; only stack bookkeeping is per hypothesis, and
 subtree merges are done only for hypotheses that survive the beam.
+
+The stacks' shapes live on the host and their vectors on the device. A step reads
+the device once (the chosen tokens and their scores, in one copy): everything the
+host needs next follows from them, and the index tensors it sends back are
+non-blocking copies, so the host waits for the GPU once per step, not once per
+problem or hypothesis.
 """
 
 from __future__ import annotations
@@ -15,7 +21,8 @@ import torch
 
 from psedual.solvers.batch import Batch
 from psedual.solvers.config import inference
-from psedual.solvers.rollout import NEG, Pick, Rollout, may_open_operator, stack_rollout
+from psedual.solvers.rollout import NEG, Pick, Rollout, may_open_operator
+from psedual.solvers.tensors import put_rows, to_device
 
 
 @dataclass(frozen=True)
@@ -52,42 +59,47 @@ def _best(hyps: list[Hyp]) -> Hyp:
 
 def _step(model, enc, beams: list[list[Hyp]], live: list[tuple[int, Hyp]], beam_size: int,
           greedy: bool) -> list[list[Hyp]]:
-    ex = torch.tensor([b for b, _ in live], device=enc.problem.device)
+    device = enc.problem.device
+    ex = to_device(torch.tensor([b for b, _ in live]), device)
     goal = torch.stack([h.goals[-1] for _, h in live])
-    has_left = torch.tensor([bool(h.pieces) and h.pieces[-1][1] for _, h in live], device=goal.device)
-    left = torch.stack([h.pieces[-1][0] if hl else torch.zeros_like(h.goals[-1])
-                        for (_, h), hl in zip(live, has_left.tolist())])
-    logits, node, context = model.predict(enc, ex, goal, left, has_left)
+    has_left = [bool(h.pieces) and h.pieces[-1][1] for _, h in live]
+    left = torch.stack([h.pieces[-1][0] if hl else torch.zeros_like(h.goals[-1]) for (_, h), hl in zip(live, has_left)])
+    logits, node, context = model.predict(enc, ex, goal, left, to_device(torch.tensor(has_left), device))
     logp = torch.log_softmax(logits, -1)
     n_ops = model.n_ops
-    ops = torch.arange(n_ops, device=goal.device).repeat(len(live))
-    lg, rg = model.child_goals(node.repeat_interleave(n_ops, 0), context.repeat_interleave(n_ops, 0), ops)
+    op_ids = torch.arange(n_ops, device=device)
+    lg, rg = model.child_goals(node.repeat_interleave(n_ops, 0), context.repeat_interleave(n_ops, 0),
+                               op_ids.repeat(len(live)))
     lg, rg = lg.view(len(live), n_ops, -1), rg.view(len(live), n_ops, -1)
     valid = logits > NEG / 10  # masked candidates (absent number slots) are never chosen
 
     # candidates: (score, position in live, token); finished hypotheses carry over as they are
     pool: list[list[tuple[float, int, int, Hyp | None]]] = [[(h.score, -1, -1, h) for h in hs if not h.goals]
                                                             for hs in beams]
+    # the step's one read of the device: scores and tokens together (float64 holds both exactly)
     if greedy:
-        choice = logp.masked_fill(~valid, float("-inf")).argmax(-1)
-        for j, (b, h) in enumerate(live):
-            pool[b].append((h.score + logp[j, choice[j]].item(), j, int(choice[j]), None))
+        choice = logp.masked_fill(~valid, float("-inf")).argmax(-1, keepdim=True)
+        picked = torch.cat([logp.gather(1, choice).double(), choice.double()], 1).tolist()
+        for j, ((b, h), (lp, tok)) in enumerate(zip(live, picked)):
+            pool[b].append((h.score + lp, j, int(tok), None))
     else:
         k = min(beam_size, logp.shape[1])
         top_lp, top_id = logp.masked_fill(~valid, float("-inf")).topk(k, -1)
-        for j, (b, h) in enumerate(live):
-            for lp, tok in zip(top_lp[j].tolist(), top_id[j].tolist()):
+        picked = torch.cat([top_lp.double(), top_id.double()], 1).tolist()
+        for j, ((b, h), row) in enumerate(zip(live, picked)):
+            for lp, tok in zip(row[:k], row[k:]):
                 if lp != float("-inf"):
-                    pool[b].append((h.score + lp, j, tok, None))
+                    pool[b].append((h.score + lp, j, int(tok), None))
     new_beams = []
     for b, cands in enumerate(pool):
         kept = sorted(cands, key=lambda c: -c[0])[:beam_size]
-        new_beams.append([h if h is not None else _expand(model, enc, live[j], tok, s, lg[j], rg[j])
+        new_beams.append([h if h is not None else _expand(model, enc, live[j], tok, s, lg[j], rg[j], op_ids)
                           for s, j, tok, h in kept])
     return new_beams
 
 
-def _expand(model, enc, live_item, tok: int, score: float, lg: torch.Tensor, rg: torch.Tensor) -> Hyp:
+def _expand(model, enc, live_item, tok: int, score: float, lg: torch.Tensor, rg: torch.Tensor,
+            op_ids: torch.Tensor) -> Hyp:
     b, h = live_item
     goals = h.goals[:-1]
     pieces = list(h.pieces)
@@ -99,8 +111,7 @@ def _expand(model, enc, live_item, tok: int, score: float, lg: torch.Tensor, rg:
         while pieces and pieces[-1][1]:
             done = pieces.pop()[0]
             op = pieces.pop()[0]
-            op_t = torch.tensor([op], device=current.device)
-            current = model.merge(op_t, done.unsqueeze(0), current.unsqueeze(0))[0]
+            current = model.merge(op_ids[op:op + 1], done.unsqueeze(0), current.unsqueeze(0))[0]
         pieces.append((current, True))
     return Hyp(score, (*h.tokens, tok), goals, tuple(pieces))
 
@@ -110,34 +121,35 @@ def tree_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rollo
     model's current mode. Like greedy decoding, but the neural work of a step, subtree
     merges included, runs once for all unfinished problems."""
     B, V, n_ops = len(batch.problems), len(model.vocab.output_tokens), model.n_ops
-    is_op = torch.arange(V, device=enc.problem.device) < n_ops
+    device = enc.problem.device
+    is_op = torch.arange(V, device=device) < n_ops
     goals: list[list[torch.Tensor]] = [[enc.problem[b]] for b in range(B)]
     pieces: list[list[tuple[torch.Tensor | int, bool]]] = [[] for _ in range(B)]
-    choices: list[list[torch.Tensor]] = [[] for _ in range(B)]
+    steps: list[torch.Tensor] = []  # [B, V] per step: the rows `pick` returned, zero for finished problems
     tokens: list[list[int]] = [[] for _ in range(B)]
     for length in range(max_length):
         live = [b for b in range(B) if goals[b]]
         if not live:
             break
-        ex = torch.tensor(live, device=enc.problem.device)
+        ex = to_device(torch.tensor(live), device)
         goal = torch.stack([goals[b][-1] for b in live])
-        has_left = torch.tensor([bool(pieces[b]) and pieces[b][-1][1] for b in live], device=goal.device)
-        left = torch.stack([pieces[b][-1][0] if hl else torch.zeros_like(goal[0])
-                            for b, hl in zip(live, has_left.tolist())])
-        scores, node, context = model.predict(enc, ex, goal, left, has_left)
-        need = torch.tensor([len(goals[b]) for b in live], device=goal.device)
+        has_left = [bool(pieces[b]) and pieces[b][-1][1] for b in live]
+        left = torch.stack([pieces[b][-1][0] if hl else torch.zeros_like(goal[0]) for b, hl in zip(live, has_left)])
+        scores, node, context = model.predict(enc, ex, goal, left, to_device(torch.tensor(has_left), device))
+        need = to_device(torch.tensor([len(goals[b]) for b in live]), device)
         closed = ~may_open_operator(need, length, max_length)
         y = pick(scores.masked_fill(closed.unsqueeze(-1) & is_op, NEG), ex, length)
         tok = y.argmax(-1)
-        op_rows = (tok < n_ops).nonzero().squeeze(1)
-        if len(op_rows):
-            lg, rg = model.child_goals(node[op_rows], context[op_rows], tok[op_rows])
+        toks = tok.tolist()  # the step's one read of the device: the stacks' shapes follow from it
+        steps.append(y if len(live) == B else put_rows(y.new_zeros(B, V), ex, y))
+        op_rows = [j for j, t in enumerate(toks) if t < n_ops]
+        if op_rows:
+            at = to_device(torch.tensor(op_rows), device)
+            lg, rg = model.child_goals(node[at], context[at], tok[at])
         leaf = enc.candidates[ex, (tok - n_ops).clamp(min=0)]
-        op_at = {int(j): k for k, j in enumerate(op_rows.tolist())}
+        op_at = {j: k for k, j in enumerate(op_rows)}
         finished: dict[int, torch.Tensor] = {}  # problem -> subtree waiting to be merged upwards
-        for j, b in enumerate(live):
-            t = int(tok[j])
-            choices[b].append(y[j])
+        for j, (b, t) in enumerate(zip(live, toks)):
             tokens[b].append(t)
             goals[b].pop()
             if t < n_ops:
@@ -145,11 +157,14 @@ def tree_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rollo
                 pieces[b].append((t, False))
             else:
                 finished[b] = leaf[j]
-        _merge_up(model, pieces, finished)
-    return stack_rollout(choices, tokens, V, enc.problem)
+        _merge_up(model, pieces, finished, device)
+    L = max(map(len, tokens))
+    ids = torch.tensor([t + [-1] * (L - len(t)) for t in tokens], dtype=torch.long).view(B, L)
+    choices = torch.stack(steps, 1) if steps else enc.problem.new_zeros(B, 0, V)
+    return Rollout(choices, to_device(ids, device), tokens)
 
 
-def _merge_up(model, pieces: list[list], finished: dict[int, torch.Tensor]) -> None:
+def _merge_up(model, pieces: list[list], finished: dict[int, torch.Tensor], device: torch.device) -> None:
     """Merge each finished subtree with its completed left siblings, all problems at once
     per round, until it is a left child (or the whole expression)."""
     while finished:
@@ -159,7 +174,7 @@ def _merge_up(model, pieces: list[list], finished: dict[int, torch.Tensor]) -> N
         if not rows:
             return
         lefts = torch.stack([pieces[b].pop()[0] for b in rows])
-        ops = torch.tensor([pieces[b].pop()[0] for b in rows], device=lefts.device)
+        ops = to_device(torch.tensor([pieces[b].pop()[0] for b in rows]), device)
         merged = model.merge(ops, lefts, torch.stack([finished[b] for b in rows]))
         for k, b in enumerate(rows):
             finished[b] = merged[k]

@@ -65,3 +65,20 @@ def build_model(state: dict, path: Path, expect_solver: str | None = None, expec
     except (ValueError, TypeError, RuntimeError, VocabularyError) as err:
         raise CheckpointError(f"{path}: cannot rebuild the model ({err})") from None
     return model
+
+
+def rng_fields(rngs: list[tuple]) -> dict:
+    """`last.pt`'s RNG entries from every rank's (CPU, CUDA or None) states: rank 0's as `rng` and
+    `cuda_rng` (what one process restores), and all of them by rank."""
+    return {"rng": rngs[0][0], "cuda_rng": rngs[0][1], "rng_by_rank": [r[0] for r in rngs],
+            "cuda_rng_by_rank": [r[1] for r in rngs]}
+
+
+def rank_rng(state: dict, rank: int, world_size: int) -> tuple:
+    """(CPU, CUDA or None) RNG states for `rank` to restore: its own, where the checkpoint holds
+    one per rank of this many ranks; else rank 0's (a checkpoint from before they were saved per
+    rank, or from another number of ranks)."""
+    by_rank = state.get("rng_by_rank")
+    if by_rank is not None and len(by_rank) == world_size:
+        return by_rank[rank], state["cuda_rng_by_rank"][rank]
+    return state["rng"], state.get("cuda_rng")

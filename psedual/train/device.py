@@ -18,6 +18,18 @@ def resolve(name: str) -> torch.device:
     return torch.device(name)
 
 
+def placed(name: str, gpu_ids: list) -> torch.device:
+    """The device of a process Ray placed, holding the GPUs `gpu_ids` (`ray.get_gpu_ids()`).
+    Ray sets no CUDA_VISIBLE_DEVICES for a process that asked for no GPU, so `auto` there would
+    see every GPU of the machine and train on GPU 0 unaccounted: without a GPU of its own a
+    process trains on the CPU (and never initialises CUDA); `cuda` without one is an error."""
+    if gpu_ids:
+        return resolve(name)
+    if name == "cuda":
+        raise ValueError("device cuda: this trial holds no GPU (give its resources use_gpu or gpus_per_trial)")
+    return torch.device("cpu")
+
+
 def autocast(device: torch.device, precision: str):
     """The context a training forward pass runs in: bf16 autocast, or nothing for fp32. On CPU
     bf16 autocast works too (slowly, without AMX); it is there so CI can run the path."""

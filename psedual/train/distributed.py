@@ -40,15 +40,20 @@ def all_sum(values: list[float], device: torch.device) -> list[float]:
     return t.tolist()
 
 
+def gather(value, world_size: int) -> list:
+    """Every rank's `value` (any picklable object), in rank order, on every rank."""
+    if world_size == 1:
+        return [value]
+    gathered: list = [None] * world_size
+    dist.all_gather_object(gathered, value)
+    return gathered
+
+
 def decode_split(decode: Callable[[list], list], problems: Sequence, batch_size: int, rank: int,
                  world_size: int) -> list:
     """`decode` over chunks of `batch_size` problems, chunk k on rank k mod W, gathered in order on
     every rank: the chunks are those one process decodes, so the predictions are the same."""
     starts = range(0, len(problems), batch_size)
     mine = {k: decode(list(problems[s:s + batch_size])) for k, s in enumerate(starts) if k % world_size == rank}
-    if world_size == 1:
-        return [p for k in sorted(mine) for p in mine[k]]
-    gathered: list[dict] = [{} for _ in range(world_size)]
-    dist.all_gather_object(gathered, mine)
-    chunks = {k: v for part in gathered for k, v in part.items()}
+    chunks = {k: v for part in gather(mine, world_size) for k, v in part.items()}
     return [p for k in sorted(chunks) for p in chunks[k]]

@@ -130,7 +130,8 @@ def resume(run: Run, resuming: bool) -> None:
         run.reexaminer.load_state_dict(state["reexaminer"])
     run.opt.load_state_dict(state["optimizer"])
     run.sched.load_state_dict(state["scheduler"])
-    torch.set_rng_state(state["rng"])
-    if run.device.type == "cuda" and state.get("cuda_rng") is not None:  # dropout on CUDA draws from it
-        torch.cuda.set_rng_state(state["cuda_rng"], run.device)
+    cpu_rng, cuda_rng = checkpoint.rank_rng(state, run.rank, run.world_size)  # each rank drew its own dropout
+    torch.set_rng_state(cpu_rng)
+    if run.device.type == "cuda" and cuda_rng is not None:  # dropout on CUDA draws from it
+        torch.cuda.set_rng_state(cuda_rng, run.device)
     run.history, run.start_epoch, run.train_seconds = state["history"], state["epoch"], state["seconds"]

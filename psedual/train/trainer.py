@@ -40,7 +40,7 @@ from psedual.train import checkpoint, setup, tables
 from psedual.train.best import best_epoch
 from psedual.train.config import TrainConfig
 from psedual.train.device import resolve
-from psedual.train.distributed import all_sum, decode_split, share, shard
+from psedual.train.distributed import all_sum, decode_split, gather, share, shard
 from psedual.train.step import CPU, train_step
 
 
@@ -209,9 +209,10 @@ def _distribute(run: setup.Run) -> nn.Module:
         return run.step_fn
     from torch.nn.parallel import DistributedDataParallel
 
-    # some parameters sit out a step (the sampled expression is skipped while ε = 1)
+    # the search for parameters a step left out is a graph walk per step: only for solvers that
+    # may leave some out (tests/test_distributed.py says which; the reexamining module never does)
     return DistributedDataParallel(run.step_fn, device_ids=[run.device] if run.device.type == "cuda" else None,
-                                   find_unused_parameters=True)
+                                   find_unused_parameters=run.model.may_leave_parameters_unused)
 
 
 def _train_epoch(run: setup.Run, epoch: int, show_bar: bool) -> dict:
@@ -223,7 +224,9 @@ def _train_epoch(run: setup.Run, epoch: int, show_bar: bool) -> dict:
     batches = [[train_set[i] for i in order[j:j + config.batch_size].tolist()]
                for j in range(0, len(train_set), config.batch_size)]
     bar = _bar(len(batches), f"epoch {epoch + 1}/{config.epochs}") if show_bar and run.main else None
-    total = total_infill = 0.0
+    # summed on the device in float64 (the same operations as on the host), read once per epoch:
+    # reading a step's loss would make the host wait for the GPU every step
+    total = total_infill = torch.zeros((), dtype=torch.float64, device=run.device)
     schedule: dict[str, float | None] = {"epsilon": None, "tau": None}
     for i, problems in enumerate(batches):
         # the step count is a function of (epoch, i), so a resumed run continues ε and τ
@@ -240,15 +243,16 @@ def _train_epoch(run: setup.Run, epoch: int, show_bar: bool) -> dict:
         if config.lr_schedule == "linear":
             run.sched.step()
         # the global batch's mean loss is the ranks' average (their sum at the epoch's end)
-        total += stepped.loss.item() / world_size * len(problems)
+        total = total + stepped.loss.detach().double() / world_size * len(problems)
         if stepped.reexamined is not None:
-            total_infill += stepped.infill_loss.item() / world_size * len(problems)
+            total_infill = total_infill + stepped.infill_loss.detach().double() / world_size * len(problems)
             schedule = {"epsilon": stepped.reexamined.epsilon, "tau": stepped.reexamined.tau}
         if bar is not None:
             bar.set_postfix(loss=f"{stepped.loss.item():.3f}")
             bar.update()
     if bar is not None:
         bar.close()
+    total, total_infill = torch.stack([total, total_infill]).tolist()
     if world_size > 1:
         total, total_infill = all_sum([total, total_infill], run.device)
     lr = run.opt.param_groups[0]["lr"]
@@ -270,6 +274,9 @@ def _checkpoint(run: setup.Run, on_epoch: EpochHook | None) -> None:
     writes them), then the `on_epoch` hook."""
     config, out, row = run.config, run.out, run.history[-1]
     kept = best_epoch(run.history)
+    # every rank's RNG states (dropout draws differ between ranks), gathered for rank 0 to save
+    rngs = gather((torch.get_rng_state(), torch.cuda.get_rng_state(run.device) if run.device.type == "cuda" else None),
+                  run.world_size)
     if run.main:
         weights = {**checkpoint.model_state(run.model), "config": asdict(config),
                    "reexaminer": run.reexaminer.state_dict() if run.reexaminer is not None else None}
@@ -278,11 +285,9 @@ def _checkpoint(run: setup.Run, on_epoch: EpochHook | None) -> None:
         print(f"epoch {row['epoch']}/{config.epochs} loss {row['train_loss']:.4f} valid value "
               f"{100 * row['valid_value_acc']:.1f}% expr {100 * row['valid_expr_acc']:.1f}% ({row['seconds']:.1f} s)",
               file=sys.stderr, flush=True)
-        cuda_rng = torch.cuda.get_rng_state(run.device) if run.device.type == "cuda" else None
         checkpoint.save(out / "last.pt", {**weights, "optimizer": run.opt.state_dict(),
-                                          "scheduler": run.sched.state_dict(), "rng": torch.get_rng_state(),
-                                          "history": run.history, "cuda_rng": cuda_rng,
-                                          "epoch": row["epoch"], "seconds": run.train_seconds})
+                                          "scheduler": run.sched.state_dict(), **checkpoint.rng_fields(rngs),
+                                          "history": run.history, "epoch": row["epoch"], "seconds": run.train_seconds})
         tables.write(run.history, out / "epochs.parquet", tables.EPOCHS_SCHEMA)
     if on_epoch is not None:
         on_epoch({**row, "best_epoch": kept["epoch"], "best_valid_value_acc": kept["valid_value_acc"]}, out)

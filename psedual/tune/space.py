@@ -43,6 +43,11 @@ class Resources:
     """Ray Train workers per trial (DDP ranks)."""
     use_gpu: bool = False
     """One GPU per worker."""
+    gpus_per_trial: float = 0.0
+    """GPUs a trial holds, shared evenly by its workers (instead of `use_gpu`'s one per worker):
+    0.25 runs four in-process trials on one GPU at once (with `max_concurrent: 4`); 1 with
+    `num_workers: 2` puts both DDP ranks of a Ray Train trial on one GPU, talking over gloo
+    (NCCL wants a GPU per rank)."""
     cpus_per_worker: float = 1.0
     """CPUs reserved per worker."""
     in_process: bool = True
@@ -54,12 +59,28 @@ class Resources:
     """Retries of a trial whose worker died, from its last checkpoint."""
 
     def __post_init__(self) -> None:
-        if self.num_workers < 1 or self.cpus_per_worker <= 0 or self.max_concurrent < 1 or self.max_failures < 0:
+        if self.num_workers < 1 or self.cpus_per_worker <= 0 or self.max_concurrent < 1 or self.max_failures < 0 \
+                or self.gpus_per_trial < 0:
             raise ValueError(f"bad resources: {self}")
+        if self.use_gpu and self.gpus_per_trial:
+            raise ValueError("give use_gpu (one GPU per worker) or gpus_per_trial (a share), not both")
+        if self.gpus_per_worker > 1:
+            raise ValueError(f"gpus_per_trial {self.gpus_per_trial:g} gives each of {self.num_workers} workers "
+                             f"{self.gpus_per_worker:g} GPUs; a rank uses one (say use_gpu for one per worker)")
 
     @property
     def uses_train_workers(self) -> bool:
         return not (self.in_process and self.num_workers == 1)
+
+    @property
+    def gpus_per_worker(self) -> float:
+        """The GPU (or share of one) each worker holds: 1 with `use_gpu`, else its part of `gpus_per_trial`."""
+        return 1.0 if self.use_gpu else self.gpus_per_trial / self.num_workers
+
+    @property
+    def backend(self) -> str:
+        """torch.distributed's backend for a Train trial: gloo where ranks may share a GPU (or have none)."""
+        return "nccl" if self.gpus_per_worker == 1 else "gloo"
 
 
 @dataclass(frozen=True)

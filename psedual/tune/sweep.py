@@ -64,6 +64,8 @@ def check_fits(resources: Resources, cluster: dict) -> None:
     if resources.use_gpu and resources.num_workers > gpus:
         raise ValueError(f"a trial needs {resources.num_workers} GPUs (use_gpu: one per worker); this Ray has "
                          f"{gpus:g}")
+    if resources.gpus_per_trial > gpus:
+        raise ValueError(f"a trial needs {resources.gpus_per_trial:g} GPUs (gpus_per_trial); this Ray has {gpus:g}")
 
 
 def param_space(spec: SweepSpec) -> dict:

@@ -1,8 +1,9 @@
 """One Tune trial: train a TrainConfig, reporting validation metrics and a checkpoint per epoch.
 
 In-process (1 worker, `resources.in_process`): the trainer runs inside the trial, on
-its GPU with `use_gpu`. Otherwise the trial is the driver of a Ray Train `TorchTrainer` (DDP over
-`num_workers` ranks), whose reports reach Tune through `TuneReportCallback` (the
+its GPU (or share of one) where it holds one, else on the CPU. Otherwise the trial is the
+driver of a Ray Train `TorchTrainer` (DDP over `num_workers` ranks, over gloo where ranks
+share a GPU), whose reports reach Tune through `TuneReportCallback` (the
 Ray Train V2 pattern; `Tuner(TorchTrainer)` is gone). Either way a restarted trial
 or worker resumes from its last reported checkpoint, which holds `last.pt`.
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 import ray.train
 import ray.tune
 
+from psedual.train.device import placed
 from psedual.train.trainer import train
 from psedual.tune.space import Resources, make_config
 
@@ -66,7 +68,7 @@ def train_in_process(flat: dict) -> None:
     out = Path(tempfile.mkdtemp(prefix="psedual-trial-"))
     try:
         resumed = _restore(ray.tune.get_checkpoint(), out)
-        train(config, out, resume=resumed, progress=False, test=False,
+        train(config, out, resume=resumed, progress=False, test=False, device=placed(config.device, ray.get_gpu_ids()),
               on_epoch=lambda row, d: _report(ray.tune.report, ray.tune.Checkpoint, row, d, True))
     finally:
         shutil.rmtree(out, ignore_errors=True)
@@ -103,23 +105,24 @@ def train_worker(loop_config: dict) -> None:
 
     try:
         resumed = _restore(ray.train.get_checkpoint(), out)
+        gpus = ray.get_gpu_ids()
         train(config, out, resume=resumed, progress=False, test=False, rank=rank, world_size=world,
-              on_epoch=on_epoch, device=get_device())
+              on_epoch=on_epoch, device=get_device() if gpus else placed(config.device, gpus))
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
 
 def train_with_workers(flat: dict, resources: Resources, storage: str) -> None:
     """Tune function trainable driving a TorchTrainer."""
-    from ray.train.torch import TorchTrainer
+    from ray.train.torch import TorchConfig, TorchTrainer
     from ray.tune.integration.ray_train import TuneReportCallback
 
     trial = ray.tune.get_context()
     trainer = TorchTrainer(
         train_worker,
         train_loop_config={"flat": flat},
-        scaling_config=ray.train.ScalingConfig(num_workers=resources.num_workers, use_gpu=resources.use_gpu,
-                                               resources_per_worker={"CPU": resources.cpus_per_worker}),
+        scaling_config=scaling(resources),
+        torch_config=TorchConfig(backend=resources.backend),
         run_config=ray.train.RunConfig(
             name=f"{trial.get_experiment_name()}-{trial.get_trial_id()}",
             storage_path=storage,
@@ -133,12 +136,24 @@ def train_with_workers(flat: dict, resources: Resources, storage: str) -> None:
     trainer.fit()
 
 
+def scaling(resources: Resources) -> ray.train.ScalingConfig:
+    """A Train trial's workers: each with its CPUs and its GPU or share of one (Ray places
+    fractional shares of one GPU side by side)."""
+    gpus = resources.gpus_per_worker
+    return ray.train.ScalingConfig(num_workers=resources.num_workers, use_gpu=gpus > 0,
+                                   resources_per_worker={"CPU": resources.cpus_per_worker, **({"GPU": gpus} if gpus else {})})
+
+
+def in_process_resources(resources: Resources) -> dict:
+    """What an in-process trial reserves: its CPUs and its GPU or share of one. With a GPU, Ray
+    makes it the trial's only visible one: device `auto` trains on it (`device.placed`)."""
+    return {"cpu": resources.cpus_per_worker, "gpu": resources.gpus_per_worker}
+
+
 def trainable(resources: Resources, storage: str):
     """The function Tune runs for each trial, with the resources it reserves."""
     if not resources.uses_train_workers:
-        # with a GPU, Ray makes it the trial's only visible one: device `auto` trains on it
-        return ray.tune.with_resources(train_in_process, {"cpu": resources.cpus_per_worker,
-                                                          "gpu": 1 if resources.use_gpu else 0})
+        return ray.tune.with_resources(train_in_process, in_process_resources(resources))
     # The driver only waits on its workers: it reserves no CPU, so the workers may take every
     # CPU (2 workers on a 2-CPU machine). Ray refuses an empty request; a little memory is not.
     fn = ray.tune.with_parameters(train_with_workers, resources=resources, storage=storage)
