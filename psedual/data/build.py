@@ -40,6 +40,7 @@ from psedual.data.expr import (
     SLOT,
     ExpressionError,
     Node,
+    check_slot,
     from_prefix,
     parse_infix,
     to_prefix,
@@ -139,8 +140,11 @@ def slot_literals(node: Node, values: Sequence[Fraction]) -> Node:
     """Map every literal leaf to its number slot, or to a canonical constant."""
     if not node.is_leaf:
         return Node(node.token, slot_literals(node.left, values), slot_literals(node.right, values))
-    if SLOT.fullmatch(node.token):
-        return node
+    try:
+        if SLOT.fullmatch(check_slot(node.token)):
+            return node
+    except ExpressionError as err:
+        raise RecordError("unparseable equation", str(err)) from err
     try:
         value = parse_number(node.token)
     except SizeLimitError as err:
