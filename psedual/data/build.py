@@ -45,7 +45,18 @@ from psedual.data.expr import (
     parse_infix,
     to_prefix,
 )
-from psedual.data.numbers import NumberError, SizeLimitError, canonical, check_size, find_numbers, parse_number, quote
+from psedual.data.numbers import (
+    GROUPED,
+    SCIENTIFIC,
+    UNITS,
+    NumberError,
+    SizeLimitError,
+    canonical,
+    check_size,
+    find_numbers,
+    parse_number,
+    quote,
+)
 from psedual.data.record import NUM_TOKEN, Problem
 from psedual.data.value import InvalidValue, evaluate, values_equal
 
@@ -53,13 +64,23 @@ MAX_TEXT_CHARS = 10_000
 MAX_NUMBERS = 100
 OVER_LIMIT = "over a size limit"
 
-# English tokens: a word that mixes letters and digits (`mp3`, `2d`, `h8`: not a
-# quantity), a number (with its sign when `-` stands alone before it: "-2 , -15"),
-# a run of letters, or any other single visible character.
+# English tokens, first match wins: a number in scientific notation (`2e-3`); a number
+# glued to a unit (`5kg`: the number, then `kg` as the next token); a word that mixes
+# letters and digits (`mp3`, `2d`, `h8`: not a quantity); a mixed number (`2 1/2`,
+# kept only when its fraction is proper, see `english_words`); a number (with its sign
+# when `-` stands alone before it: "-2 , -15"); a run of letters; any other visible
+# character. The rules are listed in `numbers` (docs/data.md, "Numbers in the text").
+_SIGN = r"(?:(?<![\w.)])-)?"
+_UNIT = "|".join(sorted(UNITS, key=len, reverse=True))
 _EN_TOKEN = re.compile(
-    r"[^\W\d_]+\d[^\W_]*|\d+[^\W\d_][^\W_]*"
-    r"|(?:(?<![\w.)])-)?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d*\.\d+|\d+/\d+|\d+)"
+    rf"{_SIGN}{SCIENTIFIC}(?![^\W_])"
+    rf"|{_SIGN}(?:{GROUPED}|\d*\.\d+|\d+)(?=(?i:{_UNIT})(?![^\W_]))"
+    r"|[^\W\d_]+\d[^\W_]*|\d+[^\W\d_][^\W_]*"
+    rf"|{_SIGN}\d+ \d+/\d+(?![\d/.])"
+    rf"|{_SIGN}(?:{GROUPED}|\d*\.\d+|\d+/\d+|\d+)"
     r"|[^\W\d_]+|\S")
+_MIXED = re.compile(r"-?(\d+) (\d+)/(\d+)")
+_GROUPED_ANSWER = re.compile(rf"-?{GROUPED}%?")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
@@ -97,8 +118,17 @@ def split_tokens(words: Sequence[str], language: str) -> tuple[list[str], list[i
 
 
 def english_words(text: str) -> list[str]:
-    """Tokenise raw English text so every number is a word of its own."""
-    return _EN_TOKEN.findall(text)
+    """Tokenise raw English text so every number is a word of its own. `2 1/2` is one
+    number when its fraction is proper (0 < 1 < 2); `3 4/3` stays two numbers."""
+    words = []
+    for word in _EN_TOKEN.findall(text):
+        m = _MIXED.fullmatch(word)
+        if m is not None and not 0 < int(m.group(2)) < int(m.group(3)):
+            whole, fraction = word.split(" ")
+            words += [whole, fraction]
+        else:
+            words.append(word)
+    return words
 
 
 def check_text(text: str, name: str, limit: int = MAX_TEXT_CHARS) -> str:
@@ -171,7 +201,8 @@ def parse_answer(answer: object) -> Fraction:
         if isinstance(answer, (int, float)):
             return check_size(Fraction(repr(answer)) if isinstance(answer, float) else Fraction(answer), answer)
         text = re.sub(r"(\d+)\(\((\d+)\)/\((\d+)\)\)", r"\1(\2/\3)", answer.strip())  # 7((2)/(3))
-        value = evaluate(parse_infix(text))
+        # `1,250` is one number in an answer as in a text; an expression has no commas
+        value = parse_number(text) if _GROUPED_ANSWER.fullmatch(text) else evaluate(parse_infix(text))
     except SizeLimitError as err:
         raise RecordError(OVER_LIMIT, f"answer: {err}") from err
     except (ExpressionError, InvalidValue, NumberError) as err:

@@ -30,7 +30,8 @@ from psedual.data.root import find_data_root
 CODE_VERSION = "1"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 # What turns source files into rows; the views (splits, stats, config) are not cached.
-PROCESSING_CODE = ("numbers.py", "expr.py", "value.py", "build.py", "record.py", "files.py", "registry.py", "cache.py", "sources")
+PROCESSING_CODE = ("numbers.py", "number_rules.py", "expr.py", "value.py", "build.py", "record.py", "files.py",
+                   "registry.py", "cache.py", "sources")
 
 
 @dataclass

@@ -119,10 +119,10 @@ def check_slot(token: str) -> str:
 
 
 def _standalone(text: str, pos: int, atom: str) -> bool:
-    """An atom must not be a piece of a longer number (`1` inside `12`)."""
+    """An atom must not be a piece of a longer number (`1` inside `12`, `1.5` inside `1.5E3`)."""
     before = text[pos - 1] if pos > 0 else " "
     after = text[pos + len(atom)] if pos + len(atom) < len(text) else " "
-    return not (before.isdigit() or before == ".") and not (after.isdigit() or after in ".%(")
+    return not (before.isdigit() or before == ".") and not (after.isdigit() or after in ".%(eE")
 
 
 # --- tokens -> tree ---------------------------------------------------------------

@@ -27,6 +27,8 @@ class DataFileError(ValueError):
 
 def read_bytes(path: Path) -> bytes:
     """The file's bytes, or a DataFileError naming it and why it cannot be read."""
+    if path.exists() and not path.is_dir() and not path.is_file():  # a FIFO would block the read forever
+        raise DataFileError(f"{path}: not a regular file (a pipe, a socket or a device)")
     try:
         return path.read_bytes()
     except FileNotFoundError:

@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from psedual.data.build import MAX_TEXT_CHARS, OVER_LIMIT, RecordError, check_text
 from psedual.data.expr import literals
+from psedual.data.number_rules import rules_touched
 from psedual.data.numbers import quote
 from psedual.data.record import Problem, Skip
 
@@ -64,6 +65,11 @@ class Collector:
             self.skip(split, fold, origin, what + "unexpected error", f"{type(err).__name__}: {err} (a loader bug; "
                       "please report it with this record)")
         return None
+
+    def note_rules(self, text: str, language: str) -> None:
+        """Count the number-reading rules a kept problem's text used (`number_rules`)."""
+        for rule in rules_touched(text, language):
+            self.result.notes[rule] += 1
 
     def skip(self, split: str, fold: int, origin: str, reason: str, detail: str) -> None:
         # Skips are cached and printed: no lone surrogate (from a path or a record) may reach them.

@@ -51,14 +51,17 @@ def load(folder: Path) -> LoadResult:
                 if language not in ("en", "zh"):
                     raise RecordError("bad language", f"language {quote(language)}; use 'en' or 'zh'")
                 given = rec.get("id") if isinstance(rec, dict) else None
-                tokens, num_pos, texts = text_tokens(require_text(rec, "text"), language)
+                problem_id = f"{split}-{lineno}" if given is None else source_id(given)
+                text = require_text(rec, "text")
+                tokens, num_pos, texts = text_tokens(text, language)
                 prefix = rec.get("prefix")
                 if isinstance(prefix, str):
                     prefix = prefix.split()
-                return make_problem(dataset=NAME, source_id=f"{split}-{lineno}" if given is None else source_id(given), split=split,
-                                    fold=-1, language=language, tokens=tokens, num_pos=num_pos, number_texts=texts,
-                                    answer=require(rec, "answer"), origin=origin, equation=rec.get("equation"),
-                                    prefix=prefix)
+                problem = make_problem(dataset=NAME, source_id=problem_id, split=split, fold=-1, language=language,
+                                       tokens=tokens, num_pos=num_pos, number_texts=texts, answer=require(rec, "answer"),
+                                       origin=origin, equation=rec.get("equation"), prefix=prefix)
+                out.note_rules(text, language)
+                return problem
 
             out.add(build, split=split, fold=-1, origin=origin)
     return out.result

@@ -50,7 +50,8 @@ def load(root: Path) -> LoadResult:
                 raise RecordError("not in split_ids", f"id {source_id!r} is in no split of split_ids.json")
             equation = require_text(rec, "equation")
             stripped = _UNIT.sub("", equation)
-            words = require_text(rec, "segmented_text").split()
+            text = require_text(rec, "segmented_text")
+            words = text.split()
             tokens, num_pos, texts, starts = split_tokens(words, "zh")
             # Graph2Tree's windows around the last quantity can run past the text's end.
             all_cells = cells_of.get(source_id, [])
@@ -62,6 +63,7 @@ def load(root: Path) -> LoadResult:
                 out.result.notes["unit stripped from equation"] += 1
             if len(cells) != len(all_cells):
                 out.result.notes["quantity-cell indices past the text's end dropped"] += 1
+            out.note_rules(text, "zh")
             return problem
 
         out.add(build, split=split, fold=-1, origin=origin)

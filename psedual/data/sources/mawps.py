@@ -30,10 +30,13 @@ def _add(out: Collector, rec: object, *, split: str, fold: int, origin: str) -> 
         if answer is None:
             solutions = require(rec, "lSolutions")
             answer = solutions[0] if isinstance(solutions, list) and len(solutions) == 1 else solutions
-        tokens, num_pos, texts = text_tokens(require_text(rec, "sQuestion"), "en")
-        return make_problem(dataset=out.dataset, source_id=source_id(require(rec, "iIndex"), "iIndex"), split=split, fold=fold,
-                            language="en", tokens=tokens, num_pos=num_pos, number_texts=texts, answer=answer,
-                            origin=origin, equation=equations[0])
+        text = require_text(rec, "sQuestion")
+        tokens, num_pos, texts = text_tokens(text, "en")
+        problem = make_problem(dataset=out.dataset, source_id=source_id(require(rec, "iIndex"), "iIndex"), split=split,
+                               fold=fold, language="en", tokens=tokens, num_pos=num_pos, number_texts=texts,
+                               answer=answer, origin=origin, equation=equations[0])
+        out.note_rules(text, "en")
+        return problem
 
     out.add(build, split=split, fold=fold, origin=origin)
 
