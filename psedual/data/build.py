@@ -80,7 +80,8 @@ _EN_TOKEN = re.compile(
     rf"|{_SIGN}(?:{GROUPED}|\d*\.\d+|\d+/\d+|\d+)"
     r"|[^\W\d_]+|\S")
 _MIXED = re.compile(r"-?(\d+) (\d+)/(\d+)")
-_GROUPED_ANSWER = re.compile(rf"-?{GROUPED}%?")
+# Answers written as a text writes numbers: `1,250`, `2 1/2` (an expression has no commas or spaced fractions).
+_WRITTEN_ANSWER = re.compile(rf"-?{GROUPED}%?|\d+ \d+/\d+")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
@@ -201,8 +202,7 @@ def parse_answer(answer: object) -> Fraction:
         if isinstance(answer, (int, float)):
             return check_size(Fraction(repr(answer)) if isinstance(answer, float) else Fraction(answer), answer)
         text = re.sub(r"(\d+)\(\((\d+)\)/\((\d+)\)\)", r"\1(\2/\3)", answer.strip())  # 7((2)/(3))
-        # `1,250` is one number in an answer as in a text; an expression has no commas
-        value = parse_number(text) if _GROUPED_ANSWER.fullmatch(text) else evaluate(parse_infix(text))
+        value = parse_number(text) if _WRITTEN_ANSWER.fullmatch(text) else evaluate(parse_infix(text))
     except SizeLimitError as err:
         raise RecordError(OVER_LIMIT, f"answer: {err}") from err
     except (ExpressionError, InvalidValue, NumberError) as err:

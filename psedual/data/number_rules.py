@@ -33,11 +33,12 @@ def rules_touched(text: str, language: str) -> list[str]:
         rules.append(COMMA)
     if _SCIENTIFIC.search(text):
         rules.append(SCIENTIFIC_NOTATION)
+    plain = _SCIENTIFIC.sub(" ", text)  # `3e5` is no number glued to `e5`
     if language == "en":
         if any(0 < int(m.group(1)) < int(m.group(2)) for m in _MIXED.finditer(text)):
             rules.append(MIXED)
-        if _EN_UNIT.search(text):
+        if _EN_UNIT.search(plain):
             rules.append(GLUED)
-    elif _ZH_GLUED.search(text):
+    elif _ZH_GLUED.search(plain):
         rules.append(GLUED)
     return rules

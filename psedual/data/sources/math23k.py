@@ -79,8 +79,8 @@ def _read_split_ids(path: Path) -> dict[str, str]:
     both ways in two splits is refused, not moved)."""
     data = read_json(path)
     if not isinstance(data, dict) or set(data) != set(SPLITS):
-        found = sorted(map(str, data))[:5] if isinstance(data, dict) else type(data).__name__
-        raise DataFileError(f"{path}: expected an object with keys {list(SPLITS)}, found {quote(found)}")
+        found = quote(sorted(map(str, data))[:5]) if isinstance(data, dict) else f"a {type(data).__name__}"
+        raise DataFileError(f"{path}: expected an object with keys {list(SPLITS)}, found {found}")
     split_of: dict[str, str] = {}
     for split, ids in data.items():
         if not isinstance(ids, list):
