@@ -112,7 +112,7 @@ def tokenize_infix(text: str, atoms: Sequence[str] = ()) -> list[str]:
 
 def check_slot(token: str) -> str:
     """`token` if it is not slot-like (`N` and digits) or is a canonical slot; else ExpressionError."""
-    if _SLOT_LIKE.fullmatch(token) and not SLOT.fullmatch(token):
+    if token[:1] == "N" and _SLOT_LIKE.fullmatch(token) and not SLOT.fullmatch(token):
         raise ExpressionError(f"slot {quote(token)} is not canonical: write N0, N1, ... (ASCII digits, "
                               "no leading zero)")
     return token

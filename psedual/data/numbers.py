@@ -35,9 +35,12 @@ from fractions import Fraction
 #   the `8th` week and `mp3` stay words.
 GROUPED = r"\d{1,3}(?:,\d{3})+(?![\d,])(?:\.\d+)?"
 SCIENTIFIC = r"(?:\d+(?:\.\d+)?|\.\d+)[eE][-+]?\d+"
-_ZH_NUMBER = rf"\d+\(\d+/\d+\)|\(\d+/\d+\)|{GROUPED}%?|{SCIENTIFIC}|\d+\.\d+%?|\d+%?"
+_ZH_FRACTIONS, _ZH_PLAIN = r"\d+\(\d+/\d+\)|\(\d+/\d+\)", r"\d+\.\d+%?|\d+%?"
+_ZH_NUMBER = rf"{_ZH_FRACTIONS}|{GROUPED}%?|{SCIENTIFIC}|{_ZH_PLAIN}"
 _EN_NUMBER = rf"^-?(?:{GROUPED}|{SCIENTIFIC}|\d+ \d+/\d+|\d*\.\d+|\d+/\d+|\d+)$"
 NUMBER_PATTERNS = {"zh": re.compile(_ZH_NUMBER), "en": re.compile(_EN_NUMBER)}
+# A Chinese word without a comma or an `e` is read the same without those two alternatives, faster.
+_ZH_WITHOUT_COMMA_OR_E = re.compile(f"{_ZH_FRACTIONS}|{_ZH_PLAIN}")
 UNITS = ("mm", "cm", "dm", "m", "km", "mg", "g", "kg", "ml", "l", "lb", "lbs", "oz", "ft", "yd", "yds", "mi",
          "mph", "kmh", "kph", "h", "hr", "hrs", "min", "mins", "sec", "secs", "gal", "qt")
 """Units an English number may be glued to (`5kg`); matched whole and in any case."""
@@ -141,4 +144,6 @@ def find_numbers(token: str, language: str) -> list[re.Match[str]]:
     """The numbers written inside one text token: a Chinese word may hold one among
     other characters (`10cm` holds 10); an English token is a number or not at all
     (the tokenizer has already split numbers from words, and `mp3` is a word)."""
+    if language == "zh" and "," not in token and "e" not in token and "E" not in token:
+        return list(_ZH_WITHOUT_COMMA_OR_E.finditer(token))
     return list(NUMBER_PATTERNS[language].finditer(token))
