@@ -32,6 +32,13 @@ def _results_add(args: argparse.Namespace) -> None:
     print(f"{runs.height} run(s) in {args.root}/{{runs,epochs,predictions}}/experiment={args.experiment}/")
 
 
+def _test(args: argparse.Namespace) -> None:
+    from psedual.train.trainer import test_run
+    from psedual.typed_cli import summary
+
+    print(summary(test_run(args.run_dir, args.device)))
+
+
 def _solve(args: argparse.Namespace) -> None:
     from psedual.train.solve import solve
 
@@ -71,6 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     ra.add_argument("--experiment", required=True, help="experiment name in the tables")
     ra.add_argument("--root", default="results", help="results storage: folder or URI (default ./results)")
     ra.set_defaults(run=_results_add)
+
+    te = commands.add_parser("test", help="test a trained run folder's best checkpoint (again), without training: "
+                             "finishes a run whose test step failed")
+    te.add_argument("run_dir", metavar="RUN_DIR", help="the folder `psedual train --out` wrote")
+    te.add_argument("--device", help="where to evaluate (default: the run's config)")
+    te.set_defaults(run=_test)
 
     so = commands.add_parser("solve", help="solve one problem with a trained checkpoint")
     so.add_argument("--checkpoint", required=True)

@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import pytest
 
+from psedual.data import number_rules
 from psedual.data.numbers import parse_number
 from psedual.data.sources.common import LITERAL_AND_DISAGREES, LITERAL_NOT_IN_TEXT
 from psedual.data.splits import constants_of
@@ -53,7 +54,7 @@ def test_math23k_standard_split(datasets):
     # One record's equation is garbled in the source ('(1/6)0'); it is a counted skip.
     assert [(s.origin.rsplit("(", 1)[1], s.reason) for s in ds.skips] == [("id 17520)", "unparseable equation")]
     assert ds.notes == {"quantity-cell indices past the text's end dropped": 588, "unit stripped from equation": 1,
-                        LITERAL_NOT_IN_TEXT: 5453}
+                        LITERAL_NOT_IN_TEXT: 5453, number_rules.GLUED: 399}
 
 
 def test_svamp_and_mathqa_counts(datasets):
@@ -61,6 +62,20 @@ def test_svamp_and_mathqa_counts(datasets):
     assert Counter(p.split for p in sv.problems) == {"train": 3138, "test": 1000} and not sv.skips
     qa = datasets("mathqa")
     assert Counter(p.split for p in qa.problems) == {"valid": 3540, "test": 2410} and not qa.skips
+
+
+# Texts each number-reading rule touched (docs/data.md): in the shipped benchmarks only
+# thousands separators, list commas and Math23K's glued units; no record reads differently
+# from before the rules were written down.
+RULES = {"math23k": {number_rules.GLUED: 399}, "mawps": {number_rules.THOUSANDS: 2},
+         "mawps-single": {number_rules.THOUSANDS: 2}, "svamp": {},
+         "mathqa": {number_rules.THOUSANDS: 174, number_rules.COMMA: 20}}
+
+
+@pytest.mark.parametrize("name", sorted(RULES))
+def test_number_rules_touched_counts(datasets, name):
+    notes = datasets(name).notes
+    assert {k: n for k, n in notes.items() if k.startswith("number rule:")} == RULES[name]
 
 
 # Kept problems whose gold uses a literal that is not one of the text's numbers (a constant),

@@ -96,6 +96,9 @@ PREFIX_CASES = [  # jsonl's `prefix`, SVAMP's `Equation`
     ("prefix 1,000 deep", "+ " * 1000 + "N0 " * 1001, OVER_LIMIT, "2,001 tokens (limit 1,000)"),
     ("prefix 300 deep", "+ N0 " * 300 + "N1", OVER_LIMIT, "nested deeper than 100"),
     ("code in the prefix", INJECTION, "unparseable equation", ""),
+    # a second name for a slot would be kept, then stop training at its first batch
+    ("slots with a leading zero", "+ N00 N01", "unparseable equation", "slot 'N00' is not canonical"),
+    ("slots in Arabic-Indic digits", "+ N\u0660 N\u0661", "unparseable equation", "slot 'N\u0660' is not canonical"),
 ]
 CASE_IDS = [c[0] for c in INFIX_CASES]
 

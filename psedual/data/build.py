@@ -40,11 +40,23 @@ from psedual.data.expr import (
     SLOT,
     ExpressionError,
     Node,
+    check_slot,
     from_prefix,
     parse_infix,
     to_prefix,
 )
-from psedual.data.numbers import NumberError, SizeLimitError, canonical, check_size, find_numbers, parse_number, quote
+from psedual.data.numbers import (
+    GROUPED,
+    SCIENTIFIC,
+    UNITS,
+    NumberError,
+    SizeLimitError,
+    canonical,
+    check_size,
+    find_numbers,
+    parse_number,
+    quote,
+)
 from psedual.data.record import NUM_TOKEN, Problem
 from psedual.data.value import InvalidValue, evaluate, values_equal
 
@@ -52,13 +64,27 @@ MAX_TEXT_CHARS = 10_000
 MAX_NUMBERS = 100
 OVER_LIMIT = "over a size limit"
 
-# English tokens: a word that mixes letters and digits (`mp3`, `2d`, `h8`: not a
-# quantity), a number (with its sign when `-` stands alone before it: "-2 , -15"),
-# a run of letters, or any other single visible character.
-_EN_TOKEN = re.compile(
-    r"[^\W\d_]+\d[^\W_]*|\d+[^\W\d_][^\W_]*"
-    r"|(?:(?<![\w.)])-)?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d*\.\d+|\d+/\d+|\d+)"
-    r"|[^\W\d_]+|\S")
+# English tokens, first match wins: a number in scientific notation (`2e-3`); a number
+# glued to a unit (`5kg`: the number, then `kg` as the next token); a word that mixes
+# letters and digits (`mp3`, `2d`, `h8`: not a quantity); a mixed number (`2 1/2`,
+# kept only when its fraction is proper, see `english_words`); a number (with its sign
+# when `-` stands alone before it: "-2 , -15"); a run of letters; any other visible
+# character. The rules are listed in `numbers` (docs/data.md, "Numbers in the text").
+_SIGN = r"(?:(?<![\w.)])-)?"
+_UNIT = "|".join(sorted(UNITS, key=len, reverse=True))
+_EN_GLUED = (rf"{_SIGN}{SCIENTIFIC}(?![^\W_])"
+             rf"|{_SIGN}(?:{GROUPED}|\d*\.\d+|\d+)(?=(?i:{_UNIT})(?![^\W_]))")
+_EN_WORDS = r"[^\W\d_]+\d[^\W_]*|\d+[^\W\d_][^\W_]*"
+_EN_MIXED = rf"{_SIGN}\d+ \d+/\d+(?![\d/.])"
+_EN_REST = rf"{_SIGN}(?:{GROUPED}|\d*\.\d+|\d+/\d+|\d+)|[^\W\d_]+|\S"
+_EN_TOKEN = re.compile(f"{_EN_GLUED}|{_EN_WORDS}|{_EN_MIXED}|{_EN_REST}")
+# The same without the alternatives that need a digit before a letter (`2e-3`, `5kg`) or a
+# spaced fraction (`2 1/2`): a text with neither (most) is read the same by it, faster.
+_EN_PLAIN_TOKEN = re.compile(f"{_EN_WORDS}|{_EN_REST}")
+_NEEDS_FULL = re.compile(r"\d(?:[^\W\d_]| \d+/)")
+_MIXED = re.compile(r"-?(\d+) (\d+)/(\d+)")
+# Answers written as a text writes numbers: `1,250`, `2 1/2` (an expression has no commas or spaced fractions).
+_WRITTEN_ANSWER = re.compile(rf"-?{GROUPED}%?|\d+ \d+/\d+")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
@@ -96,8 +122,19 @@ def split_tokens(words: Sequence[str], language: str) -> tuple[list[str], list[i
 
 
 def english_words(text: str) -> list[str]:
-    """Tokenise raw English text so every number is a word of its own."""
-    return _EN_TOKEN.findall(text)
+    """Tokenise raw English text so every number is a word of its own. `2 1/2` is one
+    number when its fraction is proper (0 < 1 < 2); `3 4/3` stays two numbers."""
+    if _NEEDS_FULL.search(text) is None:
+        return _EN_PLAIN_TOKEN.findall(text)
+    words = []
+    for word in _EN_TOKEN.findall(text):
+        m = _MIXED.fullmatch(word)
+        if m is not None and not 0 < int(m.group(2)) < int(m.group(3)):
+            whole, fraction = word.split(" ")
+            words += [whole, fraction]
+        else:
+            words.append(word)
+    return words
 
 
 def check_text(text: str, name: str, limit: int = MAX_TEXT_CHARS) -> str:
@@ -139,8 +176,11 @@ def slot_literals(node: Node, values: Sequence[Fraction]) -> Node:
     """Map every literal leaf to its number slot, or to a canonical constant."""
     if not node.is_leaf:
         return Node(node.token, slot_literals(node.left, values), slot_literals(node.right, values))
-    if SLOT.fullmatch(node.token):
-        return node
+    try:
+        if SLOT.fullmatch(check_slot(node.token)):
+            return node
+    except ExpressionError as err:
+        raise RecordError("unparseable equation", str(err)) from err
     try:
         value = parse_number(node.token)
     except SizeLimitError as err:
@@ -167,7 +207,7 @@ def parse_answer(answer: object) -> Fraction:
         if isinstance(answer, (int, float)):
             return check_size(Fraction(repr(answer)) if isinstance(answer, float) else Fraction(answer), answer)
         text = re.sub(r"(\d+)\(\((\d+)\)/\((\d+)\)\)", r"\1(\2/\3)", answer.strip())  # 7((2)/(3))
-        value = evaluate(parse_infix(text))
+        value = parse_number(text) if _WRITTEN_ANSWER.fullmatch(text) else evaluate(parse_infix(text))
     except SizeLimitError as err:
         raise RecordError(OVER_LIMIT, f"answer: {err}") from err
     except (ExpressionError, InvalidValue, NumberError) as err:

@@ -21,7 +21,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from psedual.atomic import write_parquet
-from psedual.data.files import DataFileError
+from psedual.data.files import DataFileError, read_bytes, resolved
+from psedual.data.numbers import quote
 from psedual.data.record import PROBLEM_SCHEMA, SKIP_SCHEMA, Problem, Skip, problems_from_table, skips_from_table, to_table
 from psedual.data.registry import get_spec
 from psedual.data.root import find_data_root
@@ -29,7 +30,8 @@ from psedual.data.root import find_data_root
 CODE_VERSION = "1"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 # What turns source files into rows; the views (splits, stats, config) are not cached.
-PROCESSING_CODE = ("numbers.py", "expr.py", "value.py", "build.py", "record.py", "files.py", "registry.py", "cache.py", "sources")
+PROCESSING_CODE = ("numbers.py", "number_rules.py", "expr.py", "value.py", "build.py", "record.py", "files.py",
+                   "registry.py", "cache.py", "sources")
 
 
 @dataclass
@@ -64,12 +66,10 @@ def cache_key(name: str, root: Path, user_path: Path | None) -> str:
     for src in code:
         h.update(src.relative_to(_PACKAGE_DIR).as_posix().encode() + b"\0" + src.read_bytes())
     for path in _source_files(name, root, user_path):
-        try:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        except FileNotFoundError:
-            raise DataFileError(f"{path}: file not found") from None
+        # the file's own reader words the fault (not found, a folder, a symlink loop) in one line
+        digest = hashlib.sha256(read_bytes(path)).hexdigest()
         # Both spellings: origins quote the path as given, and the same spelling may be another folder.
-        h.update(f"{path}\0{path.resolve()}\0{digest}\0".encode("utf-8", "surrogatepass"))
+        h.update(f"{path}\0{resolved(path)}\0{digest}\0".encode("utf-8", "surrogatepass"))
     return h.hexdigest()[:20]
 
 
@@ -82,8 +82,8 @@ def load_dataset(name: str, data_root: str | os.PathLike | None = None, user_pat
     user = Path(user_path) if user_path is not None else None
     key = cache_key(name, root, user)
     stem = cache_dir() / f"{name}-{key}"
-    where = {"root": "" if spec.needs_user_path else str(root.resolve()),
-             "user_path": str(user.resolve()) if user is not None else ""}
+    where = {"root": "" if spec.needs_user_path else str(resolved(root)),
+             "user_path": str(resolved(user)) if user is not None else ""}
     if use_cache and (hit := _read_cache(stem, name, key)) is not None:
         return replace(hit, **where)
     result = spec.read(root, user)
@@ -98,7 +98,7 @@ def _check_unique_ids(problems: list[Problem]) -> None:
     seen: dict[str, str] = {}
     for p in problems:
         if p.id in seen:
-            raise DataFileError(f"duplicate problem id {p.id!r}: {seen[p.id]} and {p.origin}")
+            raise DataFileError(f"duplicate problem id {quote(p.id)}: {seen[p.id]} and {p.origin}")
         seen[p.id] = p.origin
 
 

@@ -28,7 +28,10 @@ from psedual.data.numbers import SizeLimitError, quote
 
 OPERATORS = ("+", "-", "*", "/", "^")
 PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "^": 3}
-SLOT = re.compile(r"N(\d+)")
+# Slots are canonical: ASCII digits, no leading zero (N0, N12). `N00` or `N٣` would be a
+# second name for a slot, which a solver's vocabulary (N0..Nk) cannot produce.
+SLOT = re.compile(r"N(0|[1-9][0-9]*)")
+_SLOT_LIKE = re.compile(r"N\d+")
 
 # Literal-to-number matching (`build`) only has to absorb float repr noise such as
 # 0.3333333333333333 for 1/3; values are compared more tolerantly (`value.VALUE_TOLERANCE`).
@@ -90,8 +93,8 @@ def tokenize_infix(text: str, atoms: Sequence[str] = ()) -> list[str]:
         if atom is not None:
             tokens.append(atom)
             pos += len(atom)
-        elif m := SLOT.match(text, pos):
-            tokens.append(m.group())
+        elif m := _SLOT_LIKE.match(text, pos):
+            tokens.append(check_slot(m.group()))
             pos = m.end()
         elif m := _NUMBER.match(text, pos):
             tokens.append(m.group())
@@ -107,11 +110,19 @@ def tokenize_infix(text: str, atoms: Sequence[str] = ()) -> list[str]:
     return tokens
 
 
+def check_slot(token: str) -> str:
+    """`token` if it is not slot-like (`N` and digits) or is a canonical slot; else ExpressionError."""
+    if token[:1] == "N" and _SLOT_LIKE.fullmatch(token) and not SLOT.fullmatch(token):
+        raise ExpressionError(f"slot {quote(token)} is not canonical: write N0, N1, ... (ASCII digits, "
+                              "no leading zero)")
+    return token
+
+
 def _standalone(text: str, pos: int, atom: str) -> bool:
-    """An atom must not be a piece of a longer number (`1` inside `12`)."""
+    """An atom must not be a piece of a longer number (`1` inside `12`, `1.5` inside `1.5E3`)."""
     before = text[pos - 1] if pos > 0 else " "
     after = text[pos + len(atom)] if pos + len(atom) < len(text) else " "
-    return not (before.isdigit() or before == ".") and not (after.isdigit() or after in ".%(")
+    return not (before.isdigit() or before == ".") and not (after.isdigit() or after in ".%(eE")
 
 
 # --- tokens -> tree ---------------------------------------------------------------

@@ -25,13 +25,30 @@ class DataFileError(ValueError):
     """A source file that cannot be read as a whole: missing, empty, not UTF-8, not JSON."""
 
 
-def read_text(path: Path) -> str:
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes, or a DataFileError naming it and why it cannot be read."""
+    if path.exists() and not path.is_dir() and not path.is_file():  # a FIFO would block the read forever
+        raise DataFileError(f"{path}: not a regular file (a pipe, a socket or a device)")
     try:
-        raw = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         raise DataFileError(f"{path}: file not found") from None
     except IsADirectoryError:
         raise DataFileError(f"{path}: is a directory, expected a file") from None
+    except OSError as err:  # a symlink loop, a permission, a name too long: one line, not a traceback
+        raise DataFileError(f"{path}: cannot be read: {err.strerror or err}") from None
+
+
+def resolved(path: Path) -> Path:
+    """`path.resolve()`, or a DataFileError naming it (Python raises RuntimeError on a symlink loop)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError) as err:
+        raise DataFileError(f"{path}: cannot be resolved: {err}") from None
+
+
+def read_text(path: Path) -> str:
+    raw = read_bytes(path)
     if not raw.strip():
         raise DataFileError(f"{path}: empty file")
     try:
@@ -42,7 +59,12 @@ def read_text(path: Path) -> str:
 
 
 def _json_error(path: Path, err: json.JSONDecodeError, what: str) -> DataFileError:
-    return DataFileError(f"{path}: {what}: {err.msg} at line {err.lineno} column {err.colno}")
+    return DataFileError(f"{path}: {what}: {_where(err)} line {err.lineno} column {err.colno}")
+
+
+def _where(err: json.JSONDecodeError) -> str:
+    """json's message with the word `at` once: some already end in it ("Unterminated string starting at")."""
+    return err.msg if err.msg.endswith(" at") else f"{err.msg} at"
 
 
 def _int(text: str) -> int | str:
@@ -108,14 +130,16 @@ def read_concatenated_json(path: Path) -> list[object]:
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, object]]:
-    """(line number, object) for each non-blank line."""
-    for lineno, line in enumerate(read_text(path).splitlines(), start=1):
+    """(line number, object) for each non-blank line. Lines end at `\n` only (a `\r` before it
+    is dropped): JSON strings may hold U+2028, U+0085 and the other characters `str.splitlines`
+    would also split on."""
+    for lineno, line in enumerate(read_text(path).split("\n"), start=1):
         if not line.strip():
             continue
         try:
             obj = _loads(line)
         except json.JSONDecodeError as err:
-            raise DataFileError(f"{path}: line {lineno} is not valid JSON: {err.msg} at column {err.colno}") from None
+            raise DataFileError(f"{path}: line {lineno} is not valid JSON: {_where(err)} column {err.colno}") from None
         except RecursionError:
             raise DataFileError(f"{path}: line {lineno}: {_TOO_DEEP}") from None
         yield lineno, obj

@@ -20,10 +20,30 @@ from fractions import Fraction
 # Written forms, most specific first. Chinese texts (Math23K) write fractions in
 # parentheses, mixed numbers as 3(1/2) and glue percents to the number; English
 # texts put `%` apart ("80 %"), and their equations then multiply by 0.01, so the
-# English pattern must not swallow the percent sign.
-_ZH_NUMBER = r"\d+\(\d+/\d+\)|\(\d+/\d+\)|\d+\.\d+%?|\d+%?"
-_EN_NUMBER = r"^-?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d*\.\d+|\d+/\d+|\d+)$"
+# English pattern must not swallow the percent sign. The rules for commas,
+# mixed numbers, scientific notation and units are docs/data.md's "Numbers in
+# the text" (and `number_rules`, which counts the texts each one touches):
+# - a comma followed by exactly three digits (and then no digit) groups thousands:
+#   `1,000` and `12,345.5` are one number, in both languages;
+# - any other comma between digits separates two numbers: `3,5` is 3 and 5 (there
+#   is no decimal comma; MathQA writes lists and points so: `( 0,4 )`, `25 , 5,10 days`);
+# - scientific notation `2e-3`, `3E5`, `1.5e3` is one number;
+# - English mixed numbers `2 1/2` (a whole number, one space, a proper fraction) are
+#   one number, 5/2 (the English tokenizer, `build.english_words`, decides);
+# - a number glued to a word is read: Chinese reads it inside any word (`10cm`,
+#   `5千克`); English only before a unit of `UNITS` (`5kg`, `10cm`), so `2d` nails,
+#   the `8th` week and `mp3` stay words.
+GROUPED = r"\d{1,3}(?:,\d{3})+(?![\d,])(?:\.\d+)?"
+SCIENTIFIC = r"(?:\d+(?:\.\d+)?|\.\d+)[eE][-+]?\d+"
+_ZH_FRACTIONS, _ZH_PLAIN = r"\d+\(\d+/\d+\)|\(\d+/\d+\)", r"\d+\.\d+%?|\d+%?"
+_ZH_NUMBER = rf"{_ZH_FRACTIONS}|{GROUPED}%?|{SCIENTIFIC}|{_ZH_PLAIN}"
+_EN_NUMBER = rf"^-?(?:{GROUPED}|{SCIENTIFIC}|\d+ \d+/\d+|\d*\.\d+|\d+/\d+|\d+)$"
 NUMBER_PATTERNS = {"zh": re.compile(_ZH_NUMBER), "en": re.compile(_EN_NUMBER)}
+# A Chinese word without a comma or an `e` is read the same without those two alternatives, faster.
+_ZH_WITHOUT_COMMA_OR_E = re.compile(f"{_ZH_FRACTIONS}|{_ZH_PLAIN}")
+UNITS = ("mm", "cm", "dm", "m", "km", "mg", "g", "kg", "ml", "l", "lb", "lbs", "oz", "ft", "yd", "yds", "mi",
+         "mph", "kmh", "kph", "h", "hr", "hrs", "min", "mins", "sec", "secs", "gal", "qt")
+"""Units an English number may be glued to (`5kg`); matched whole and in any case."""
 
 _PLAIN = re.compile(r"[-+]?(\d+(?:\.\d*)?|\.\d+)([eE][-+]?\d+)?")
 MAX_DIGITS = 100
@@ -32,6 +52,7 @@ MAX_WRITTEN_DIGITS = 3 * MAX_DIGITS
 _LIMIT = 10 ** MAX_DIGITS
 _FRACTION = re.compile(r"\((\d+)/(\d+)\)|(\d+)/(\d+)")
 _MIXED = re.compile(r"(\d+)\((\d+)/(\d+)\)")
+_MIXED_SPACED = re.compile(r"(\d+) (\d+)/(\d+)")
 
 
 class NumberError(ValueError):
@@ -63,8 +84,8 @@ def check_size(value: Fraction, text: object = None) -> Fraction:
 
 
 def parse_number(text: str) -> Fraction:
-    """Read one written number exactly: `12`, `1,000`, `3.5`, `.5`, `2e-06`,
-    `50%`, `(1/2)`, `1/2`, `3(1/2)`, or a canonical `p/q`."""
+    """Read one written number exactly: `12`, `1,000`, `3.5`, `.5`, `2e-06`, `1.5E3`,
+    `50%`, `(1/2)`, `1/2`, `3(1/2)`, `2 1/2`, or a canonical `p/q`."""
     s = text.strip()
     # Counted before any int() is built: a 5,000-digit string would hit Python's own limit.
     if len(s) > 2 * MAX_WRITTEN_DIGITS or sum(ch.isdigit() for ch in s) > MAX_WRITTEN_DIGITS:
@@ -73,7 +94,7 @@ def parse_number(text: str) -> Fraction:
     if percent:
         s = s[:-1].strip()
     s = s.replace(",", "") if re.fullmatch(r"-?\d{1,3}(,\d{3})+(\.\d+)?", s) else s
-    if m := _MIXED.fullmatch(s):
+    if m := _MIXED.fullmatch(s) or _MIXED_SPACED.fullmatch(s):
         whole, num, den = (int(g) for g in m.groups())
         if den == 0:
             raise NumberError(f"zero denominator in {quote(text)}")
@@ -123,4 +144,6 @@ def find_numbers(token: str, language: str) -> list[re.Match[str]]:
     """The numbers written inside one text token: a Chinese word may hold one among
     other characters (`10cm` holds 10); an English token is a number or not at all
     (the tokenizer has already split numbers from words, and `mp3` is a word)."""
+    if language == "zh" and "," not in token and "e" not in token and "E" not in token:
+        return list(_ZH_WITHOUT_COMMA_OR_E.finditer(token))
     return list(NUMBER_PATTERNS[language].finditer(token))

@@ -37,7 +37,8 @@ def describe(dataset: Dataset, config: DataConfig, seconds: float) -> str:
               [(s, lambda x, s=s: x.split == s) for s in ("train", "valid", "test")])
     for label, member in groups:
         lines.append(_row(label, [p for p in dataset.problems if member(p)], sum(member(s) for s in dataset.skips)))
-    reasons = Counter((s.reason, s.split or f"fold {s.fold}") for s in dataset.skips)
+    # a record of no split and no fold (a Math23K id in no split, or unreadable) is "no split"
+    reasons = Counter((s.reason, s.split or (f"fold {s.fold}" if s.fold >= 0 else "no split")) for s in dataset.skips)
     lines.append("  skipped by reason: " + ("none" if not reasons else
                  "; ".join(f"{r} ({where}): {n}" for (r, where), n in sorted(reasons.items()))))
     for s in dataset.skips[:5]:

@@ -23,6 +23,9 @@ PREDICTIONS_SCHEMA = pa.schema([
     # PseDual runs only (else null): each masked slot's filling from the gold expression,
     # as canonical slots (-1: "unused"), predicted and right
     ("infill_predicted", pa.list_(pa.int32())), ("infill_gold", pa.list_(pa.int32())),
+    # why a test problem was not decoded and so scored wrong (the solver cannot represent it:
+    # more numbers than its slots, more subwords than its encoder's positions); null if decoded
+    ("unscored", pa.string()),
 ])
 
 

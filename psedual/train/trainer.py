@@ -42,6 +42,7 @@ from psedual.train.config import TrainConfig
 from psedual.train.device import resolve
 from psedual.train.distributed import all_sum, decode_split, gather, share, shard
 from psedual.train.step import CPU, train_step
+from psedual.train.unscored import decode_each, report_unscored, unrepresentable
 
 
 @dataclass(frozen=True)
@@ -73,9 +74,20 @@ class RunResult:
 def evaluate(model, problems, vocab: Vocab, beam_size: int, batch_size: int, device: torch.device = CPU,
              rank: int = 0, world_size: int = 1) -> list[tuple[str, ...]]:
     """Predicted expressions of `problems`, decoded in chunks of `batch_size` (split over the
-    ranks, and gathered, when `world_size` > 1: the same predictions as one process)."""
+    ranks, and gathered, when `world_size` > 1: the same predictions as one process). A
+    problem the solver cannot represent is predicted empty (scored wrong), see `evaluate_scored`."""
+    return [pred for pred, _ in evaluate_scored(model, problems, vocab, beam_size, batch_size, device, rank,
+                                                world_size)]
+
+
+def evaluate_scored(model, problems, vocab: Vocab, beam_size: int, batch_size: int, device: torch.device = CPU,
+                    rank: int = 0, world_size: int = 1) -> list[tuple[tuple[str, ...], str | None]]:
+    """`evaluate`'s predictions, each with None, or why the problem could not be decoded
+    (`unscored.decode_each`): more numbers than the solver's slots, more subwords than its
+    encoder's positions. Such a problem is predicted empty and so scored wrong."""
     def decode(chunk):
-        return model.decode(collate(chunk, vocab, with_targets=False).to(device), beam_size=beam_size)
+        return decode_each(lambda part: model.decode(collate(part, vocab, with_targets=False).to(device),
+                                                     beam_size=beam_size), chunk)
 
     return decode_split(decode, problems, batch_size, rank, world_size)
 
@@ -85,11 +97,13 @@ def _accuracies(predicted, problems) -> tuple[float, float]:
 
 
 def infill(model, reexaminer: Reexaminer, problems, vocab: Vocab, batch_size: int,
-           device: torch.device = CPU) -> tuple[list, list]:
+           device: torch.device = CPU, undecoded: frozenset[str] = frozenset()) -> tuple[list, list]:
     """Predicted and right slot fillings of each problem, from its gold expression; None for
-    a problem whose gold expression uses a constant outside the vocabulary (not scored)."""
+    a problem whose gold expression uses a constant outside the vocabulary, or that the
+    solver cannot represent (`unscored.unrepresentable`, or its id in `undecoded`): not scored."""
     tokens = set(vocab.output_tokens)
-    writable = [p for p in problems if set(p.prefix) <= tokens]
+    writable = [p for p in problems
+                if set(p.prefix) <= tokens and p.id not in undecoded and not unrepresentable(p, vocab)]
     fill: dict[str, tuple[list[int], list[int]]] = {}
     with inference(model), inference(reexaminer):
         for i in range(0, len(writable), batch_size):
@@ -296,8 +310,15 @@ def _checkpoint(run: setup.Run, on_epoch: EpochHook | None) -> None:
 def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> RunResult:
     """Evaluate a run folder's `best.pt` on test, once; write `predictions.parquet` and
     `metrics.parquet` there. Needs `config.json`, `best.pt` and `epochs.parquet`. Runs on
-    `device`, else the config's (a checkpoint trained anywhere loads onto either)."""
+    `device`, else the config's (a checkpoint trained anywhere loads onto either). A test
+    problem the solver cannot represent is scored wrong, its reason in the predictions'
+    `unscored` column; if anything else fails here, the checkpoints stay, and `psedual test
+    RUN_DIR` (or `psedual train --resume` with the same options) runs this again without
+    training."""
     out = Path(out_dir)
+    missing = [n for n in ("config.json", "epochs.parquet", "best.pt") if not (out / n).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{out}: not a trained run folder (missing {', '.join(missing)})")
     config = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))
     device = torch.device(device) if device is not None else resolve(config.device)
     splits, data_info = _view(config)
@@ -308,14 +329,17 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> R
     best_path = out / "best.pt"
     best_state = checkpoint.load(best_path)
     model = checkpoint.build_model(best_state, best_path, config.solver, vocab).to(device)
-    predicted = evaluate(model, test_set, vocab, config.beam_size, config.batch_size, device)
+    decoded = evaluate_scored(model, test_set, vocab, config.beam_size, config.batch_size, device)
+    predicted, unscored = [pred for pred, _ in decoded], [why for _, why in decoded]
+    report_unscored(test_set, unscored)
     fill: tuple[list, list] = ([None] * len(test_set), [None] * len(test_set))
     infilled: dict[str, float | None] = dict.fromkeys(("all", "pmr", "used", "pmr_used"))
     final_epsilon = final_tau = None
     if config.psedual is not None:
         reexaminer = Reexaminer(vocab, config.model, config.psedual)
         reexaminer.load_state_dict(best_state["reexaminer"])
-        fill = infill(model, reexaminer.to(device), test_set, vocab, config.batch_size, device)
+        fill = infill(model, reexaminer.to(device), test_set, vocab, config.batch_size, device,
+                      frozenset(p.id for p, why in zip(test_set, unscored) if why is not None))
         scored = [(p, g) for p, g in zip(*fill) if g is not None]
         if scored:
             pred, gold = zip(*scored)
@@ -327,8 +351,8 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> R
     rows = [{"id": p.id, "predicted": list(pred), "gold": list(p.prefix), "value_correct": value_correct(pred, p),
              "expression_correct": expression_correct(pred, p),
              "expression_correct_values": expression_correct_values(pred, p), "infill_predicted": fp,
-             "infill_gold": fg}
-            for pred, p, fp, fg in zip(predicted, test_set, *fill)]
+             "infill_gold": fg, "unscored": why}
+            for pred, why, p, fp, fg in zip(predicted, unscored, test_set, *fill)]
     n_test = max(len(rows), 1)
     result = RunResult(best["epoch"], best["valid_value_acc"], best["valid_expr_acc"],
                        sum(r["value_correct"] for r in rows) / n_test,
@@ -339,6 +363,7 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> R
     tables.write(rows, out / "predictions.parquet", tables.PREDICTIONS_SCHEMA)
     tables.write([{**config.flat(), **asdict(result), "n_train": len(train_set),
                    "n_valid": len(valid_set), "n_test": len(test_set),
+                   "n_test_unscored": sum(why is not None for why in unscored),
                    "n_test_infilled": sum(g is not None for g in fill[1]) if config.psedual is not None else None,
                    **_data_columns(data_info), **_data_identity(train_set, test_set)}],
                  out / "metrics.parquet")

@@ -12,10 +12,11 @@ Layout: `DIR/train.jsonl`, `DIR/test.jsonl`, and optionally `DIR/valid.jsonl`
   list or a space-separated string over `N0..Nk`, the text's numbers in order,
   and constant literals): exactly one of the two.
 - `answer` (required): a number, or a string such as `"3/4"` or `"50%"`.
-- `id` (optional): defaults to `<split>-<line>`; ids must be unique: a repeated id stops the
-  load (`DataFileError` naming both lines).
+- `id` (optional): a string or an integer of at most 200 characters (`common.MAX_ID_CHARS`),
+  defaults to `<split>-<line>`; ids must be unique: a repeated id stops the load
+  (`DataFileError` naming both lines).
 
-A line that is not JSON stops the load (`DataFileError` naming file and line);
+Lines end at `\n` only (a JSON string may hold U+2028 or U+0085). A line that is not JSON stops the load (`DataFileError` naming file and line);
 any other fault of one record is a counted skip naming `file:line` and why,
 including the size limits listed in `build` (10,000 characters of text, 100
 numbers, 100-digit numbers, expressions 100 deep).
@@ -27,7 +28,8 @@ from pathlib import Path
 
 from psedual.data.build import RecordError, make_problem, text_tokens
 from psedual.data.files import DataFileError, read_jsonl
-from psedual.data.sources.common import Collector, LoadResult, require, require_text
+from psedual.data.numbers import quote
+from psedual.data.sources.common import Collector, LoadResult, require, require_text, source_id
 
 NAME = "jsonl"
 SPLIT_FILES = {"train": "train.jsonl", "valid": "valid.jsonl", "test": "test.jsonl"}
@@ -47,15 +49,19 @@ def load(folder: Path) -> LoadResult:
             def build(rec=rec, split=split, lineno=lineno, origin=origin):
                 language = rec.get("language", "en") if isinstance(rec, dict) else "en"
                 if language not in ("en", "zh"):
-                    raise RecordError("bad language", f"language {language!r}; use 'en' or 'zh'")
-                tokens, num_pos, texts = text_tokens(require_text(rec, "text"), language)
+                    raise RecordError("bad language", f"language {quote(language)}; use 'en' or 'zh'")
+                given = rec.get("id") if isinstance(rec, dict) else None
+                problem_id = f"{split}-{lineno}" if given is None else source_id(given)
+                text = require_text(rec, "text")
+                tokens, num_pos, texts = text_tokens(text, language)
                 prefix = rec.get("prefix")
                 if isinstance(prefix, str):
                     prefix = prefix.split()
-                return make_problem(dataset=NAME, source_id=str(rec.get("id") or f"{split}-{lineno}"), split=split,
-                                    fold=-1, language=language, tokens=tokens, num_pos=num_pos, number_texts=texts,
-                                    answer=require(rec, "answer"), origin=origin, equation=rec.get("equation"),
-                                    prefix=prefix)
+                problem = make_problem(dataset=NAME, source_id=problem_id, split=split, fold=-1, language=language,
+                                       tokens=tokens, num_pos=num_pos, number_texts=texts, answer=require(rec, "answer"),
+                                       origin=origin, equation=rec.get("equation"), prefix=prefix)
+                out.note_rules(text, language)
+                return problem
 
             out.add(build, split=split, fold=-1, origin=origin)
     return out.result

@@ -29,10 +29,13 @@ def load(root: Path, train_file: Path | None = None) -> LoadResult:
             origin = f"{path}#{i}"
 
             def build(rec=rec, split=split, i=i, origin=origin):
-                tokens, num_pos, texts = text_tokens(require_text(rec, "original_text"), "en")
-                return make_problem(dataset=NAME, source_id=f"{split}-{i}", split=split, fold=-1, language="en",
-                                    tokens=tokens, num_pos=num_pos, number_texts=texts, answer=require(rec, "ans"),
-                                    origin=origin, equation=require_text(rec, "equation"))
+                text = require_text(rec, "original_text")
+                tokens, num_pos, texts = text_tokens(text, "en")
+                problem = make_problem(dataset=NAME, source_id=f"{split}-{i}", split=split, fold=-1, language="en",
+                                       tokens=tokens, num_pos=num_pos, number_texts=texts, answer=require(rec, "ans"),
+                                       origin=origin, equation=require_text(rec, "equation"))
+                out.note_rules(text, "en")
+                return problem
 
             out.add(build, split=split, fold=-1, origin=origin)
     return out.result

@@ -14,7 +14,7 @@ from pathlib import Path
 from psedual.data.build import RecordError, make_problem, text_tokens
 from psedual.data.files import read_json_list
 from psedual.data.numbers import quote
-from psedual.data.sources.common import Collector, LoadResult, require, require_text
+from psedual.data.sources.common import Collector, LoadResult, require, require_text, source_id
 
 FOLDS = 5
 FOLD_FILES = tuple(f"mawps/five_fold/fold_{k}.json" for k in range(FOLDS))
@@ -30,10 +30,13 @@ def _add(out: Collector, rec: object, *, split: str, fold: int, origin: str) -> 
         if answer is None:
             solutions = require(rec, "lSolutions")
             answer = solutions[0] if isinstance(solutions, list) and len(solutions) == 1 else solutions
-        tokens, num_pos, texts = text_tokens(require_text(rec, "sQuestion"), "en")
-        return make_problem(dataset=out.dataset, source_id=str(require(rec, "iIndex")), split=split, fold=fold,
-                            language="en", tokens=tokens, num_pos=num_pos, number_texts=texts, answer=answer,
-                            origin=origin, equation=equations[0])
+        text = require_text(rec, "sQuestion")
+        tokens, num_pos, texts = text_tokens(text, "en")
+        problem = make_problem(dataset=out.dataset, source_id=source_id(require(rec, "iIndex"), "iIndex"), split=split,
+                               fold=fold, language="en", tokens=tokens, num_pos=num_pos, number_texts=texts,
+                               answer=answer, origin=origin, equation=equations[0])
+        out.note_rules(text, "en")
+        return problem
 
     out.add(build, split=split, fold=fold, origin=origin)
 

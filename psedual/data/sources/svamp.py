@@ -17,12 +17,12 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from psedual.data.build import MAX_NUMBERS, OVER_LIMIT, RecordError, english_words, make_problem
+from psedual.data.build import MAX_NUMBERS, OVER_LIMIT, RecordError, check_text, english_words, make_problem
 from psedual.data.expr import MAX_EXPRESSION_CHARS
 from psedual.data.files import read_csv, read_json_list
 from psedual.data.numbers import NumberError, SizeLimitError, parse_number, quote
 from psedual.data.record import NUM_TOKEN
-from psedual.data.sources.common import Collector, LoadResult, require_text
+from psedual.data.sources.common import Collector, LoadResult, require, require_text, source_id
 
 NAME = "svamp"
 FILES = ("svamp/train_mawps_asdiv-a.csv", "svamp/test_svamp.csv", "svamp/SVAMP.json")
@@ -32,7 +32,7 @@ _COLUMNS = ("Question", "Numbers", "Equation", "Answer")
 
 def load(root: Path) -> LoadResult:
     out = Collector(NAME)
-    ids = _svamp_ids(root / FILES[2])
+    ids = _svamp_ids(root / FILES[2], out)
     for name, split in ((FILES[0], "train"), (FILES[1], "test")):
         path = root / name
         for i, (line, row) in enumerate(read_csv(path, _COLUMNS)):
@@ -117,9 +117,30 @@ def _row_key(row: dict[str, str]) -> tuple[str, tuple]:
     return _key(words, [values[int(m.group(1))] for w in words if (m := _MASK.fullmatch(w))])
 
 
-def _svamp_ids(path: Path) -> dict[tuple[str, tuple], str]:
+def _svamp_ids(path: Path, out: Collector) -> dict[tuple[str, tuple], str]:
+    """Text-and-numbers key -> SVAMP.json's `ID`. A record that cannot give a key (not an
+    object, an unreadable number, a bad `ID`) is a counted skip of the test split naming
+    `SVAMP.json#index`; the CSV row it would have named keeps its `test-<row>` id."""
     ids = {}
-    for rec in read_json_list(path):
-        words = english_words(f"{rec.get('Body', '')} {rec.get('Question', '')}")
-        ids[_key(words, [w for w in words if w[0].isdigit()])] = str(rec.get("ID"))
+    for i, rec in enumerate(read_json_list(path)):
+        entry = out.attempt(lambda rec=rec: _id_entry(rec), split="test", fold=-1, origin=f"{path}#{i}",
+                            what="SVAMP.json ")
+        if entry is not None:
+            ids[entry[0]] = entry[1]
     return ids
+
+
+def _id_entry(rec: object) -> tuple[tuple[str, tuple], str]:
+    """(key, ID) of one SVAMP.json record, or a RecordError saying what is wrong with it."""
+    svamp_id = source_id(require(rec, "ID"), "ID")
+    body, question = (rec.get(f, "") for f in ("Body", "Question"))
+    if not isinstance(body, str) or not isinstance(question, str):
+        raise RecordError("malformed record", f"'Body' and 'Question' must be strings, found "
+                          f"{type(body).__name__} and {type(question).__name__}")
+    words = english_words(check_text(f"{body} {question}", "Body and Question"))
+    try:
+        return _key(words, [w for w in words if w[0].isdigit()]), svamp_id
+    except SizeLimitError as err:
+        raise RecordError(OVER_LIMIT, str(err)) from err
+    except NumberError as err:
+        raise RecordError("unreadable number", str(err)) from err
