@@ -29,7 +29,7 @@ def _per_example_infill(preds: pl.DataFrame, used_only: bool) -> pl.DataFrame:
 
 
 UNUSED = -1
-"""A slot the gold expression does not use (as `psedual.metrics.UNUSED`; analysis imports no psedual)."""
+"""A slot the gold expression does not use (as `psedual.metrics.UNUSED`)."""
 
 
 def infill(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, by: list[str], n_resamples: int,

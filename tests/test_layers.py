@@ -24,17 +24,17 @@ def _layer(module: str) -> tuple[str, int]:
     raise AssertionError(f"{module} is in no layer: add it to LAYERS")
 
 
-def _imports() -> list[tuple[str, str, str]]:
-    """(importing module, imported module, where) for every import of psedual or analysis code,
-    at the top of a file or inside a function alike."""
+def _imports(root: Path = ROOT) -> list[tuple[str, str, str]]:
+    """(importing module, imported module, where) for every import of psedual or analysis code
+    under `root`, at the top of a file or inside a function alike."""
     out = []
-    for path in sorted([*(ROOT / "psedual").rglob("*.py"), *(ROOT / "analysis").rglob("*.py")]):
-        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    for path in sorted([*(root / "psedual").rglob("*.py"), *(root / "analysis").rglob("*.py")]):
+        parts = list(path.relative_to(root).with_suffix("").parts)
         module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level
                      else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
-            out += [(module, name, f"{path.relative_to(ROOT)}:{node.lineno}") for name in names
+            out += [(module, name, f"{path.relative_to(root)}:{node.lineno}") for name in names
                     if name.split(".")[0] in ("psedual", "analysis")]
     return out
 
@@ -47,13 +47,12 @@ def test_no_import_points_up_the_layers():
     assert not upward, "\n".join(upward)
 
 
-def test_the_check_sees_an_upward_import():
-    # the walk must catch an import written inside a function, as the lazy ones are
-    bad = ROOT / "psedual" / "data" / "_upward_probe.py"
+def test_the_check_sees_an_upward_import(tmp_path):
+    # the walk must catch an import written inside a function, as the lazy ones are; the probe
+    # sits in a copy of the layout under tmp_path, never in the package itself
+    bad = tmp_path / "psedual" / "data" / "_upward_probe.py"
+    bad.parent.mkdir(parents=True)
     bad.write_text("def f():\n    from psedual.train.trainer import train\n    return train\n")
-    try:
-        edges = [(s, d) for s, d, _ in _imports() if s == "psedual.data._upward_probe"]
-    finally:
-        bad.unlink()
+    edges = [(s, d) for s, d, _ in _imports(tmp_path) if s == "psedual.data._upward_probe"]
     assert edges == [("psedual.data._upward_probe", "psedual.train.trainer")]
     assert _layer(edges[0][1])[1] > _layer(edges[0][0])[1]
