@@ -15,7 +15,8 @@ from psedual.results.collect import collect
 from psedual.train import checkpoint
 from psedual.train.distributed import decode_split, share, shard
 from psedual.train.trainer import train
-from psedual.tune.space import Resources, load_spec, make_config
+from psedual.train.resources import Resources
+from psedual.tune.space import load_spec, make_config
 
 ROOT = Path(__file__).parent.parent
 DDP = ROOT / "search_spaces" / "ddp_smoke.yaml"

@@ -25,7 +25,8 @@ from psedual.solvers.batch import collate
 from psedual.solvers.config import SolverConfig
 from psedual.train.step import StepLoss, train_step
 from psedual.train.trainer import train
-from psedual.tune.space import Resources, load_spec, make_config
+from psedual.train.resources import Resources
+from psedual.tune.space import load_spec, make_config
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]

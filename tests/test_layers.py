@@ -47,6 +47,27 @@ def test_no_import_points_up_the_layers():
     assert not upward, "\n".join(upward)
 
 
+APART = {"psedual.results": "psedual.tune", "analysis": "psedual.tune"}
+"""Beside the layers: results and analysis read finished runs and never need the sweep code (nor Ray)."""
+
+
+def _crossings(edges: list[tuple[str, str, str]]) -> list[str]:
+    return [f"{where}: {src} imports {dst}" for src, dst, where in edges for low, high in APART.items()
+            if _layer(src)[0] == low and (dst == high or dst.startswith(high + "."))]
+
+
+def test_results_and_analysis_import_no_sweep_code():
+    assert not _crossings(_imports()), "\n".join(_crossings(_imports()))
+
+
+def test_the_check_sees_results_import_the_sweep(tmp_path):
+    bad = tmp_path / "psedual" / "results" / "_sweep_probe.py"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("from psedual.tune.space import make_config\n")
+    assert _crossings(_imports(tmp_path)) == ["psedual/results/_sweep_probe.py:1: psedual.results._sweep_probe "
+                                              "imports psedual.tune.space"]
+
+
 def test_the_check_sees_an_upward_import(tmp_path):
     # the walk must catch an import written inside a function, as the lazy ones are; the probe
     # sits in a copy of the layout under tmp_path, never in the package itself

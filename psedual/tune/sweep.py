@@ -19,28 +19,16 @@ from ray.train import Checkpoint
 from psedual.storage import storage_uri
 from psedual.train.config import TrainConfig
 from psedual.reexamine.config import BASE
+from psedual.train.outcome import TrialOutcome
+from psedual.train.resources import Resources
 from psedual.tune.asha import ArmASHA
-from psedual.tune.space import ARM, PSEDUAL_PREFIX, Resources, SweepSpec, expand, make_config
+from psedual.tune.space import ARM, PSEDUAL_PREFIX, SweepSpec, expand, make_config
 from psedual.tune.trial import METRIC, trainable
 
 # Tune's own columns in a trial's reported metrics, which we do not keep
 _TUNE_KEYS = {"timestamp", "checkpoint_dir_name", "done", "training_iteration", "trial_id", "date", "time_this_iter_s",
               "time_total_s", "pid", "hostname", "node_ip", "time_since_restore", "iterations_since_restore",
               "config", "experiment_tag", "checkpoint_path", "should_checkpoint"}
-
-
-@dataclass
-class TrialOutcome:
-    trial: str
-    """Tune's trial id."""
-    flat: dict
-    """The trial's config as dotted keys, its arm's included (see `space.make_config`)."""
-    status: str
-    """`completed`, `stopped` (by ASHA before its last epoch) or `error`."""
-    metrics: dict
-    """Last reported validation metrics (empty if none)."""
-    checkpoint: Checkpoint | None
-    error: str | None
 
 
 def check_ray_default() -> None:

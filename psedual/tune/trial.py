@@ -20,7 +20,8 @@ import ray.tune
 
 from psedual.train.device import placed
 from psedual.train.trainer import train
-from psedual.tune.space import Resources, make_config
+from psedual.train.resources import Resources
+from psedual.tune.space import make_config
 
 FILES = ("config.json", "last.pt", "best.pt", "epochs.parquet")
 METRIC = "valid_value_acc"
