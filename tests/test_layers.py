@@ -5,15 +5,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).parent.parent
+from psedual.layers import LAYERS
 
-LAYERS = {
-    "psedual.atomic": 0, "psedual.storage": 0,
-    "psedual.data": 1, "psedual.metrics": 2, "psedual.solvers": 3, "psedual.reexamine": 4, "psedual.train": 5,
-    "psedual.llm": 6, "psedual.tune": 6, "psedual.results": 7, "analysis": 8, "psedual.job": 9,
-    "psedual.typed_cli": 10, "psedual.readme": 10, "psedual.cli": 11, "psedual": 11,
-}
-"""A module's layer is its longest prefix here. Modules may import their own layer's and lower ones."""
+ROOT = Path(__file__).parent.parent
 
 
 def _layer(module: str) -> tuple[str, int]:
@@ -66,6 +60,23 @@ def test_the_check_sees_results_import_the_sweep(tmp_path):
     bad.write_text("from psedual.tune.space import make_config\n")
     assert _crossings(_imports(tmp_path)) == ["psedual/results/_sweep_probe.py:1: psedual.results._sweep_probe "
                                               "imports psedual.tune.space"]
+
+
+def _readme_layout() -> list[str]:
+    """The psedual modules the README's Layout block lists under `psedual/`, in its order."""
+    block = (ROOT / "README.md").read_text().split("\n## Layout\n", 1)[1].split("```")[1]
+    names = []
+    for line in block.splitlines():
+        if line.startswith("  ") and not line.startswith("   "):
+            names += ["psedual." + word.removesuffix(".py").removesuffix("/")
+                      for word in line.split("   ")[0].split()]
+    return names
+
+
+def test_the_readme_lists_the_layers_in_their_order():
+    listed = _readme_layout()
+    assert sorted(listed) == sorted(k for k in LAYERS if k.startswith("psedual.")), listed
+    assert [LAYERS[m] for m in listed] == sorted(LAYERS[m] for m in listed), listed
 
 
 def test_the_check_sees_an_upward_import(tmp_path):

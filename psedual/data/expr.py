@@ -29,6 +29,9 @@ from psedual.data.numbers import SizeLimitError, quote
 OPERATORS = ("+", "-", "*", "/", "^")
 PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "^": 3}
 SLOT = re.compile(r"N(\d+)")
+UNUSED = -1
+"""The filling of a slot whose number the gold expression does not use: the infilling targets
+(`reexamine.targets`), its metrics (`metrics`) and the analysis's infilling summaries read it."""
 
 # Literal-to-number matching (`build`) only has to absorb float repr noise such as
 # 0.3333333333333333 for 1/3; values are compared more tolerantly (`value.VALUE_TOLERANCE`).

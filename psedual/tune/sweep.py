@@ -17,13 +17,14 @@ import ray.tune
 from ray.train import Checkpoint
 
 from psedual.storage import storage_uri
+from psedual.train.best import SELECT_BY
 from psedual.train.config import TrainConfig
 from psedual.reexamine.config import BASE
 from psedual.train.outcome import TrialOutcome
 from psedual.train.resources import Resources
 from psedual.tune.asha import ArmASHA
 from psedual.tune.space import ARM, PSEDUAL_PREFIX, SweepSpec, expand, make_config
-from psedual.tune.trial import METRIC, trainable
+from psedual.tune.trial import trainable
 
 # Tune's own columns in a trial's reported metrics, which we do not keep
 _TUNE_KEYS = {"timestamp", "checkpoint_dir_name", "done", "training_iteration", "trial_id", "date", "time_this_iter_s",
@@ -140,7 +141,7 @@ def max_epochs(spec: SweepSpec) -> int:
 def _tune_config(spec: SweepSpec) -> ray.tune.TuneConfig:
     # An in-process trial's actor is reused for the next trial: a new actor is a new Python
     # process, and importing torch and the package there cost ~3 s per trial (bench/ray_overhead.py)
-    common = dict(metric=METRIC, mode="max", num_samples=spec.num_samples,
+    common = dict(metric=SELECT_BY, mode="max", num_samples=spec.num_samples,
                   max_concurrent_trials=spec.resources.max_concurrent,
                   reuse_actors=not spec.resources.uses_train_workers)
     if spec.mode == "grid":
@@ -152,7 +153,7 @@ def _tune_config(spec: SweepSpec) -> ray.tune.TuneConfig:
 
     # a define-by-run space leaves Tune's param_space without search keys, so the searcher is
     # told the metric and mode itself
-    search = OptunaSearch(define_by_run(spec), metric=METRIC, mode="max", points_to_evaluate=spec.points or None,
+    search = OptunaSearch(define_by_run(spec), metric=SELECT_BY, mode="max", points_to_evaluate=spec.points or None,
                           sampler=optuna.samplers.TPESampler(seed=spec.seed))
     asha = dict(time_attr="epoch", max_t=max_epochs(spec), grace_period=spec.grace_period,
                 reduction_factor=spec.reduction_factor)

@@ -24,7 +24,6 @@ from psedual.train.resources import Resources
 from psedual.tune.space import make_config
 
 FILES = ("config.json", "last.pt", "best.pt", "epochs.parquet")
-METRIC = "valid_value_acc"
 
 
 def _restore(checkpoint, out: Path) -> bool:
