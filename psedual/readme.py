@@ -30,7 +30,7 @@ def _datasets() -> list[str]:
 
 def _solvers() -> list[str]:
     rows = [(f"`{name}`", _first_sentence(sys.modules[model.__module__].__doc__ or ""))
-            for name, (model, _) in SOLVERS.items()]
+            for name, model in SOLVERS.items()]
     return _markdown(("solver", "what it is (its module's docstring)"), rows)
 
 
