@@ -31,7 +31,7 @@ from analysis.stats import MIN_SEEDS, MIN_TEST_EXAMPLES, across_seeds, paired, s
 from psedual.atomic import write_parquet
 from psedual.data.registry import DATASETS
 from psedual.reexamine.config import EXPRESSION_ENCODERS
-from psedual.train.best import best_epoch
+from psedual.train.best import SELECT_BY, best_epoch
 
 # per-example columns of the predictions table: value accuracy, strict expression accuracy (slot
 # names), and expression accuracy by values (the published definition)
@@ -70,7 +70,7 @@ class Comparison:
     """one cell per distinct combination of these columns (and always of `data.dataset`)"""
     metrics: tuple[str, ...] = ("value",)
     """per-example metrics compared: value, expression (strict) and/or expression_values accuracy"""
-    select_by: str = "valid_value_acc"
+    select_by: str = SELECT_BY
     """when a slot holds several trials, keep the one with the highest value of this column"""
     correction: str = "holm"
     """multiple-comparison correction over the family: holm, bh or none"""

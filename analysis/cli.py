@@ -22,6 +22,8 @@ from analysis import read, report, summaries
 from analysis.claims import Comparison
 from analysis.multiple import METHODS
 from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
+from psedual.storage import DEFAULT_ROOT
+from psedual.train.best import SELECT_BY
 
 # (arm column, base, treatments, cells) of the paper's comparisons
 PRESETS = {
@@ -161,7 +163,7 @@ def add_commands(commands) -> None:
                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     subs = an.add_subparsers(dest="analyze_command", required=True)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--root", default="results", help="results storage: folder or URI (default ./results)")
+    common.add_argument("--root", default=DEFAULT_ROOT, help=f"results storage: folder or URI (default ./{DEFAULT_ROOT})")
     common.add_argument("--experiment", action="append", help="experiment(s) to read (repeatable; default all)")
     common.add_argument("--where", action="append", default=[], metavar="KEY=VALUE",
                         help="keep runs whose config matches, e.g. solver=gts fold=0 (repeatable)")
@@ -170,8 +172,8 @@ def add_commands(commands) -> None:
     common.add_argument("--format", choices=report.FORMATS, default="markdown")
     common.add_argument("--resamples", type=int, default=10_000, help="bootstrap/permutation resamples")
     common.add_argument("--rng-seed", type=int, default=0, help="seed of the resampling RNG")
-    common.add_argument("--select-by", default="valid_value_acc",
-                        help="column that picks one trial per slot (default valid_value_acc)")
+    common.add_argument("--select-by", default=SELECT_BY,
+                        help=f"column that picks one trial per slot (default {SELECT_BY})")
     claims_args = argparse.ArgumentParser(add_help=False)
     claims_args.add_argument("--metric", action="append", choices=list(claims_mod.METRICS),
                              help="per-example metric(s) to compare (default value)")

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import polars as pl
 
-TABLES = ("runs", "epochs", "predictions")
+from psedual.storage import TABLES
+
 KEY = ("experiment", "trial")
 # short names users type for the flattened config columns
 ALIASES = {

@@ -10,6 +10,8 @@ from analysis.claims import FOLD, SEED, cell_label, select
 from analysis.guardrails import GuardrailError
 from analysis.report import mark
 from analysis.stats import mean_ci, proportion_ci, ratio_ci
+from psedual.data.expr import UNUSED
+from psedual.train.best import SELECT_BY
 
 
 def _per_example_infill(preds: pl.DataFrame, used_only: bool) -> pl.DataFrame:
@@ -28,12 +30,8 @@ def _per_example_infill(preds: pl.DataFrame, used_only: bool) -> pl.DataFrame:
     ).filter(pl.col("slots") > 0).with_columns(perfect=pl.col("correct") == pl.col("slots"))
 
 
-UNUSED = -1
-"""A slot the gold expression does not use (as `psedual.metrics.UNUSED`; analysis imports no psedual)."""
-
-
 def infill(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, by: list[str], n_resamples: int,
-           seed: int, used_only: bool = False, select_by: str = "valid_value_acc",
+           seed: int, used_only: bool = False, select_by: str = SELECT_BY,
            notes: list[str] | None = None) -> pl.DataFrame:
     """Infilling accuracy and perfect-match ratio per cell of `by`, folds pooled, over every masked
     slot or (`used_only`) over the slots the gold expression uses (the paper's Table 4).

@@ -70,7 +70,7 @@ def main() -> None:
                            DataConfig.first_fold(args.dataset))
     vocab = Vocab.build(splits.train, splits.constants, min_word_count=5 if args.dataset == "math23k" else 1)
     torch.manual_seed(0)
-    model = SOLVERS[args.solver][0](vocab, SolverConfig())
+    model = SOLVERS[args.solver](vocab, SolverConfig())
     model.train()
     opt = torch.optim.Adam(model.parameters(), 1e-3, weight_decay=1e-5)
     train = list(splits.train)

@@ -36,7 +36,7 @@ VARIANTS = {"base": None,
 
 def seconds_per_step(solver: str, psedual: PseDualConfig | None, batches, vocab, warmup: int) -> float:
     torch.manual_seed(0)
-    model = SOLVERS[solver][0](vocab, SolverConfig())
+    model = SOLVERS[solver](vocab, SolverConfig())
     reexaminer = Reexaminer(vocab, SolverConfig(), psedual) if psedual is not None else None
     step = StepLoss(model, reexaminer, 1.0)
     opt = torch.optim.Adam(step.parameters(), 1e-3, weight_decay=1e-5)

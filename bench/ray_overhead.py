@@ -50,7 +50,8 @@ def main() -> None:
         return
 
     from psedual.train.trainer import train
-    from psedual.tune.space import Resources, SweepSpec, make_config
+    from psedual.train.resources import Resources
+    from psedual.tune.space import SweepSpec, make_config
     from psedual.tune.sweep import run_sweep
 
     fixed = {**FIXED, "epochs": args.epochs, "variant": args.variant}

@@ -207,7 +207,7 @@ def main() -> None:
           f"{args.steps} steps, beam {args.beam}; syncs per step (min–max) and per decoded problem")
     for variant in args.variants:
         torch.manual_seed(0)
-        model = SOLVERS[args.solver][0](vocab, SolverConfig())
+        model = SOLVERS[args.solver](vocab, SolverConfig())
         reexaminer = None if variant == "base" else Reexaminer(vocab, SolverConfig(),
                                                                PseDualConfig(expression_encoder=variant))
         step = StepLoss(model, reexaminer, 1.0).to(device)

@@ -42,7 +42,7 @@ def _sync(device: torch.device) -> None:
 def bench(solver: str, variant: str, precision: str, splits, vocab, device: torch.device, batches: int,
           warmup: int, batch_size: int, eval_problems: int) -> str:
     torch.manual_seed(0)
-    model = SOLVERS[solver][0](vocab, SolverConfig())
+    model = SOLVERS[solver](vocab, SolverConfig())
     reexaminer = None if variant == "base" else Reexaminer(vocab, SolverConfig(), PseDualConfig(expression_encoder=variant))
     step = StepLoss(model, reexaminer, 1.0).to(device)
     opt = torch.optim.Adam(step.parameters(), 1e-3, weight_decay=1e-5)

@@ -1,4 +1,4 @@
 """PseDual Lab: data, solvers and pseudo-dual training for math word problems.
 
-The package reads in one direction: data -> solver -> reexamine -> train -> tune -> results -> analysis.
+The package reads in one direction, down the layers `psedual.layers` lists.
 """

@@ -7,6 +7,7 @@ import sys
 
 from psedual.data.files import DataFileError
 from psedual.data.registry import DATASETS
+from psedual.storage import DEFAULT_ROOT
 
 DEFAULT_STATS = [name for name, spec in DATASETS.items() if not spec.needs_user_path]
 """`data stats` without names: every benchmark (a user's own data needs its path)."""
@@ -76,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "trials of one experiment (then `psedual analyze` compares them)")
     ra.add_argument("folders", nargs="+", metavar="RUN_DIR", help="run folders (trial id: the folder's name)")
     ra.add_argument("--experiment", required=True, help="experiment name in the tables")
-    ra.add_argument("--root", default="results", help="results storage: folder or URI (default ./results)")
+    ra.add_argument("--root", default=DEFAULT_ROOT, help=f"results storage: folder or URI (default ./{DEFAULT_ROOT})")
     ra.set_defaults(run=_results_add)
 
     te = commands.add_parser("test", help="test a trained run folder's best checkpoint (again), without training: "

@@ -14,6 +14,8 @@ import os
 import time
 from dataclasses import dataclass
 
+from psedual.storage import DEFAULT_ROOT
+
 DEFAULT_SPACE = "search_spaces/default.yaml"
 NEXT = (
     ("a bigger sweep: 3 solvers × {base, GRU, GCN} × 6 seeds (54 trials)",
@@ -46,7 +48,7 @@ class TuneJob:
     taken already is refused: continue it with `resume`."""
     resume: str | None = None
     """Continue the killed experiment of this name (its sweep YAML is `space`)."""
-    storage: str = "results"
+    storage: str = DEFAULT_ROOT
     """Local folder or pyarrow URI (s3://, gs://, ...) for the trials and the result tables."""
     address: str | None = None
     """Ray cluster to attach to (`auto` on a cluster); default: a local Ray for this process only."""
@@ -63,10 +65,10 @@ def taken(storage: str, name: str) -> bool:
     """Whether the storage holds a sweep or result tables under this experiment name."""
     import pyarrow.fs as pafs
 
-    from psedual.storage import filesystem
+    from psedual.storage import TABLES, filesystem
 
     fs, base = filesystem(storage)
-    paths = [f"{base}/{name}"] + [f"{base}/{t}/experiment={name}" for t in ("runs", "epochs", "predictions")]
+    paths = [f"{base}/{name}"] + [f"{base}/{t}/experiment={name}" for t in TABLES]
     return any(info.type != pafs.FileType.NotFound for info in fs.get_file_info(paths))
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from psedual.data.expr import SLOT
+from psedual.data.expr import SLOT, UNUSED
 from psedual.data.record import Problem
 from psedual.data.value import try_evaluate, values_equal
 
@@ -88,10 +88,6 @@ def expression_accuracy_values(predicted: Sequence[Sequence[str]], problems: Seq
 
 def value_accuracy(predicted: Sequence[Sequence[str]], problems: Sequence[Problem]) -> Accuracy:
     return Accuracy(sum(value_correct(p, g) for p, g in _pairs(predicted, problems, "problems")), len(problems))
-
-
-UNUSED = -1
-"""The filling of a slot whose number the gold expression does not use (`reexamine.targets`)."""
 
 
 def _slot_pairs(predicted: Sequence[Sequence[int]], gold: Sequence[Sequence[int]],

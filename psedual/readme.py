@@ -1,7 +1,7 @@
 """The README's tables that restate a registry, rendered from it: `make readme` rewrites them.
 
 Each sits between `<!-- table:NAME -->` and `<!-- /table:NAME -->`. A test fails while the README
-differs from what this renders, so a new encoder or dataset needs its registry entry and then
+differs from what this renders, so a new solver, encoder or dataset needs its registry entry and then
 `make readme`, never a hand-edited row.
 """
 
@@ -14,6 +14,7 @@ from pathlib import Path
 
 from psedual.data.registry import DATASETS
 from psedual.reexamine.config import EXPRESSION_ENCODERS, VARIANT_LABELS
+from psedual.solvers import SOLVERS
 
 
 def _variants() -> list[str]:
@@ -27,12 +28,23 @@ def _datasets() -> list[str]:
     return _markdown(("name", "source", "splits"), rows)
 
 
+def _solvers() -> list[str]:
+    rows = [(f"`{name}`", _first_sentence(sys.modules[model.__module__].__doc__ or ""))
+            for name, model in SOLVERS.items()]
+    return _markdown(("solver", "what it is (its module's docstring)"), rows)
+
+
+def _first_sentence(doc: str) -> str:
+    paragraph = " ".join(doc.strip().split("\n\n")[0].split())
+    return re.split(r"(?<!\bal\.)(?<=\.)\s", paragraph, maxsplit=1)[0]  # "et al." ends no sentence
+
+
 def _markdown(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     lines = [header, tuple("---" for _ in header), *rows]
     return ["| " + " | ".join(cells) + " |" for cells in lines]
 
 
-TABLES: dict[str, Callable[[], list[str]]] = {"variants": _variants, "datasets": _datasets}
+TABLES: dict[str, Callable[[], list[str]]] = {"solvers": _solvers, "variants": _variants, "datasets": _datasets}
 """Table name (its markers' NAME) -> its rows, from the registry it restates."""
 _BLOCK = re.compile(r"(<!-- table:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /table:(?P=name) -->)", re.S)
 

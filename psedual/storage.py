@@ -9,6 +9,11 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
+DEFAULT_ROOT = "results"
+"""The storage root every command uses unless told otherwise (a folder under the working directory)."""
+TABLES = ("runs", "epochs", "predictions")
+"""The result tables under a root, each partitioned by experiment (`<root>/<table>/experiment=<name>`)."""
+
 
 def storage_uri(storage: str) -> str:
     """An absolute local path, or a pyarrow filesystem URI (s3://, gs://, ...) as given."""

@@ -72,7 +72,7 @@ def _train_parser() -> ArgumentParser:
 def _train_config(cfg: Namespace):
     """The TrainConfig of a parsed `train` command, built as a sweep builds a trial's."""
     from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS, PseDualConfig
-    from psedual.tune.space import make_config
+    from psedual.train.config import TrainConfig
 
     flat = _flatten(cfg.as_dict())
     for key in ("config", "out", "resume", "__path__"):
@@ -85,7 +85,7 @@ def _train_config(cfg: Namespace):
             raise ValueError(f"--{', --'.join(changed)} set PseDual's knobs: they need "
                              f"--variant {'|'.join(EXPRESSION_ENCODERS)}")
         flat = {k: v for k, v in flat.items() if k not in psedual}
-    return make_config(flat)
+    return TrainConfig.from_flat(flat)
 
 
 def _percent(x: float | None) -> str:

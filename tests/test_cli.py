@@ -77,6 +77,7 @@ def test_the_readme_registry_tables_are_rendered_from_the_registries():
     from pathlib import Path
 
     from psedual import readme
+    from psedual.solvers import SOLVERS
 
     text = (Path(__file__).parents[1] / "README.md").read_text()
     assert readme.render(text) == text, "README's registry tables are out of date: run `make readme`"
@@ -86,6 +87,8 @@ def test_the_readme_registry_tables_are_rendered_from_the_registries():
         "| `gru` | PseDual-GRU | a bidirectional GRU over the expression's prefix tokens |",
         "| `gcn` | PseDual-GCN | two GCN layers over the expression tree |"]
     assert [row.split(" | ")[0] for row in readme.TABLES["datasets"]()[2:]] == [f"| `{name}`" for name in DATASETS]
+    assert [row.split(" | ")[0] for row in readme.TABLES["solvers"]()[2:]] == [f"| `{name}`" for name in SOLVERS]
+    assert readme.TABLES["solvers"]()[2] == "| `gts` | GTS, the goal-driven tree-structured solver (Xie & Sun, IJCAI 2019). |"
 
 
 def test_readme_table_markers_are_checked():
@@ -96,8 +99,8 @@ def test_readme_table_markers_are_checked():
     assert "STALE" not in rendered and "| `gcn` | PseDual-GCN |" in rendered and "| `svamp` |" in rendered
     with pytest.raises(ValueError, match=r"X.md: each of \['datasets'\] must be marked exactly once"):
         readme.render(marked.replace("<!-- table:datasets -->", ""), "X.md")
-    with pytest.raises(ValueError, match=r"unknown table marker\(s\) \['solvers'\]"):
-        readme.render(marked + "<!-- table:solvers -->\n<!-- /table:solvers -->\n")
+    with pytest.raises(ValueError, match=r"unknown table marker\(s\) \['nonesuch'\]"):
+        readme.render(marked + "<!-- table:nonesuch -->\n<!-- /table:nonesuch -->\n")
 
 
 def test_every_train_field_is_settable():

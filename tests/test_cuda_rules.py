@@ -25,7 +25,7 @@ MIDWAY = Clock(5, 10, 1)
 @pytest.mark.parametrize("name", sorted(SOLVERS))
 def test_a_bf16_step_follows_cudas_autocast_rules(mawps, vocab, name, variant):
     torch.manual_seed(0)
-    model = get_solver(name)[0](vocab, SMALL)
+    model = get_solver(name)(vocab, SMALL)
     psedual = None if variant == BASE else PseDualConfig(expression_encoder=variant)
     reexaminer = None if psedual is None else Reexaminer(vocab, SMALL, psedual)
     assert psedual is None or 0 < schedules.epsilon(psedual, MIDWAY) < 1

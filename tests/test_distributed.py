@@ -15,7 +15,8 @@ from psedual.results.collect import collect
 from psedual.train import checkpoint
 from psedual.train.distributed import decode_split, share, shard
 from psedual.train.trainer import train
-from psedual.tune.space import Resources, load_spec, make_config
+from psedual.train.resources import Resources
+from psedual.tune.space import load_spec, make_config
 
 ROOT = Path(__file__).parent.parent
 DDP = ROOT / "search_spaces" / "ddp_smoke.yaml"
@@ -105,7 +106,7 @@ def _params_at_init(folder: Path) -> dict[str, torch.Tensor]:
     config = make_config(load_spec(DDP).fixed)
     vocab = _sets(config, _view(config)[0])[3]
     torch.manual_seed(config.seed)
-    model = get_solver(config.solver)[0](vocab, config.model)
+    model = get_solver(config.solver)(vocab, config.model)
     reexaminer = Reexaminer(vocab, config.model, config.psedual)
     out = {f"model.{k}": v for k, v in model.state_dict().items()}
     out.update({f"reexaminer.{k}": v for k, v in reexaminer.state_dict().items()})
@@ -323,7 +324,7 @@ def test_only_re_deduction_may_leave_a_parameter_out_of_a_step(mawps, vocab):
     def build(name, variant):
         torch.manual_seed(0)
         psedual = None if variant == BASE else PseDualConfig(expression_encoder=variant)
-        model = get_solver(name)[0](vocab, small)
+        model = get_solver(name)(vocab, small)
         return model, StepLoss(model, None if psedual is None else Reexaminer(vocab, small, psedual), 1.0)
 
     def left_out(step, problems):

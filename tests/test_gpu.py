@@ -25,7 +25,8 @@ from psedual.solvers.batch import collate
 from psedual.solvers.config import SolverConfig
 from psedual.train.step import StepLoss, train_step
 from psedual.train.trainer import train
-from psedual.tune.space import Resources, load_spec, make_config
+from psedual.train.resources import Resources
+from psedual.tune.space import load_spec, make_config
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
@@ -85,7 +86,7 @@ def test_a_bf16_step_of_every_solver(mawps, vocab, name, variant):
     """CUDA's own autocast rules (tests/test_cuda_rules.py emulates them on CPU)."""
     small = SolverConfig(embedding_size=32, hidden_size=64, layers=1, dropout=0.1, plm_layers=2, plm_hidden=32)
     torch.manual_seed(0)
-    model = get_solver(name)[0](vocab, small)
+    model = get_solver(name)(vocab, small)
     reexaminer = None if variant == BASE else Reexaminer(vocab, small, PseDualConfig(expression_encoder=variant))
     step = StepLoss(model, reexaminer, 1.0).cuda()
     opt = torch.optim.Adam(step.parameters(), 1e-3)

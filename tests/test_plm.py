@@ -84,12 +84,12 @@ def test_a_pretrained_encoder_trains_at_its_own_rate_and_the_recurrent_recipe_is
     from psedual.solvers import get_solver
 
     torch.manual_seed(0)
-    plm = StepLoss(get_solver("bert_tree")[0](vocab, TINY), None, 0.0)
+    plm = StepLoss(get_solver("bert_tree")(vocab, TINY), None, 0.0)
     groups = parameter_groups(plm, RUN)
     assert len(groups) == 2 and groups[1]["lr"] == 1e-3 and groups[1]["weight_decay"] == 0.01
     assert sum(len(g["params"]) for g in groups) == len(list(plm.parameters()))
     assert all(p is q for p, q in zip(groups[1]["params"], plm.model.encoder.plm.parameters()))
-    gts = StepLoss(get_solver("gts")[0](vocab, TINY), None, 0.0)
+    gts = StepLoss(get_solver("gts")(vocab, TINY), None, 0.0)
     assert [len(g["params"]) for g in parameter_groups(gts, RUN)] == [len(list(gts.parameters()))]
     with pytest.raises(ValueError, match="unknown lr_schedule 'cosine'; valid: step, linear"):
         replace(RUN, lr_schedule="cosine")

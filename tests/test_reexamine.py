@@ -32,7 +32,7 @@ AT = Clock(0, 10, 1)
 
 def build(name, vocab, seed=0, **psedual):
     torch.manual_seed(seed)
-    solver_cls, _ = get_solver(name)
+    solver_cls = get_solver(name)
     solver = solver_cls(vocab, SMALL)
     return solver, Reexaminer(vocab, SMALL, PseDualConfig(**psedual))
 
@@ -354,7 +354,7 @@ PINNED = {"gts": [3.5174882411956787, 3.4680919647216797], "dns": [3.55198526382
 @pytest.mark.parametrize("name", ALL)
 def test_loss_of_two_seeded_psedual_steps_is_pinned(mawps, vocab, name):
     torch.manual_seed(0)
-    solver_cls, _ = get_solver(name)
+    solver_cls = get_solver(name)
     config = replace(SMALL, dropout=0.5)
     solver = solver_cls(vocab, config)
     reexaminer = Reexaminer(vocab, config, PseDualConfig(expression_encoder="gcn", epsilon_schedule="step",

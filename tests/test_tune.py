@@ -183,7 +183,7 @@ def test_an_optuna_sweep_runs_its_points_and_draws_no_psedual_knob_for_base(loca
 
 
 def test_trial_through_ray_train_workers(local_ray, tmp_path):
-    from psedual.tune.space import Resources
+    from psedual.train.resources import Resources
     from psedual.tune.sweep import run_sweep
 
     spec = load_spec(ROOT / "search_spaces" / "smoke.yaml")
@@ -197,7 +197,7 @@ def test_trial_through_ray_train_workers(local_ray, tmp_path):
 
 
 def test_a_trial_that_cannot_be_placed_is_refused(local_ray, tmp_path):
-    from psedual.tune.space import Resources
+    from psedual.train.resources import Resources
     from psedual.tune.sweep import run_sweep
 
     spec = replace(load_spec(ROOT / "search_spaces" / "smoke.yaml"), resources=Resources(num_workers=3, in_process=False))

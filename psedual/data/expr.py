@@ -32,6 +32,9 @@ PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "^": 3}
 # second name for a slot, which a solver's vocabulary (N0..Nk) cannot produce.
 SLOT = re.compile(r"N(0|[1-9][0-9]*)")
 _SLOT_LIKE = re.compile(r"N\d+")
+UNUSED = -1
+"""The filling of a slot whose number the gold expression does not use: the infilling targets
+(`reexamine.targets`), its metrics (`metrics`) and the analysis's infilling summaries read it."""
 
 # Literal-to-number matching (`build`) only has to absorb float repr noise such as
 # 0.3333333333333333 for 1/3; values are compared more tolerantly (`value.VALUE_TOLERANCE`).

@@ -16,7 +16,7 @@ import torch
 
 from psedual.data.record import Problem
 from psedual.solvers.tensors import to_device
-from psedual.metrics import UNUSED  # canonical answer of a slot whose number the expression does not use
+from psedual.data.expr import UNUSED  # canonical answer of a slot whose number the expression does not use
 
 
 def used_slots(tokens: Sequence[int], slot0: int) -> set[int]:

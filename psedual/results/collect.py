@@ -8,19 +8,16 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import polars as pl
 import pyarrow as pa
 
 from psedual.results import tables
 from psedual.train.config import TrainConfig
+from psedual.train.outcome import TrialOutcome
+from psedual.train.resources import Resources
 from psedual.train.trainer import RunResult, test_run
 from psedual.reexamine.config import BASE
-from psedual.tune.space import Resources, make_config
-
-if TYPE_CHECKING:  # an annotation only: the sweep module imports Ray, which `psedual results add` never needs
-    from psedual.tune.sweep import TrialOutcome
 
 
 def code_version() -> str:
@@ -130,7 +127,7 @@ def collect(outcomes: list[TrialOutcome], root: str, experiment: str,
     tested = evaluate_trials(outcomes, resources)
     runs = []
     for o in outcomes:
-        config = make_config(o.flat)
+        config = TrainConfig.from_flat(o.flat)
         row = {"trial": o.trial, "variant": variant(config), "status": o.status, "error": o.error,
                "code_version": version, **config.flat(), "epochs_done": o.metrics.get("epoch", 0)}
         if o.trial in tested:

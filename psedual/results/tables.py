@@ -22,9 +22,8 @@ import pyarrow as pa
 from psedual.atomic import write_parquet
 from psedual.train import tables as run_tables
 from psedual.train.config import TrainConfig
-from psedual.storage import filesystem
+from psedual.storage import TABLES, filesystem
 
-TABLES = ("runs", "epochs", "predictions")
 _SCALARS: dict[type, pa.DataType] = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string()}
 
 

@@ -20,3 +20,6 @@ class BertTree(GTS):
 
     def build_encoder(self, vocab: Vocab, config: SolverConfig) -> nn.Module:
         return PLMEncoder(config)
+
+    def pretrained_parameters(self) -> list[nn.Parameter]:
+        return list(self.encoder.plm.parameters())

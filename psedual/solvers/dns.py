@@ -53,6 +53,9 @@ class DNS(nn.Module):
         self.register_buffer("is_op", torch.arange(V) < self.n_ops, persistent=False)
         self.slot0 = slot0
 
+    def pretrained_parameters(self) -> list[nn.Parameter]:
+        return []
+
     def encode(self, batch: Batch) -> DNSEncoded:
         outputs, h = self.encoder(batch)
         absent = torch.ones(len(batch.problems), len(self.vocab.output_tokens), dtype=torch.bool, device=h.device)

@@ -78,6 +78,9 @@ class GTS(nn.Module):
         """The word encoder: `batch -> (states [B, T, H], problem [B, H])`."""
         return WordEncoder(len(vocab.words), config)
 
+    def pretrained_parameters(self) -> list[nn.Parameter]:
+        return []
+
     def encode(self, batch: Batch) -> Encoded:
         outputs, problem = self.encode_words(batch)
         return self.with_candidates(batch, outputs, problem)

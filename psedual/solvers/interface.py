@@ -15,16 +15,29 @@ import torch
 
 from psedual.data.record import Problem
 from psedual.solvers.batch import Batch
+from psedual.solvers.config import SolverConfig
 from psedual.solvers.rollout import Pick, Rollout
 from psedual.solvers.vocab import Vocab
+
 
 @runtime_checkable
 class Solver(Protocol):
     name: str
+    """Its name in `SOLVERS` (checkpoints store it)."""
     vocab: Vocab
+    """The vocabulary it was built with (checkpoints store it)."""
+    config: SolverConfig
+    """The sizes it was built with: a checkpoint stores them and rebuilds the solver as
+    `cls(vocab, SolverConfig(**saved))` (`train.checkpoint`)."""
     may_leave_parameters_unused: bool
     """Whether a training step may leave a trainable parameter without a gradient (data
     parallelism must then search the graph for them every step)."""
+
+    def __init__(self, vocab: Vocab, config: SolverConfig) -> None:
+        """A fresh solver; the trainer seeds torch first, so the same seed gives the same weights."""
+
+    def pretrained_parameters(self) -> list[torch.nn.Parameter]:
+        """The parameters of its pretrained encoder, which train at `plm_lr` (empty: none)."""
 
     def encode(self, batch: Batch) -> Any:
         """Encoder pass over the batch (numbers are already the [NUM] mask in the input)."""

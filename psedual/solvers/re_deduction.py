@@ -122,6 +122,9 @@ class REDeduction(nn.Module):
 
     # --- encoder ------------------------------------------------------------------------
 
+    def pretrained_parameters(self) -> list[nn.Parameter]:
+        return list(self.encoder.plm.parameters())
+
     def encode(self, batch: Batch) -> DeductionEncoded:
         outputs, _ = self.encoder(batch)
         B, S = batch.num_pos.shape

@@ -36,11 +36,6 @@ class Rollout:
     reader need not copy `tokens` back from the device; None otherwise."""
 
 
-def greedy_pick(scores: torch.Tensor, rows: torch.Tensor | None = None, position: int = 0) -> torch.Tensor:
-    """The argmax as a one-hot row, without gradient."""
-    return torch.nn.functional.one_hot(scores.argmax(-1), scores.shape[-1]).to(scores.dtype)
-
-
 def may_open_operator(need: torch.Tensor, length: int, max_length: int) -> torch.Tensor:
     """[R] whether an operator may be written at position `length` of a prefix expression
     that still needs `need` operands: it adds one to `need`, and every needed operand

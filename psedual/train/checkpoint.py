@@ -14,6 +14,7 @@ import torch
 
 from psedual.atomic import atomic_write
 from psedual.solvers import get_solver
+from psedual.solvers.config import SolverConfig
 from psedual.solvers.vocab import Vocab, VocabularyError
 
 
@@ -59,8 +60,7 @@ def build_model(state: dict, path: Path, expect_solver: str | None = None, expec
     """The model stored in a checkpoint (see `check` for what is refused)."""
     vocab = check(state, path, expect_solver, expect_vocab)
     try:
-        model_cls, config_cls = get_solver(state["solver"])
-        model = model_cls(vocab, config_cls(**state["solver_config"]))
+        model = get_solver(state["solver"])(vocab, SolverConfig(**state["solver_config"]))
         model.load_state_dict(state["model"])
     except (ValueError, TypeError, RuntimeError, VocabularyError) as err:
         raise CheckpointError(f"{path}: cannot rebuild the model ({err})") from None

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Literal, get_args, get_origin, get_type_hints
 
 from psedual.data.config import DataConfig
-from psedual.reexamine.config import PseDualConfig
+from psedual.reexamine.config import BASE, PseDualConfig, check_variant
 from psedual.solvers import SolverName, get_solver
 from psedual.solvers.config import SolverConfig
 
@@ -18,6 +18,8 @@ LRSchedule = Literal["step", "linear"]
 DEVICES = get_args(Device)
 PRECISIONS = get_args(Precision)
 LR_SCHEDULES = get_args(LRSchedule)
+VARIANT_KEY = "psedual.expression_encoder"
+"""Set through `variant`, never directly: two keys for one choice could disagree."""
 
 
 def _type_name(annotation: object) -> str:
@@ -126,6 +128,33 @@ class TrainConfig:
         """The keys of `flat()` with their annotations' names (`"int | None"`, ...), for sweep
         validation."""
         return {name: _type_name(t) for name, t in cls.field_hints().items()}
+
+    @classmethod
+    def flat_keys(cls) -> dict[str, str]:
+        """The dotted keys `from_flat` takes, with their types' names: `flat()`'s keys, with
+        `variant` in place of `psedual.expression_encoder`."""
+        return {**{k: v for k, v in cls.field_types().items() if k != VARIANT_KEY}, "variant": "str"}
+
+    @classmethod
+    def from_flat(cls, flat: dict) -> TrainConfig:
+        """The config of flat dotted keys (`lr`, `data.fold`, `psedual.fusion`, `variant`), as a
+        sweep trial, `psedual train` and a runs-table row give them; unknown keys fail."""
+        if VARIANT_KEY in flat:
+            raise ValueError(f"{VARIANT_KEY} is set through `variant` (base or an expression encoder's name)")
+        valid = cls.flat_keys()
+        unknown = sorted(set(flat) - set(valid))
+        if unknown:
+            raise ValueError(f"unknown keys {unknown}; valid: {', '.join(sorted(valid))}")
+        parts: dict[str, dict] = {"": {}, "data": {}, "model": {}, "psedual": {}}
+        for key, value in flat.items():
+            prefix, _, name = key.rpartition(".")
+            if key != "variant":
+                parts[prefix][name] = value
+        variant = flat.get("variant", BASE)
+        check_variant(variant)
+        psedual = None if variant == BASE else PseDualConfig(**{**parts["psedual"], "expression_encoder": variant})
+        return cls(data=DataConfig(**parts["data"]), model=SolverConfig(**parts["model"]), psedual=psedual,
+                   **parts[""])
 
     @classmethod
     def from_dict(cls, d: dict) -> TrainConfig:

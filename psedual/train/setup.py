@@ -13,7 +13,6 @@ from torch import nn
 
 from psedual.reexamine import Reexaminer
 from psedual.solvers import get_solver
-from psedual.solvers.plm import PLMEncoder
 from psedual.solvers.vocab import Vocab
 from psedual.train import checkpoint
 from psedual.train.config import TrainConfig
@@ -69,7 +68,7 @@ class Run:
 def parameter_groups(step_fn: nn.Module, config: TrainConfig) -> list[dict]:
     """One group, or two where a pretrained encoder is trained: its parameters at plm_lr and
     plm_weight_decay, the rest at lr and weight_decay (the optimiser's defaults)."""
-    pretrained = {id(p) for m in step_fn.modules() if isinstance(m, PLMEncoder) for p in m.plm.parameters()}
+    pretrained = {id(p) for p in step_fn.model.pretrained_parameters()}
     rest = [p for p in step_fn.parameters() if id(p) not in pretrained]
     if not pretrained:
         return [{"params": rest}]
@@ -96,9 +95,8 @@ def build(config: TrainConfig, out: Path, train_set: list, valid_set: list, voca
           rank: int, world_size: int) -> Run:
     """The model (initialised from `config.seed`), its reexamining module, optimiser and schedule."""
     torch.manual_seed(config.seed)
-    model_cls, _ = get_solver(config.solver)
-    model = model_cls(vocab, config.model)
-    if config.model.plm == "minilm" and any(isinstance(m, PLMEncoder) for m in model.modules()) \
+    model = get_solver(config.solver)(vocab, config.model)
+    if config.model.plm == "minilm" and model.pretrained_parameters() \
             and any(p.language != "en" for p in train_set[:100]):
         raise ValueError(f"{config.data.dataset} is not English, and the default pretrained encoder (minilm) is: give "
                          "--plm a local Chinese BERT/RoBERTa directory (nothing is downloaded)")

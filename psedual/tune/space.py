@@ -14,10 +14,9 @@ from pathlib import Path
 
 import yaml
 
-from psedual.data.config import DataConfig
-from psedual.reexamine.config import BASE, PseDualConfig, check_variant
-from psedual.solvers.config import SolverConfig
+from psedual.reexamine.config import BASE
 from psedual.train.config import TrainConfig
+from psedual.train.resources import Resources
 
 DISTRIBUTIONS = ("uniform", "loguniform", "int", "choice")
 MODES = ("optuna", "grid")
@@ -29,58 +28,8 @@ class SpecError(ValueError):
 
 PSEDUAL_PREFIX = "psedual."
 """Keys of PseDual's knobs: they apply to trials whose variant is not `base`."""
-VARIANT_KEY = "psedual.expression_encoder"
-"""Set through `variant`, never directly: two keys for one choice could disagree."""
-SWEEPABLE = {**{k: v for k, v in TrainConfig.field_types().items() if k != VARIANT_KEY}, "variant": "str"}
+SWEEPABLE = TrainConfig.flat_keys()
 """Dotted keys a sweep file may set."""
-
-
-@dataclass(frozen=True)
-class Resources:
-    """Where and how each trial trains."""
-
-    num_workers: int = 1
-    """Ray Train workers per trial (DDP ranks)."""
-    use_gpu: bool = False
-    """One GPU per worker."""
-    gpus_per_trial: float = 0.0
-    """GPUs a trial holds, shared evenly by its workers (instead of `use_gpu`'s one per worker):
-    0.25 runs four in-process trials on one GPU at once (with `max_concurrent: 4`); 1 with
-    `num_workers: 2` puts both DDP ranks of a Ray Train trial on one GPU, talking over gloo
-    (NCCL wants a GPU per rank)."""
-    cpus_per_worker: float = 1.0
-    """CPUs reserved per worker."""
-    in_process: bool = True
-    """With 1 worker, train inside the Tune trial (which then holds the worker's CPUs and GPU)
-    instead of starting a Ray Train worker group: saves ~20 s per trial."""
-    max_concurrent: int = 1
-    """Trials running at once."""
-    max_failures: int = 2
-    """Retries of a trial whose worker died, from its last checkpoint."""
-
-    def __post_init__(self) -> None:
-        if self.num_workers < 1 or self.cpus_per_worker <= 0 or self.max_concurrent < 1 or self.max_failures < 0 \
-                or self.gpus_per_trial < 0:
-            raise ValueError(f"bad resources: {self}")
-        if self.use_gpu and self.gpus_per_trial:
-            raise ValueError("give use_gpu (one GPU per worker) or gpus_per_trial (a share), not both")
-        if self.gpus_per_worker > 1:
-            raise ValueError(f"gpus_per_trial {self.gpus_per_trial:g} gives each of {self.num_workers} workers "
-                             f"{self.gpus_per_worker:g} GPUs; a rank uses one (say use_gpu for one per worker)")
-
-    @property
-    def uses_train_workers(self) -> bool:
-        return not (self.in_process and self.num_workers == 1)
-
-    @property
-    def gpus_per_worker(self) -> float:
-        """The GPU (or share of one) each worker holds: 1 with `use_gpu`, else its part of `gpus_per_trial`."""
-        return 1.0 if self.use_gpu else self.gpus_per_trial / self.num_workers
-
-    @property
-    def backend(self) -> str:
-        """torch.distributed's backend for a Train trial: gloo where ranks may share a GPU (or have none)."""
-        return "nccl" if self.gpus_per_worker == 1 else "gloo"
 
 
 @dataclass(frozen=True)
@@ -144,23 +93,8 @@ def expand(flat: dict) -> dict:
 
 
 def make_config(flat: dict) -> TrainConfig:
-    """The TrainConfig of one trial from its flat dotted keys (unknown keys fail)."""
-    flat = expand(flat)
-    if VARIANT_KEY in flat:
-        raise ValueError(f"{VARIANT_KEY} is set through `variant` (base or an expression encoder's name)")
-    unknown = sorted(set(flat) - set(SWEEPABLE))
-    if unknown:
-        raise ValueError(f"unknown keys {unknown}; valid: {', '.join(sorted(SWEEPABLE))}")
-    parts: dict[str, dict] = {"": {}, "data": {}, "model": {}, "psedual": {}}
-    for key, value in flat.items():
-        prefix, _, name = key.rpartition(".")
-        if key != "variant":
-            parts[prefix][name] = value
-    variant = flat.get("variant", BASE)
-    check_variant(variant)
-    psedual = None if variant == BASE else PseDualConfig(**{**parts["psedual"], "expression_encoder": variant})
-    return TrainConfig(data=DataConfig(**parts["data"]), model=SolverConfig(**parts["model"]), psedual=psedual,
-                       **parts[""])
+    """The TrainConfig of one trial from its flat dotted keys, its arm's expanded (unknown keys fail)."""
+    return TrainConfig.from_flat(expand(flat))
 
 
 def load_spec(path: str | Path) -> SweepSpec:

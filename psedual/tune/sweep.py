@@ -17,30 +17,19 @@ import ray.tune
 from ray.train import Checkpoint
 
 from psedual.storage import storage_uri
+from psedual.train.best import SELECT_BY
 from psedual.train.config import TrainConfig
 from psedual.reexamine.config import BASE
+from psedual.train.outcome import TrialOutcome
+from psedual.train.resources import Resources
 from psedual.tune.asha import ArmASHA
-from psedual.tune.space import ARM, PSEDUAL_PREFIX, Resources, SweepSpec, expand, make_config
-from psedual.tune.trial import METRIC, trainable
+from psedual.tune.space import ARM, PSEDUAL_PREFIX, SweepSpec, expand, make_config
+from psedual.tune.trial import trainable
 
 # Tune's own columns in a trial's reported metrics, which we do not keep
 _TUNE_KEYS = {"timestamp", "checkpoint_dir_name", "done", "training_iteration", "trial_id", "date", "time_this_iter_s",
               "time_total_s", "pid", "hostname", "node_ip", "time_since_restore", "iterations_since_restore",
               "config", "experiment_tag", "checkpoint_path", "should_checkpoint"}
-
-
-@dataclass
-class TrialOutcome:
-    trial: str
-    """Tune's trial id."""
-    flat: dict
-    """The trial's config as dotted keys, its arm's included (see `space.make_config`)."""
-    status: str
-    """`completed`, `stopped` (by ASHA before its last epoch) or `error`."""
-    metrics: dict
-    """Last reported validation metrics (empty if none)."""
-    checkpoint: Checkpoint | None
-    error: str | None
 
 
 def check_ray_default() -> None:
@@ -152,7 +141,7 @@ def max_epochs(spec: SweepSpec) -> int:
 def _tune_config(spec: SweepSpec) -> ray.tune.TuneConfig:
     # An in-process trial's actor is reused for the next trial: a new actor is a new Python
     # process, and importing torch and the package there cost ~3 s per trial (bench/ray_overhead.py)
-    common = dict(metric=METRIC, mode="max", num_samples=spec.num_samples,
+    common = dict(metric=SELECT_BY, mode="max", num_samples=spec.num_samples,
                   max_concurrent_trials=spec.resources.max_concurrent,
                   reuse_actors=not spec.resources.uses_train_workers)
     if spec.mode == "grid":
@@ -164,7 +153,7 @@ def _tune_config(spec: SweepSpec) -> ray.tune.TuneConfig:
 
     # a define-by-run space leaves Tune's param_space without search keys, so the searcher is
     # told the metric and mode itself
-    search = OptunaSearch(define_by_run(spec), metric=METRIC, mode="max", points_to_evaluate=spec.points or None,
+    search = OptunaSearch(define_by_run(spec), metric=SELECT_BY, mode="max", points_to_evaluate=spec.points or None,
                           sampler=optuna.samplers.TPESampler(seed=spec.seed))
     asha = dict(time_attr="epoch", max_t=max_epochs(spec), grace_period=spec.grace_period,
                 reduction_factor=spec.reduction_factor)

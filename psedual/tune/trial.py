@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import tempfile
 from pathlib import Path
 
@@ -21,10 +20,10 @@ import ray.tune
 
 from psedual.train.device import placed
 from psedual.train.trainer import train
-from psedual.tune.space import Resources, make_config
+from psedual.train.resources import Resources
+from psedual.tune.space import make_config
 
 FILES = ("config.json", "last.pt", "best.pt", "epochs.parquet")
-METRIC = "valid_value_acc"
 
 
 def _restore(checkpoint, out: Path) -> bool:
@@ -74,21 +73,6 @@ def train_in_process(flat: dict) -> None:
         shutil.rmtree(out, ignore_errors=True)
 
 
-KILL_AFTER_EPOCH = "PSEDUAL_KILL_WORKER_AFTER_EPOCH"
-"""Fault injection for bench/fault_tolerance.py: `<epoch>:<marker file>` makes rank 0 kill its
-own process right after reporting that epoch, once (the marker file records that it did)."""
-
-
-def _maybe_die(row: dict) -> None:
-    spec = os.environ.get(KILL_AFTER_EPOCH)
-    if not spec:
-        return
-    epoch, marker = spec.split(":", 1)
-    if row["epoch"] == int(epoch) and not Path(marker).exists():
-        Path(marker).write_text(str(os.getpid()))
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
 def train_worker(loop_config: dict) -> None:
     """Ray Train worker: one DDP rank, on the device Ray assigned it (its GPU with `use_gpu`)."""
     from ray.train.torch import get_device
@@ -100,8 +84,6 @@ def train_worker(loop_config: dict) -> None:
 
     def on_epoch(row: dict, d: Path) -> None:
         _report(ray.train.report, ray.train.Checkpoint, row, d, rank == 0)
-        if rank == 0:
-            _maybe_die(row)
 
     try:
         resumed = _restore(ray.train.get_checkpoint(), out)
