@@ -48,7 +48,7 @@ from psedual.data.expr import (
 from psedual.data.numbers import (
     GROUPED,
     SCIENTIFIC,
-    UNITS,
+    UNIT_ALTERNATIVES,
     NumberError,
     SizeLimitError,
     canonical,
@@ -71,9 +71,8 @@ OVER_LIMIT = "over a size limit"
 # when `-` stands alone before it: "-2 , -15"); a run of letters; any other visible
 # character. The rules are listed in `numbers` (docs/data.md, "Numbers in the text").
 _SIGN = r"(?:(?<![\w.)])-)?"
-_UNIT = "|".join(sorted(UNITS, key=len, reverse=True))
 _EN_GLUED = (rf"{_SIGN}{SCIENTIFIC}(?![^\W_])"
-             rf"|{_SIGN}(?:{GROUPED}|\d*\.\d+|\d+)(?=(?i:{_UNIT})(?![^\W_]))")
+             rf"|{_SIGN}(?:{GROUPED}|\d*\.\d+|\d+)(?=(?i:{UNIT_ALTERNATIVES})(?![^\W_]))")
 _EN_WORDS = r"[^\W\d_]+\d[^\W_]*|\d+[^\W\d_][^\W_]*"
 _EN_MIXED = rf"{_SIGN}\d+ \d+/\d+(?![\d/.])"
 _EN_REST = rf"{_SIGN}(?:{GROUPED}|\d*\.\d+|\d+/\d+|\d+)|[^\W\d_]+|\S"

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import re
 
-from psedual.data.numbers import GROUPED, SCIENTIFIC, UNITS
+from psedual.data.numbers import GROUPED, SCIENTIFIC, UNIT_ALTERNATIVES
 
-_UNIT = "|".join(sorted(UNITS, key=len, reverse=True))
 # Each rule as a pattern over the raw text (English) or its segmented words (Chinese). A
 # cheap pattern that starts with a digit is tried first (`_DIGIT_*`), so most texts cost a
 # few scans in C and `data stats` load times stay as they were.
@@ -18,7 +17,7 @@ _DIGIT_E_DIGIT = re.compile(r"\d[eE][-+]?\d")
 _SCIENTIFIC = re.compile(rf"(?<![\w.])(?:{SCIENTIFIC})")
 _MIXED = re.compile(r"(?<![\w./])\d+ (\d+)/(\d+)(?![\d/.])")
 _DIGIT_LETTER = re.compile(r"\d[A-Za-z]")
-_EN_UNIT = re.compile(rf"(?<![\w.])[\d.,]*\d(?i:{_UNIT})(?![^\W_])")
+_EN_UNIT = re.compile(rf"(?<![\w.])[\d.,]*\d(?i:{UNIT_ALTERNATIVES})(?![^\W_])")
 _ZH_GLUED_AFTER = re.compile(r"[\d)%][^\W\d_]")
 _ZH_GLUED_BEFORE = re.compile(r"[\d(][^\W\d_]")  # on the reversed text: a letter, then a digit or `(`
 

@@ -44,6 +44,8 @@ _ZH_WITHOUT_COMMA_OR_E = re.compile(f"{_ZH_FRACTIONS}|{_ZH_PLAIN}")
 UNITS = ("mm", "cm", "dm", "m", "km", "mg", "g", "kg", "ml", "l", "lb", "lbs", "oz", "ft", "yd", "yds", "mi",
          "mph", "kmh", "kph", "h", "hr", "hrs", "min", "mins", "sec", "secs", "gal", "qt")
 """Units an English number may be glued to (`5kg`); matched whole and in any case."""
+UNIT_ALTERNATIVES = "|".join(sorted(UNITS, key=len, reverse=True))
+"""`UNITS` as a regex alternation, longest first (so `kmh` is not read as `km`)."""
 
 _PLAIN = re.compile(r"[-+]?(\d+(?:\.\d*)?|\.\d+)([eE][-+]?\d+)?")
 MAX_DIGITS = 100
