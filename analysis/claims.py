@@ -9,7 +9,7 @@ a cell (e.g. one dataset and solver). Within a cell:
 - with one seed the unit is the example (exact McNemar, paired bootstrap CI, permutation test);
   with several the unit is the seed (paired t-test, Wilcoxon, Student-t CI of the mean difference).
 Runs whose test example sets, folds, data or configs differ, or whose predictions are incomplete, are
-refused (GuardrailError names them; see `guardrails`). `select` is the one path from the runs
+refused (GuardrailError names them; see `guardrails`). `selection.select` is the one path from the runs
 table to checked runs, for every table and figure (the infilling table too).
 A verdict says better / worse only over at least MIN_TEST_EXAMPLES examples, with an interval that
 agrees with the test, and over MIN_SEEDS seeds of trained arms (one seed compares two trained
@@ -27,11 +27,12 @@ import polars as pl
 from analysis import guardrails, read
 from analysis.guardrails import SHOWN_IDS, GuardrailError
 from analysis.multiple import METHODS, adjust
+from analysis.selection import cell_label, select
 from analysis.stats import MIN_SEEDS, MIN_TEST_EXAMPLES, across_seeds, paired, seed_warning
 from psedual.atomic import write_parquet
 from psedual.data.registry import DATASETS
 from psedual.reexamine.config import EXPRESSION_ENCODERS
-from psedual.train.best import SELECT_BY, best_epoch
+from psedual.train.best import SELECT_BY
 
 # per-example columns of the predictions table: value accuracy, strict expression accuracy (slot
 # names), and expression accuracy by values (the published definition)
@@ -105,113 +106,6 @@ class Claims:
     rows: pl.DataFrame
     notes: list[str]
     """skipped runs, dropped seeds, warnings: each counted and said"""
-
-
-def cell_label(row: dict, keys: list[str]) -> str:
-    return ", ".join(f"{k}={row[k]}" for k in keys)
-
-
-def _usable(runs: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
-    bad = runs.filter((pl.col("status") == "error") | pl.col("test_value_acc").is_null())
-    if bad.height:
-        names = ", ".join(f"{r['experiment']}/{r['trial']} ({r['status']})" for r in bad.iter_rows(named=True))
-        notes.append(f"skipped {bad.height} run(s) with no test result: {names}")
-    return runs.join(bad.select(read.KEY), on=list(read.KEY), how="anti")
-
-
-def _selection_flags(runs: pl.DataFrame, epochs: pl.DataFrame) -> dict[tuple[str, str], list[str]]:
-    """Per run, the reasons to suspect its checkpoint was chosen on test rather than validation."""
-    flags: dict[tuple[str, str], list[str]] = {}
-    # the epoch training would have kept, by the package's one rule
-    kept = {key: best_epoch(rows.to_dicts())["epoch"] for key, rows in epochs.group_by(list(read.KEY))}
-    for r in runs.iter_rows(named=True):
-        r["valid_best"] = kept.get(tuple(r[k] for k in read.KEY))
-        if r.get("llm.model") is not None:  # a zero-shot LLM run: no checkpoint was chosen on any split
-            continue
-        name = f"{r['experiment']}/{r['trial']}"
-        reasons = []
-        if not r["n_valid"]:
-            reasons.append(f"test-selected? {name} has no validation split")
-        if r["valid_best"] is None:
-            reasons.append(f"test-selected? {name} has no epochs rows: its best_epoch cannot be checked against "
-                           f"validation")
-        elif r["best_epoch"] != r["valid_best"]:
-            reasons.append(f"test-selected? {name}: best_epoch {r['best_epoch']} is not the validation "
-                           f"argmax {r['valid_best']}")
-        if reasons:
-            flags[(r["experiment"], r["trial"])] = reasons
-    return flags
-
-
-def keep_one_per_slot(runs: pl.DataFrame, slot: list[str], select_by: str, notes: list[str],
-            flags: dict[tuple[str, str], list[str]]) -> pl.DataFrame:
-    """One run per slot: the best by `select_by`. A non-finite score (a diverged trial's NaN) ranks
-    below every number and below a missing one, so it never wins; a slot left with only such
-    scores is refused. A run that won its slot on a test metric is flagged as test-selected (in
-    `flags`, by run)."""
-    score = pl.col(select_by)
-    if runs.schema[select_by].is_float():  # Polars sorts NaN above every number
-        score = pl.when(score.is_finite()).then(score)
-    ranked = runs.with_columns(_score=score).sort(["_score", "trial"], descending=[True, False], nulls_last=True)
-    diverged = ranked.filter(pl.col("_score").is_null() & pl.col(select_by).is_not_null())
-    picked = ranked.group_by(slot, maintain_order=True).agg(pl.all().first(), pl.len().alias("_k"))
-    lost = picked.filter(pl.col("_score").is_null() & pl.col(select_by).is_not_null())
-    if lost.height:
-        r = lost.row(0, named=True)
-        raise GuardrailError(f"slot {cell_label(r, slot)}: {r['experiment']}/{r['trial']} has {select_by} "
-                             f"{r[select_by]}, and no run of its slot a finite one: nothing to keep honestly; leave "
-                             f"the slot out with --where")
-    if diverged.height:
-        names = ", ".join(f"{e}/{t} ({v})" for e, t, v in diverged.select("experiment", "trial", select_by).rows())
-        notes.append(f"{diverged.height} run(s) with a non-finite {select_by} cannot win their slot: {names}")
-    several = picked.filter(pl.col("_k") > 1)
-    if several.height:
-        notes.append(f"{several.height} slot(s) held several trials; kept the best by {select_by}")
-        if select_by.startswith("test"):
-            for r in several.iter_rows(named=True):
-                flags.setdefault((r["experiment"], r["trial"]), []).append(
-                    f"test-selected: {r['experiment']}/{r['trial']} is the best of {r['_k']} trials by {select_by}")
-    return picked.drop("_k", "_score")
-
-
-@dataclass
-class Selected:
-    """The runs a command reads, one per slot, with every per-run check passed."""
-
-    runs: pl.DataFrame
-    preds: dict[tuple[str, str], pl.DataFrame]
-    """each kept run's prediction rows, by (experiment, trial)"""
-    flags: dict[tuple[str, str], list[str]]
-    """per kept run, why its checkpoint may have been chosen on test"""
-    tuned: dict[tuple, tuple[int, set[str]]]
-    """per slot, its trials and the config columns they searched (`guardrails.tuning`)"""
-    compared: list[str]
-    """the config columns the arms must share"""
-
-
-def select(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, slot: list[str], select_by: str,
-           columns: list[str], notes: list[str], extra: tuple[str, ...] = ()) -> Selected:
-    """The one path from the runs table to checked runs, used by every table and figure: usable
-    runs, slots of one data version and no replicates, one run per slot (by `select_by`, never a
-    non-finite score), selection flags, and complete predictions (`columns` must be non-null;
-    `extra` columns are read too)."""
-    runs = _usable(runs, notes)
-    if runs.is_empty():
-        raise GuardrailError(f"no finished runs among those selected: {'; '.join(notes) or 'none'}")
-    compared = guardrails.config_columns(runs.columns, slot)
-    guardrails.check_slots(runs, slot, compared)
-    tuned = guardrails.tuning(runs, slot, compared)
-    selected: dict[tuple[str, str], list[str]] = {}
-    runs = keep_one_per_slot(runs, slot, select_by, notes, selected)
-    run_flags = _selection_flags(runs, read.for_trials(epochs, runs).collect())
-    for key, reasons in selected.items():
-        run_flags.setdefault(key, []).extend(reasons)
-    present = predictions.collect_schema().names()
-    wanted = list(dict.fromkeys([*columns, *(c for c in ("gold", *extra) if c in present)]))
-    preds = read.for_trials(predictions, runs).select(*read.KEY, "id", *wanted).collect().partition_by(
-        list(read.KEY), as_dict=True)
-    guardrails.check_predictions(runs, preds, columns)
-    return Selected(runs, preds, run_flags, tuned, compared)
 
 
 def _arm_layout(rows: pl.DataFrame) -> dict[int, dict[int, tuple[str, str]]]:

@@ -6,9 +6,10 @@ import numpy as np
 import polars as pl
 
 from analysis import read
-from analysis.claims import FOLD, SEED, cell_label, select
+from analysis.claims import FOLD, SEED
 from analysis.guardrails import GuardrailError
 from analysis.report import mark
+from analysis.selection import cell_label, select
 from analysis.stats import mean_ci, proportion_ci, ratio_ci
 from psedual.data.expr import UNUSED
 from psedual.train.best import SELECT_BY
@@ -36,7 +37,7 @@ def infill(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, 
     """Infilling accuracy and perfect-match ratio per cell of `by`, folds pooled, over every masked
     slot or (`used_only`) over the slots the gold expression uses (the paper's Table 4).
     One seed: bootstrap over examples (slots) and Wilson (perfect match); several: mean ± sd over
-    seeds with a t interval. Runs are chosen and checked by `claims.select`, as every claim's are;
+    seeds with a t interval. Runs are chosen and checked by `selection.select`, as every claim's are;
     each row's `flags` are its runs' selection flags."""
     runs = runs.filter(pl.col("test_infill_acc").is_not_null())
     if runs.is_empty():
