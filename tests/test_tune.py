@@ -279,6 +279,7 @@ def test_the_main_job_is_a_paired_ablation_at_equal_budgets():
     assert len(flats) == len(VARIANTS) * len({f["seed"] for f in flats})  # every arm on every seed
     budgets = {tuple(sorted((k, v) for k, v in f.items() if k not in ("variant", "seed"))) for f in flats}
     assert len(budgets) == 1  # the arms differ in nothing but the arm
+    assert spec.resources.uses_train_workers  # each trial drives a Ray Train worker group, as on a cluster
 
 
 def test_asha_ranks_each_arm_against_itself():
@@ -299,3 +300,21 @@ def test_asha_ranks_each_arm_against_itself():
     stop, go = TrialScheduler.STOP, TrialScheduler.CONTINUE
     assert run(ASHAScheduler(**asha)) == [go, stop, stop, stop]  # shared rungs stop every PseDual trial
     assert run(ArmASHA("variant", **asha)) == [go, stop, go, stop]  # per arm: each arm keeps its better one
+
+
+def test_a_local_ray_for_train_workers_serves_the_state_api(monkeypatch):
+    """Ray Train's placement-group cleaner reads the State API, which the dashboard serves: a local
+    Ray started for Train-worker trials has it (else a stopped trial's group stays reserved)."""
+    import ray
+
+    from psedual.tune import sweep
+
+    calls = []
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kw: calls.append(kw))
+    sweep.ensure_ray(None, train_workers=True)
+    sweep.ensure_ray(None, train_workers=False)
+    sweep.ensure_ray("auto", train_workers=True)
+    assert [c.get("include_dashboard") for c in calls] == [True, False, None]
+    assert calls[0]["address"] == "local" and calls[0]["dashboard_host"] == "127.0.0.1"
+    assert "dashboard_host" not in calls[2]  # a running cluster's settings are its own

@@ -92,12 +92,15 @@ def _draw(search: dict, variant: str, trial) -> None:
             variant = value
 
 
-def ensure_ray(address: str | None) -> None:
+def ensure_ray(address: str | None, train_workers: bool = False) -> None:
     """Attach to `address`, or start a local Ray in-process (the default: never a running cluster
-    by accident)."""
+    by accident). A local Ray whose trials drive Ray Train workers gets its dashboard: it serves
+    the State API, without which Train's placement-group cleaner cannot see a stopped trial's
+    controller (its group stays reserved, and the cleaner logs a warning every few seconds)."""
     if not ray.is_initialized():
-        ray.init(address=address or "local", include_dashboard=False if not address else None,
-                 log_to_driver=os.environ.get("CI") is None, configure_logging=True)
+        local = dict(include_dashboard=train_workers, dashboard_host="127.0.0.1") if not address else {}
+        ray.init(address=address or "local", log_to_driver=os.environ.get("CI") is None, configure_logging=True,
+                 **local)
 
 
 def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bool = False,
@@ -105,7 +108,7 @@ def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bo
     """Run (or `resume`) the sweep as experiment `name` (default: the sweep's own name)."""
     name = name or spec.name
     check_ray_default()
-    ensure_ray(address)
+    ensure_ray(address, spec.resources.uses_train_workers)
     if address in (None, "local"):
         check_fits(spec.resources, ray.cluster_resources())
     storage = storage_uri(storage)
