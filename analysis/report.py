@@ -80,7 +80,7 @@ def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
                     continue
                 r = c.row(0, named=True)
                 delta = f"{r['delta']:+.2f}".replace("-", "−")
-                row.append(f"{score(r['psedual'], r['psedual_sd'])} (Δ {delta}{mark(r['p_adjusted'])})")
+                row.append(f"{score(r['treatment'], r['treatment_sd'])} (Δ {delta}{mark(r['p_adjusted'])})")
             body.append(row)
     return render(header, body, fmt)
 
@@ -93,12 +93,12 @@ def claim_lines(claims: pl.DataFrame, fmt: str) -> str:
     body = []
     for r in claims.iter_rows(named=True):
         ci = "–" if r["ci_low"] is None else f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]"
-        disc = "–" if r["only_base"] is None else f"{r['only_base']}/{r['only_psedual']}"
+        disc = "–" if r["only_base"] is None else f"{r['only_base']}/{r['only_treatment']}"
         p, p_adj = p_value(r["p"]), p_value(r["p_adjusted"])
         second = "–" if r["p_secondary"] is None else f"{r['test_secondary']} p {p_value(r['p_secondary'])}"
         body.append([r["cell"], r["metric"], f"{label(r['treatment_arm'])} vs {label(r['base_arm'])}",
                      str(r["n_examples"]), str(r["n_seeds"]), score(r["base"], r["base_sd"]),
-                     score(r["psedual"], r["psedual_sd"]), f"{r['delta']:+.2f}", ci, r["test"], p, p_adj,
+                     score(r["treatment"], r["treatment_sd"]), f"{r['delta']:+.2f}", ci, r["test"], p, p_adj,
                      second, disc, f"{r['base_budget']}/{r['treatment_budget']}", r["verdict"], ", ".join(f"[{numbers[f]}]" for f in r["flags"]) or "–"])
     return render(header, body, fmt)
 
@@ -122,7 +122,7 @@ def fold_scores(claims: pl.DataFrame) -> str:
     lines = ["fold scores (descriptive only; the tests pool the folds' out-of-fold predictions):"]
     for r in claims.iter_rows(named=True):
         folds = ", ".join(f"fold {f}: {a:.2f} → {b:.2f}" for f, a, b in
-                          zip(r["folds"], r["base_fold_acc"], r["psedual_fold_acc"]))
+                          zip(r["folds"], r["base_fold_acc"], r["treatment_fold_acc"]))
         lines.append(f"  {r['cell']}, {r['metric']}, {label(r['treatment_arm'])}: {folds}")
     return "\n".join(lines) + "\n"
 
