@@ -5,6 +5,7 @@
     psedual analyze infill  --experiment table1_mawps_small      # infilling accuracy, perfect match
     psedual analyze curve   --experiment figure1_sizes --png training_size.png
     psedual analyze compare --experiment default --arm variant --base base --treatment gcn --by solver
+    psedual analyze report  --experiment paper-small --out report/   # Tables 1-4, Figure 1, the paper's figures
 
 Every command reads <root>/{runs,epochs,predictions}; the claim commands print the claim rows and
 write them to <root>/claims/<name>.parquet.
@@ -18,7 +19,8 @@ import sys
 import polars as pl
 
 from analysis import claims as claims_mod
-from analysis import presets, report
+from analysis import paper_report, presets, report
+from analysis.errors import ERRORS, one_line
 from analysis.multiple import METHODS
 from psedual.storage import DEFAULT_ROOT
 from psedual.train.best import SELECT_BY
@@ -63,14 +65,10 @@ def _curve(args) -> None:
     print(f"figure: {path}")
 
 
-ERRORS = (ValueError, OSError, KeyError, TypeError, pl.exceptions.PolarsError)
-"""What a command may meet in tables it did not write or that were cut short: each is reported as
-one line naming it (GuardrailError is a ValueError)."""
-
-
-def one_line(err: BaseException) -> str:
-    text = " ".join(str(err).split()) or type(err).__name__
-    return text if isinstance(err, ValueError) else f"{type(err).__name__}: {text}"
+def _report(args) -> None:
+    path = paper_report.write(args)
+    figure = path.with_name(paper_report.FIGURE)
+    print(f"report: {path}" + (f"\nfigure: {figure}" if figure.exists() else ""))
 
 
 def add_commands(commands) -> None:
@@ -115,6 +113,10 @@ def add_commands(commands) -> None:
     inf.add_argument("--slots", choices=("all", "used"), default="all",
                      help="score every masked slot, or only those the gold expression uses (the paper's Table 4)")
     inf.set_defaults(run=_infill)
+    rep = subs.add_parser("report", parents=[common, claims_args],
+                          help="the paper as one Markdown report: Tables 1-4 and Figure 1 beside the paper's figures")
+    rep.add_argument("--out", required=True, metavar="DIR", help="folder for report.md and figure1.png")
+    rep.set_defaults(run=_report)
 
 
 def main(argv: list[str] | None = None) -> int:
