@@ -11,7 +11,12 @@ writer and the best-epoch rule (tests/test_analysis.py checks the list).
     multiple.py  Holm and Benjamini-Hochberg over a family of comparisons
     claims.py    one claim row per comparison
     guardrails.py  what is refused (incomplete predictions, confounded configs) or flagged
+    selection.py the one checked path from the runs table to one run per slot
     summaries.py infilling accuracy and the training-size curve
+    presets.py   the paper's comparisons from parsed options (commands and report alike)
     report.py    Markdown / LaTeX tables, the training-size figure
-    cli.py       `psedual analyze table1|table3|infill|curve|compare`
+    paper.py     the paper's published figures (paper_numbers.csv)
+    paper_report.py  `psedual analyze report`: the paper as one Markdown report
+    errors.py    one-line errors
+    cli.py       `psedual analyze table1|table3|infill|curve|compare|report`
 """

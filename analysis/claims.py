@@ -44,12 +44,12 @@ CLAIMS_SCHEMA = {
     "family": pl.String, "correction": pl.String, "n_family": pl.Int64, "cell": pl.String, "group": pl.String,
     "dataset": pl.String, "solver": pl.String, "metric": pl.String, "arm": pl.String,
     "base_arm": pl.String, "treatment_arm": pl.String, "n_examples": pl.Int64, "n_seeds": pl.Int64,
-    "seeds": pl.List(pl.Int64), "folds": pl.List(pl.Int64), "base": pl.Float64, "psedual": pl.Float64,
-    "base_sd": pl.Float64, "psedual_sd": pl.Float64, "delta": pl.Float64, "ci_low": pl.Float64,
+    "seeds": pl.List(pl.Int64), "folds": pl.List(pl.Int64), "base": pl.Float64, "treatment": pl.Float64,
+    "base_sd": pl.Float64, "treatment_sd": pl.Float64, "delta": pl.Float64, "ci_low": pl.Float64,
     "ci_high": pl.Float64, "test": pl.String, "p": pl.Float64, "p_adjusted": pl.Float64,
-    "test_secondary": pl.String, "p_secondary": pl.Float64, "only_base": pl.Int64, "only_psedual": pl.Int64,
+    "test_secondary": pl.String, "p_secondary": pl.Float64, "only_base": pl.Int64, "only_treatment": pl.Int64,
     "n_resamples": pl.Int64, "rng_seed": pl.Int64, "base_fold_acc": pl.List(pl.Float64),
-    "psedual_fold_acc": pl.List(pl.Float64), "base_trials": pl.List(pl.String),
+    "treatment_fold_acc": pl.List(pl.Float64), "base_trials": pl.List(pl.String),
     "treatment_trials": pl.List(pl.String), "base_budget": pl.Int64, "treatment_budget": pl.Int64,
     "verdict": pl.String, "flags": pl.List(pl.String),
 }
@@ -169,18 +169,18 @@ def _one(cmp: Comparison, cell: str, metric: str, treat: str, seeds: list[int], 
                       for f in folds] for arm, c in (("base", col), ("treat", f"{col}_t"))}
     row = {"metric": metric, "treatment_arm": treat, "n_examples": tables[seeds[0]].height, "n_seeds": len(seeds),
            "seeds": seeds, "folds": folds, "base_fold_acc": fold_acc["base"],
-           "psedual_fold_acc": fold_acc["treat"], "n_resamples": cmp.n_resamples, "rng_seed": cmp.rng_seed}
+           "treatment_fold_acc": fold_acc["treat"], "n_resamples": cmp.n_resamples, "rng_seed": cmp.rng_seed}
     if len(seeds) == 1:
         t = tables[seeds[0]]
         r = paired(t[col].to_numpy(), t[f"{col}_t"].to_numpy(), cmp.n_resamples, cmp.rng_seed)
-        row |= {"base": r.acc_a, "psedual": r.acc_b, "delta": r.delta, "ci_low": r.ci_low, "ci_high": r.ci_high,
+        row |= {"base": r.acc_a, "treatment": r.acc_b, "delta": r.delta, "ci_low": r.ci_low, "ci_high": r.ci_high,
                 "test": "mcnemar_exact", "p": r.p_mcnemar, "test_secondary": "permutation",
-                "p_secondary": r.p_permutation, "only_base": r.only_a, "only_psedual": r.only_b}
+                "p_secondary": r.p_permutation, "only_base": r.only_a, "only_treatment": r.only_b}
     else:
         a = {s: 100.0 * tables[s][col].mean() for s in seeds}
         b = {s: 100.0 * tables[s][f"{col}_t"].mean() for s in seeds}
         r = across_seeds(a, b, cmp.n_resamples, cmp.rng_seed)
-        row |= {"base": r.mean_a, "psedual": r.mean_b, "base_sd": r.sd_a, "psedual_sd": r.sd_b, "delta": r.delta,
+        row |= {"base": r.mean_a, "treatment": r.mean_b, "base_sd": r.sd_a, "treatment_sd": r.sd_b, "delta": r.delta,
                 "ci_low": r.ci_low, "ci_high": r.ci_high, "test": "paired_t_seeds", "p": r.p_ttest,
                 "test_secondary": "wilcoxon", "p_secondary": r.p_wilcoxon, "untestable": r.untestable}
     return row

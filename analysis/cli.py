@@ -5,6 +5,7 @@
     psedual analyze infill  --experiment table1_mawps_small      # infilling accuracy, perfect match
     psedual analyze curve   --experiment figure1_sizes --png training_size.png
     psedual analyze compare --experiment default --arm variant --base base --treatment gcn --by solver
+    psedual analyze report  --experiment paper-small --out report/   # Tables 1-4, Figure 1, the paper's figures
 
 Every command reads <root>/{runs,epochs,predictions}; the claim commands print the claim rows and
 write them to <root>/claims/<name>.parquet.
@@ -18,56 +19,16 @@ import sys
 import polars as pl
 
 from analysis import claims as claims_mod
-from analysis import read, report, summaries
-from analysis.claims import Comparison
+from analysis import paper_report, presets, report
+from analysis.errors import ERRORS, one_line
 from analysis.multiple import METHODS
-from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
 from psedual.storage import DEFAULT_ROOT
 from psedual.train.best import SELECT_BY
 
-# (arm column, base, treatments, cells) of the paper's comparisons
-PRESETS = {
-    "table1": ("variant", BASE, tuple(EXPRESSION_ENCODERS), ("data.dataset", "solver")),
-    "table3": ("psedual.fusion", "teacher_forcing", ("scheduled",), ("data.dataset", "solver", "variant")),
-    "curve": ("variant", BASE, tuple(EXPRESSION_ENCODERS), ("data.dataset", "solver", "data.train_size")),
-}
-
-
-def _runs(args) -> pl.DataFrame:
-    runs = read.select(read.scan(args.root, "runs", args.experiment), read.parse_where(args.where)).collect()
-    if runs.is_empty():
-        raise ValueError(f"no runs match --where {' '.join(args.where)} in {args.root}")
-    return runs
-
-
-def _comparison(args, family: str, arm: str, base: str, treatments: tuple[str, ...], by: tuple[str, ...]) -> Comparison:
-    return Comparison(family=family, arm=arm, base=base, treatments=treatments, by=by, metrics=tuple(args.metric or ["value"]),
-                      select_by=args.select_by, correction=args.correction, n_resamples=args.resamples,
-                      rng_seed=args.rng_seed, allow_diff=tuple(args.allow_diff))
-
-
-def _family(args, command: str) -> str:
-    return args.name or "_".join([command, *(args.experiment or ["all"])])
-
-
-def _claims(args, cmp: Comparison, runs: pl.DataFrame) -> claims_mod.Claims:
-    built = claims_mod.build(runs, read.scan(args.root, "epochs", args.experiment),
-                             read.scan(args.root, "predictions", args.experiment), cmp)
-    path = claims_mod.write(built.rows, args.root, cmp.family)
-    built.notes.append(f"{built.rows.height} claim rows written to {path}")
-    return built
-
 
 def _paper_table(args, command: str) -> None:
-    arm, base, treatments, by = PRESETS[command]
-    runs = _runs(args)
-    present = set(runs[read.column(arm, runs.columns)].drop_nulls().to_list())
-    treatments = tuple(t for t in treatments if t in present) or treatments
-    by = (*by, *args.by)
-    built = _claims(args, _comparison(args, _family(args, command), arm, base, treatments, by), runs)
-    title = {"table1": "Table 1: test accuracy, solver × PseDual variant",
-             "table3": "Table 3: teacher forcing vs scheduled fusion"}[command]
-    print(f"{title} (experiments: {', '.join(args.experiment or ['all'])})\n")
+    built, by = presets.paper_table(args, command, presets.runs(args))
+    print(f"{presets.TITLES[command]} (experiments: {', '.join(args.experiment or ['all'])})\n")
     print(report.grid(built.rows, args.format, " / ".join(k for k in by if k != "data.dataset")))
     print()
     print(report.claim_lines(built.rows, args.format))
@@ -78,10 +39,10 @@ def _paper_table(args, command: str) -> None:
 
 
 def _compare(args) -> None:
-    runs = _runs(args)
-    cmp = _comparison(args, _family(args, "compare"), args.arm, args.base, tuple(args.treatment),
-                      tuple(args.by) or ("data.dataset", "solver"))
-    built = _claims(args, cmp, runs)
+    runs = presets.runs(args)
+    cmp = presets.comparison(args, presets.family(args, "compare"), args.arm, args.base, tuple(args.treatment),
+                             tuple(args.by) or ("data.dataset", "solver"))
+    built = presets.build(args, cmp, runs)
     print(report.claim_lines(built.rows, args.format))
     print()
     print(report.fold_scores(built.rows))
@@ -89,72 +50,25 @@ def _compare(args) -> None:
 
 
 def _infill(args) -> None:
-    runs = _runs(args)
-    by = [read.column(k, runs.columns) for k in ("data.dataset", "solver", "variant", *args.by)]
-    notes: list[str] = []
-    table = summaries.infill(runs, read.scan(args.root, "epochs", args.experiment),
-                             read.scan(args.root, "predictions", args.experiment), by, args.resamples,
-                             args.rng_seed, used_only=args.slots == "used", select_by=args.select_by, notes=notes)
-    header = [*by, "seeds", "examples", "infilling acc (%)", "95% CI", "perfect match (%)", "95% CI", "flags"]
-    numbers = report.flag_numbers(table["flags"].to_list())
-    body = [[*(str(r[k]) for k in by), str(r["n_seeds"]), str(r["n_examples"]),
-             report.score(r["infill_acc"], r["infill_sd"]), f"[{r['infill_low']:.2f}, {r['infill_high']:.2f}]",
-             report.score(r["pmr"], r["pmr_sd"]), f"[{r['pmr_low']:.2f}, {r['pmr_high']:.2f}]",
-             ", ".join(f"[{numbers[f]}]" for f in r["flags"]) or "–"]
-            for r in table.iter_rows(named=True)]
-    print(report.render(header, body, args.format))
-    scored = ("every masked number slot of the test problems (a slot the expression does not use must be "
-              "filled 'unused')" if args.slots == "all" else
-              "the masked slots whose numbers the gold expression uses (the paper's Table 4)")
-    print(f"\nInfilling: {scored}, filled from the gold expression; "
-          "perfect match: all of a problem's scored slots right. One seed: bootstrap over examples "
-          f"({args.resamples} resamples, seed {args.rng_seed}) and Wilson; several: mean ± sd, t interval.")
-    for f, k in numbers.items():
-        print(f"flag [{k}]: {f}")
-    for note in notes:
-        print(f"note: {note}")
+    table, notes, by = presets.infill(args, presets.runs(args), used_only=args.slots == "used")
+    print(report.infill_table(table, by, args.format))
+    print()
+    print(report.infill_footer(table, notes, args.slots == "used", args.resamples, args.rng_seed))
 
 
 def _curve(args) -> None:
-    arm, base, treatments, by = PRESETS["curve"]
-    runs = _runs(args)
-    for key in ("data.dataset", "solver"):
-        values = runs[key].unique().to_list()
-        if len(values) > 1:
-            raise ValueError(f"the figure shows one {key}; these runs have {sorted(values)}: add --where {key}=...")
-    present = set(runs[arm].to_list())
-    treatments = tuple(t for t in treatments if t in present)
-    if base not in present or not treatments:
-        raise ValueError(f"the figure needs {arm}={base} and a PseDual variant; present: {sorted(present)}")
-    built = _claims(args, _comparison(args, _family(args, "curve"), arm, base, treatments, by), runs)
-    # plot the very runs the claims compared (one per slot, picked by --select-by)
-    chosen = {t for col in ("base_trials", "treatment_trials") for ts in built.rows[col].to_list() for t in ts}
-    runs = runs.filter((pl.col("experiment") + "/" + pl.col("trial")).is_in(list(chosen)))
-    points = summaries.size_points(runs, read.scan(args.root, "predictions", args.experiment), arm,
-                                   [base, *treatments], list(by), built.rows)
-    title = (f"{runs['solver'][0]} on {runs['data.dataset'][0]}: test value accuracy vs training size\n"
-             f"bands: 95% CI (t over seeds; Wilson for 1 seed); * / ** {args.correction}-adjusted p < .05 / .01, "
-             f"↑ better ↓ worse than base")
-    path = report.figure(points, args.png, title)
-    header = ["training problems", "arm", "seeds", "value acc (%)", "95% CI", "p adj"]
-    body = [[f"{r['n_train']:.0f}", report.label(r["arm"]), str(r["n_seeds"]), f"{r['acc']:.2f}",
-             f"[{r['low']:.2f}, {r['high']:.2f}]", f"{report.p_value(r['p_adjusted'])} {r['star']}".strip()]
-            for r in points.sort("n_train", "arm").iter_rows(named=True)]
-    print(report.render(header, body, args.format))
+    points, built, path = presets.curve(args, presets.runs(args), args.png)
+    print(report.curve_table(points, args.format))
     print("\nThe 95% CIs above are of each arm's accuracy (t over seeds; Wilson for one seed); the CIs below "
           "are of the difference Δ.\n")
     print(report.footer(built.rows, built.notes))
     print(f"figure: {path}")
 
 
-ERRORS = (ValueError, OSError, KeyError, TypeError, pl.exceptions.PolarsError)
-"""What a command may meet in tables it did not write or that were cut short: each is reported as
-one line naming it (GuardrailError is a ValueError)."""
-
-
-def one_line(err: BaseException) -> str:
-    text = " ".join(str(err).split()) or type(err).__name__
-    return text if isinstance(err, ValueError) else f"{type(err).__name__}: {text}"
+def _report(args) -> None:
+    path = paper_report.write(args)
+    figure = path.with_name(paper_report.FIGURE)
+    print(f"report: {path}" + (f"\nfigure: {figure}" if figure.exists() else ""))
 
 
 def add_commands(commands) -> None:
@@ -199,6 +113,10 @@ def add_commands(commands) -> None:
     inf.add_argument("--slots", choices=("all", "used"), default="all",
                      help="score every masked slot, or only those the gold expression uses (the paper's Table 4)")
     inf.set_defaults(run=_infill)
+    rep = subs.add_parser("report", parents=[common, claims_args],
+                          help="the paper as one Markdown report: Tables 1-4 and Figure 1 beside the paper's figures")
+    rep.add_argument("--out", required=True, metavar="DIR", help="folder for report.md and figure1.png")
+    rep.set_defaults(run=_report)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -80,26 +80,29 @@ def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
                     continue
                 r = c.row(0, named=True)
                 delta = f"{r['delta']:+.2f}".replace("-", "−")
-                row.append(f"{score(r['psedual'], r['psedual_sd'])} (Δ {delta}{mark(r['p_adjusted'])})")
+                row.append(f"{score(r['treatment'], r['treatment_sd'])} (Δ {delta}{mark(r['p_adjusted'])})")
             body.append(row)
     return render(header, body, fmt)
 
 
-def claim_lines(claims: pl.DataFrame, fmt: str) -> str:
-    """The claim rows themselves: one line per claim with n, Δ, CI, test and p."""
+def claim_lines(claims: pl.DataFrame, fmt: str, extra: dict[str, list[str]] | None = None) -> str:
+    """The claim rows themselves: one line per claim with n, Δ, CI, test and p (and `extra`
+    columns, one value per claim, before the verdict)."""
+    extra = extra or {}
     header = ["cell", "metric", "comparison", "n ex", "seeds", "base", "treatment", "Δ", "95% CI", "test", "p",
-              "p adj", "second test", "discordant", "trials", "verdict", "flags"]
+              "p adj", "second test", "discordant", "trials", *extra, "verdict", "flags"]
     numbers = _flag_numbers(claims)
     body = []
-    for r in claims.iter_rows(named=True):
+    for i, r in enumerate(claims.iter_rows(named=True)):
         ci = "–" if r["ci_low"] is None else f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]"
-        disc = "–" if r["only_base"] is None else f"{r['only_base']}/{r['only_psedual']}"
+        disc = "–" if r["only_base"] is None else f"{r['only_base']}/{r['only_treatment']}"
         p, p_adj = p_value(r["p"]), p_value(r["p_adjusted"])
         second = "–" if r["p_secondary"] is None else f"{r['test_secondary']} p {p_value(r['p_secondary'])}"
         body.append([r["cell"], r["metric"], f"{label(r['treatment_arm'])} vs {label(r['base_arm'])}",
                      str(r["n_examples"]), str(r["n_seeds"]), score(r["base"], r["base_sd"]),
-                     score(r["psedual"], r["psedual_sd"]), f"{r['delta']:+.2f}", ci, r["test"], p, p_adj,
-                     second, disc, f"{r['base_budget']}/{r['treatment_budget']}", r["verdict"], ", ".join(f"[{numbers[f]}]" for f in r["flags"]) or "–"])
+                     score(r["treatment"], r["treatment_sd"]), f"{r['delta']:+.2f}", ci, r["test"], p, p_adj,
+                     second, disc, f"{r['base_budget']}/{r['treatment_budget']}", *(v[i] for v in extra.values()),
+                     r["verdict"], ", ".join(f"[{numbers[f]}]" for f in r["flags"]) or "–"])
     return render(header, body, fmt)
 
 
@@ -122,7 +125,7 @@ def fold_scores(claims: pl.DataFrame) -> str:
     lines = ["fold scores (descriptive only; the tests pool the folds' out-of-fold predictions):"]
     for r in claims.iter_rows(named=True):
         folds = ", ".join(f"fold {f}: {a:.2f} → {b:.2f}" for f, a, b in
-                          zip(r["folds"], r["base_fold_acc"], r["psedual_fold_acc"]))
+                          zip(r["folds"], r["base_fold_acc"], r["treatment_fold_acc"]))
         lines.append(f"  {r['cell']}, {r['metric']}, {label(r['treatment_arm'])}: {folds}")
     return "\n".join(lines) + "\n"
 
@@ -142,6 +145,50 @@ def footer(claims: pl.DataFrame, notes: list[str]) -> str:
     lines += [f"flag [{k}]: {f}" for f, k in _flag_numbers(claims).items()]
     lines += [f"note: {n}" for n in notes]
     return "\n".join(lines)
+
+
+INFILL_PAPER = ("paper infilling acc (%)", "paper perfect match (%)")
+
+
+def infill_table(table: pl.DataFrame, by: list[str], fmt: str,
+                 paper: list[tuple[str, str]] | None = None) -> str:
+    """The infilling rows: cell, seeds, examples, infilling accuracy and perfect match with their
+    95% CIs (and, given `paper`, the published figures beside each), flags."""
+    header = [*by, "seeds", "examples", "infilling acc (%)", "95% CI", "perfect match (%)", "95% CI", "flags"]
+    if paper is not None:
+        header[4 + len(by):4 + len(by)] = [INFILL_PAPER[0]]
+        header.insert(len(header) - 1, INFILL_PAPER[1])
+    numbers = flag_numbers(table["flags"].to_list())
+    body = []
+    for i, r in enumerate(table.iter_rows(named=True)):
+        acc = [score(r["infill_acc"], r["infill_sd"]), f"[{r['infill_low']:.2f}, {r['infill_high']:.2f}]"]
+        pmr = [score(r["pmr"], r["pmr_sd"]), f"[{r['pmr_low']:.2f}, {r['pmr_high']:.2f}]"]
+        if paper is not None:
+            acc.append(paper[i][0])
+            pmr.append(paper[i][1])
+        body.append([*(str(r[k]) for k in by), str(r["n_seeds"]), str(r["n_examples"]), *acc, *pmr,
+                     ", ".join(f"[{numbers[f]}]" for f in r["flags"]) or "–"])
+    return render(header, body, fmt)
+
+
+def infill_footer(table: pl.DataFrame, notes: list[str], used_only: bool, resamples: int, rng_seed: int) -> str:
+    scored = ("the masked slots whose numbers the gold expression uses (the paper's Table 4)" if used_only else
+              "every masked number slot of the test problems (a slot the expression does not use must be "
+              "filled 'unused')")
+    lines = [f"Infilling: {scored}, filled from the gold expression; "
+             "perfect match: all of a problem's scored slots right. One seed: bootstrap over examples "
+             f"({resamples} resamples, seed {rng_seed}) and Wilson; several: mean ± sd, t interval."]
+    lines += [f"flag [{k}]: {f}" for f, k in flag_numbers(table["flags"].to_list()).items()]
+    return "\n".join(lines + [f"note: {n}" for n in notes])
+
+
+def curve_table(points: pl.DataFrame, fmt: str) -> str:
+    """The figure's points: training size, arm, seeds, accuracy, its 95% CI, the adjusted p's mark."""
+    header = ["training problems", "arm", "seeds", "value acc (%)", "95% CI", "p adj"]
+    body = [[f"{r['n_train']:.0f}", label(r["arm"]), str(r["n_seeds"]), f"{r['acc']:.2f}",
+             f"[{r['low']:.2f}, {r['high']:.2f}]", f"{p_value(r['p_adjusted'])} {r['star']}".strip()]
+            for r in points.sort("n_train", "arm").iter_rows(named=True)]
+    return render(header, body, fmt)
 
 
 def figure(points: pl.DataFrame, path: str, title: str) -> str:

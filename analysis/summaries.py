@@ -104,7 +104,7 @@ def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: l
         # the figure plots what its claim rows say, or nothing
         mine = claims.filter(pl.col("cell") == cell)
         treated = mine.filter(pl.col("treatment_arm") == first[arm])
-        said = treated["psedual"] if treated.height else mine.filter(pl.col("base_arm") == first[arm])["base"]
+        said = treated["treatment"] if treated.height else mine.filter(pl.col("base_arm") == first[arm])["base"]
         if any(abs(float(np.mean(accs)) - v) > 1e-9 for v in said.to_list()):
             raise GuardrailError(f"{cell}: {first[arm]}'s points ({float(np.mean(accs)):.4f}) are not its claim "
                                  f"rows' ({said.to_list()}): the figure and the claims read different runs")

@@ -209,7 +209,7 @@ def test_claims_pool_folds_and_detect_a_planted_effect(tmp_path):
     assert r["delta"] > 4 and r["p"] < 1e-6 and len(r["base_fold_acc"]) == 5
     # one seed of trained arms: these two models differ, which says nothing yet of the methods
     assert r["verdict"] == "inconclusive (1 seed)"
-    assert r["delta"] == pytest.approx(100 * (r["only_psedual"] - r["only_base"]) / 1000)
+    assert r["delta"] == pytest.approx(100 * (r["only_treatment"] - r["only_base"]) / 1000)
     from analysis import report
 
     assert len(re.findall(r"fold \d: \d+\.\d\d → \d+\.\d\d", report.fold_scores(rows))) == 5
@@ -409,7 +409,7 @@ def test_expression_accuracy_by_values_is_a_metric_of_its_own(tmp_path):
     rows = {r["metric"]: r for r in pl.read_parquet(tmp_path / "claims" / "compare_all.parquet").iter_rows(named=True)}
     assert rows["value"]["delta"] == 0.0
     assert rows["expression_values"]["base"] == pytest.approx(100 * b.mean())
-    assert rows["expression_values"]["psedual"] == pytest.approx(100 * a.mean())
+    assert rows["expression_values"]["treatment"] == pytest.approx(100 * a.mean())
 
 
 def test_table3_command_compares_fusion_modes_per_variant(tmp_path, capsys):

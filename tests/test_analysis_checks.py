@@ -233,13 +233,13 @@ def test_the_curve_plots_what_its_claim_rows_say(tmp_path):
     _write(tmp_path, [({"trial": "b0", "variant": "base"}, _preds(_ids(400), a)),
                       ({"trial": "g0", "variant": "gcn"}, _preds(_ids(400), b))])
     said = pl.DataFrame({"cell": [""], "metric": ["value"], "base_arm": ["base"], "treatment_arm": ["gcn"],
-                         "base": [100 * a.mean()], "psedual": [100 * b.mean() + 1], "p_adjusted": [0.5],
+                         "base": [100 * a.mean()], "treatment": [100 * b.mean() + 1], "p_adjusted": [0.5],
                          "delta": [1.0]})
     runs = read.scan(str(tmp_path), "runs").collect()
     with pytest.raises(claims.GuardrailError, match=r"gcn's points .* are not its claim rows'"):
         summaries.size_points(runs, read.scan(str(tmp_path), "predictions"), "variant", ["base", "gcn"], [], said)
     points = summaries.size_points(runs, read.scan(str(tmp_path), "predictions"), "variant", ["base", "gcn"], [],
-                                   said.with_columns(psedual=pl.lit(100 * b.mean())))
+                                   said.with_columns(treatment=pl.lit(100 * b.mean())))
     assert points["acc"].to_list() == pytest.approx([100 * a.mean(), 100 * b.mean()])
 
 

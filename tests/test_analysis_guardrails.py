@@ -43,7 +43,7 @@ def test_example_order_is_irrelevant_ids_pair_the_arms(tmp_path):
     _write_tables(tmp_path, "x", [_run("b0", "base"), _run("g0", "gcn")],
                   {"b0": _preds(_ids(200), a), "g0": shuffled})
     r = _build(tmp_path).rows.row(0, named=True)
-    assert (r["only_base"], r["only_psedual"]) == (int((a & ~b).sum()), int((b & ~a).sum()))
+    assert (r["only_base"], r["only_treatment"]) == (int((a & ~b).sum()), int((b & ~a).sum()))
 
 
 def test_infill_keeps_one_trial_per_slot(tmp_path, capsys):
@@ -196,7 +196,7 @@ def test_p_values_never_print_as_zero_and_flags_sit_on_their_claim(tmp_path, cap
 def test_curve_stars_say_which_way(tmp_path):
     # one cell (no `by` columns: its label is ""), where GCN is significantly worse than base
     claims_rows = pl.DataFrame({"cell": [""], "metric": ["value"], "base_arm": ["base"], "treatment_arm": ["gcn"],
-                                "base": [60.0], "psedual": [50.0], "p_adjusted": [0.001], "delta": [-5.0]})
+                                "base": [60.0], "treatment": [50.0], "p_adjusted": [0.001], "delta": [-5.0]})
     runs = pl.DataFrame({"experiment": ["x", "x"], "trial": ["b", "g"], "variant": ["base", "gcn"], "seed": [0, 0],
                          "n_train": [100, 100], "test_value_acc": [0.6, 0.5]})
     folder = tmp_path / "predictions" / "experiment=x"

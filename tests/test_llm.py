@@ -141,7 +141,7 @@ def test_llm_runs_join_the_tables_and_the_analysis(fake, tmp_path):
     assert main(["analyze", "compare", "--root", root, "--experiment", "x", "--arm", "variant", "--base", "llm",
                  "--treatment", "llm+reexamine", "--resamples", "200"]) == 0
     claim = pl.read_parquet(tmp_path / "results" / "claims" / "compare_x.parquet").row(0, named=True)
-    assert (claim["n_examples"], claim["test"], claim["base"], claim["psedual"]) == (8, "mcnemar_exact", 37.5, 50.0)
+    assert (claim["n_examples"], claim["test"], claim["base"], claim["treatment"]) == (8, "mcnemar_exact", 37.5, 50.0)
     # a zero-shot run records its test split only, and that is all its claim needs
     assert runs["data_test_hash"].n_unique() == 1 and runs["data_train_hash"].null_count() == 2
     assert not any(f.startswith("data identity not recorded") for f in claim["flags"])

@@ -1,0 +1,240 @@
+"""`analyze report --experiment NAME --out DIR`: the paper as one Markdown report (and Figure 1 as PNG).
+
+A `paper` sweep writes each part as an experiment `NAME.<part>`: `table1` (solver × dataset ×
+{base, GRU, GCN} × seed; Table 4's infilling too), `table3` (teacher forcing vs scheduled fusion),
+`figure1` (training sizes) and `table2` (LLM rows). Each section is built by the same code as its
+`analyze` command (`presets`: `claims.build`, `selection.select`, `summaries`), so it refuses,
+flags and notes what that command does; a section that cannot be built says why, and the report
+is written from whatever parts and trials have finished. Beside each of our numbers stands the
+paper's published one where `paper_numbers.csv` records it; "Missing or skipped" lists the parts
+not present, cells without runs, trials not completed and paper cells we did not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+import polars as pl
+
+from analysis import paper, presets, read, report
+from analysis.errors import ERRORS, one_line
+from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
+
+PARTS = {"table1": "Table 1", "table3": "Table 3", "figure1": "Figure 1", "table2": "Table 2"}
+"""the sweep's parts, in the report's order (Table 4 is read from `table1`)"""
+LLM_ARMS = ("llm", "llm+reexamine")
+COMPLETED = "completed"
+FIGURE = "figure1.png"
+
+
+def code_commit() -> str:
+    """The checkout's commit (`git rev-parse`), else the installed package's version."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
+                              capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        from importlib.metadata import version
+
+        return f"package version {version('psedual')}"
+
+
+def _expected(runs: pl.DataFrame, cells: list[str], arm: str, arms: tuple[str, ...]) -> list[tuple]:
+    """The (cell..., arm) combinations of the values these runs hold that no finished run fills."""
+    done = runs.filter((pl.col("status") != "error") & pl.col("test_value_acc").is_not_null())
+    have = set(done.select(*cells, arm).rows())
+    values = [runs[c].unique(maintain_order=True).to_list() for c in cells]
+    return [(*c, a) for c in itertools.product(*values) for a in arms if (*c, a) not in have]
+
+
+class Report:
+    """The report's sections and its "Missing or skipped" lines, built part by part."""
+
+    def __init__(self, args: argparse.Namespace, name: str):
+        self.args, self.name = args, name
+        self.numbers = paper.load()
+        self.shown: set[tuple] = set()  # the paper cells set beside ours
+        self.sections: list[str] = []
+        self.missing: list[str] = []
+
+    def part_args(self, part: str) -> argparse.Namespace:
+        """The options of one part: its experiment, and a claims family of its own."""
+        prefix = self.args.name or f"report_{self.name}"
+        return argparse.Namespace(**{**vars(self.args), "experiment": [f"{self.name}.{part}"],
+                                     "name": f"{prefix}.{part}"})
+
+    def published(self, table: str, dataset: str, solver: str, arm: str, metric: str) -> str:
+        hit = paper.find(self.numbers, table, dataset, solver, arm, metric)
+        if hit is None:
+            return "–"
+        solvers = [solver, paper.LLM] if solver.startswith("llm:") else [solver]
+        arms = [arm, paper.PSEDUAL] if arm in EXPRESSION_ENCODERS else [arm]
+        self.shown |= {(table, dataset, s, a, metric) for s in solvers for a in arms}
+        return str(hit)
+
+    def section(self, title: str, build) -> None:
+        """Append `build()`'s Markdown under `title`, or the one line that says why it is not there."""
+        try:
+            self.sections.append(f"## {title}\n\n{build()}")
+        except ERRORS as err:
+            self.sections.append(f"## {title}\n\nNot built: {one_line(err)}")
+            self.missing.append(f"{title}: not built: {one_line(err)}")
+
+    def claims(self, table: str, built, by: tuple[str, ...]) -> str:
+        """A claims section: each arm's accuracy beside the paper's, then the claim rows (n, Δ, CI,
+        p, adjusted p, verdict, flags) with the paper's base → treatment, then flags and notes."""
+        rows = built.rows
+        body, beside = [], []
+        for r in rows.iter_rows(named=True):
+            arm_rows = [(r["base_arm"], r["base"], r["base_sd"], "–")] if r["treatment_arm"] == rows.filter(
+                (pl.col("cell") == r["cell"]) & (pl.col("metric") == r["metric"]))["treatment_arm"][0] else []
+            delta = f"{r['delta']:+.2f}{report.mark(r['p_adjusted'])}".replace("-", "−")
+            arm_rows.append((r["treatment_arm"], r["treatment"], r["treatment_sd"], delta))
+            for arm, acc, sd, d in arm_rows:
+                body.append([r["dataset"], r["group"], r["metric"], report.label(arm), str(r["n_seeds"]),
+                             report.score(acc, sd), d, self.published(table, r["dataset"], r["solver"], arm,
+                                                                       r["metric"])])
+            beside.append(" → ".join(self.published(table, r["dataset"], r["solver"], a, r["metric"])
+                                     for a in (r["base_arm"], r["treatment_arm"])))
+        group = " / ".join(k for k in by if k != "data.dataset")
+        header = ["dataset", group, "metric", rows["arm"][0], "seeds", "ours (%)",
+                  f"Δ vs {report.label(rows['base_arm'][0])}", "paper (%)"]
+        parts = [report.render(header, body, "markdown"),
+                 report.claim_lines(rows, "markdown", {"paper": beside})]
+        if rows["folds"].list.len().max() > 1:
+            parts.append("```\n" + report.fold_scores(rows).rstrip() + "\n```")
+        parts.append(_bullets(report.footer(rows, built.notes)))
+        return "\n\n".join(parts)
+
+    def table1(self, runs: pl.DataFrame) -> str:
+        built, by = presets.paper_table(self.part_args("table1"), "table1", runs)
+        return self.claims("table1", built, by)
+
+    def table3(self, runs: pl.DataFrame) -> str:
+        built, by = presets.paper_table(self.part_args("table3"), "table3", runs)
+        return self.claims("table3", built, by)
+
+    def table4(self, runs: pl.DataFrame) -> str:
+        table, notes, by = presets.infill(self.part_args("table1"), runs, used_only=True)
+        beside = [tuple(self.published("table4", r["data.dataset"], r["solver"], r["variant"], m)
+                        for m in ("infill_acc", "perfect_match")) for r in table.iter_rows(named=True)]
+        args = self.args
+        return "\n\n".join([report.infill_table(table, by, "markdown", beside),
+                            _bullets(report.infill_footer(table, notes, True, args.resamples, args.rng_seed))])
+
+    def figure1(self, runs: pl.DataFrame, out: Path) -> str:
+        points, built, _ = presets.curve(self.part_args("figure1"), runs, str(out / FIGURE))
+        return "\n\n".join([f"![Figure 1: test value accuracy vs training size]({FIGURE})",
+                            report.curve_table(points, "markdown"),
+                            "The CIs in this table are of each arm's accuracy; those of the claims are of Δ.",
+                            report.claim_lines(built.rows, "markdown"), _bullets(report.footer(built.rows, built.notes))])
+
+    def table2(self, runs: pl.DataFrame) -> str:
+        args = self.part_args("table2")
+        cmp = presets.comparison(args, args.name, "variant", LLM_ARMS[0], LLM_ARMS[1:], ("data.dataset", "solver"))
+        return self.claims("table2", presets.build(args, cmp, runs), cmp.by)
+
+
+def _bullets(text: str) -> str:
+    return "\n".join(f"- {line}" for line in text.splitlines() if line.strip())
+
+
+def _trials(runs: pl.DataFrame) -> list[str]:
+    """The trials of a part that did not complete, and whether the claims could read them."""
+    out = []
+    for r in runs.filter(pl.col("status") != COMPLETED).sort("trial").iter_rows(named=True):
+        used = ("has a test result from its checkpoint, so the claims read it" if r["test_value_acc"] is not None
+                and r["status"] != "error" else "no test result: skipped")
+        error = f" ({' '.join(str(r['error']).split())})" if r.get("error") else ""
+        out.append(f"trial {r['experiment']}/{r['trial']}: status {r['status']}{error}; {used}")
+    return out
+
+
+def write(args: argparse.Namespace) -> Path:
+    """Write <out>/report.md (and <out>/figure1.png when Figure 1's part is there); returns the path."""
+    if len(args.experiment or []) != 1:
+        raise ValueError(f"analyze report reads one experiment, its parts NAME.{', NAME.'.join(PARTS)}: give one "
+                         f"--experiment NAME (got {args.experiment or 'none'})")
+    name = args.experiment[0]
+    everything = read.scan(args.root, "runs").select("experiment").unique().collect()["experiment"].to_list()
+    present = {part: f"{name}.{part}" for part in PARTS if f"{name}.{part}" in everything}
+    if not present:
+        raise ValueError(f"{args.root}: no part of experiment {name!r} (looked for "
+                         f"{', '.join(f'{name}.{p}' for p in PARTS)}); experiments present: "
+                         f"{', '.join(sorted(everything))}")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / FIGURE).unlink(missing_ok=True)  # a figure left from an earlier report is not this one's
+    rep = Report(args, name)
+    runs: dict[str, pl.DataFrame] = {}
+    for part, title in PARTS.items():
+        if part not in present:
+            why = " (run only when an LLM endpoint is configured)" if part == "table2" else ""
+            rep.missing.append(f"{name}.{part} ({title}{' and Table 4' if part == 'table1' else ''}): not in the "
+                               f"results storage{why}")
+            continue
+        try:
+            runs[part] = presets.runs(rep.part_args(part))
+        except ERRORS as err:
+            rep.missing.append(f"{name}.{part} ({title}): no runs read: {one_line(err)}")
+            continue
+        rows = runs[part]
+        header = f"{title} ({name}.{part})"
+        if part == "table1":
+            rep.section(header, lambda: rep.table1(rows))
+            rep.section(f"Table 4: infilling accuracy and perfect match ({name}.table1)", lambda: rep.table4(rows))
+            expected = _expected(rows, ["data.dataset", "solver"], "variant", (BASE, *EXPRESSION_ENCODERS))
+        elif part == "table3":
+            rep.section(header, lambda: rep.table3(rows))
+            treated = rows.filter(pl.col("variant") != BASE)
+            expected = _expected(treated, ["data.dataset", "solver", "variant"], "psedual.fusion",
+                                 presets.PRESETS["table3"][1:2] + presets.PRESETS["table3"][2]) if treated.height else []
+        elif part == "figure1":
+            rep.section(header, lambda: rep.figure1(rows, out))
+            arms = (BASE, *(v for v in EXPRESSION_ENCODERS if v in set(rows["variant"].to_list())))
+            expected = _expected(rows, ["data.dataset", "solver", "data.train_size"], "variant", arms)
+        else:
+            rep.section(header, lambda: rep.table2(rows))
+            expected = _expected(rows, ["data.dataset", "solver"], "variant", LLM_ARMS)
+        rep.missing += [f"{name}.{part}: no finished run for {' / '.join(map(str, cell))}" for cell in expected]
+        rep.missing += _trials(rows)
+    recorded = set(rep.numbers["table"].to_list())
+    for r in rep.numbers.iter_rows(named=True):
+        if (r["table"], r["dataset"], r["solver"], r["arm"], r["metric"]) not in rep.shown:
+            rep.missing.append(f"paper {r['table']} {r['dataset']} / {r['solver']} / {r['arm']} {r['metric']}: "
+                               f"{r['value']:.1f}, not run here")
+    for table in paper.TABLES:
+        if table not in recorded:
+            rep.missing.append(f"paper {table}: no published figure recorded in analysis/paper_numbers.csv (not "
+                               f"found in a source reachable when it was written)")
+    path = out / "report.md"
+    path.write_text(_document(args, name, present, runs, rep), encoding="utf-8")
+    return path
+
+
+def _document(args: argparse.Namespace, name: str, present: dict[str, str], runs: dict[str, pl.DataFrame],
+              rep: Report) -> str:
+    every = pl.concat(list(runs.values()), how="diagonal_relaxed") if runs else pl.DataFrame()
+    statuses = (", ".join(f"{n} {s}" for s, n in every.group_by("status").len().sort("status").rows())
+                if every.height else "none read")
+    versions = ", ".join(sorted({str(v) for v in every["code_version"].to_list()})) \
+        if "code_version" in every.columns else "not recorded"
+    machine = (", ".join(sorted({str(v) for v in every["machine"].drop_nulls().to_list()})) or "not recorded") \
+        if "machine" in every.columns else "not recorded in the runs table"
+    header = [f"# PseDual Lab report: {name}", "",
+              f"- experiment: {name}; parts present: {', '.join(present.values())}",
+              f"- written: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
+              f"- commit: {code_commit()}; the runs' code versions: {versions}",
+              f"- machine: {machine}",
+              f"- trials: {every.height} ({statuses})",
+              f"- command: `psedual analyze report --experiment {name} --root {args.root} --out {args.out}` "
+              f"(correction {args.correction}, {args.resamples} resamples, RNG seed {args.rng_seed}, one trial per "
+              f"slot by {args.select_by})",
+              "- paper: Bin et al., Solving Math Word Problems with Reexamination (arXiv 2310.09590); its figures "
+              "and their sources are in analysis/paper_numbers.csv. `PseDual` beside a GRU or GCN row: the paper's "
+              "PseDual row, its encoder not stated; `ChatGPT` beside an LLM row: the paper's model, not ours."]
+    missing = "\n".join(f"- {m}" for m in rep.missing) or "Nothing: every part, cell and trial is here."
+    return "\n\n".join(["\n".join(header), *rep.sections, f"## Missing or skipped\n\n{missing}"]) + "\n"

@@ -1,0 +1,227 @@
+"""`analyze report`: one Markdown report whose numbers are the result tables', built through the
+same checked path as `analyze table1|table3|infill|curve`, from whatever parts have finished."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from analysis import paper
+from analysis.cli import main as analyze
+from psedual.data.expr import UNUSED
+from psedual.results import tables
+from psedual.solvers import SOLVERS
+from test_analysis_checks import _ids, _pairs, _preds, _write
+
+N = 60  # test problems per run: above the verdict's 30
+
+
+def _infill_preds(correct: np.ndarray, rng) -> list[dict]:
+    """Prediction rows with infilling: gold [0, 1, UNUSED]; the prediction swaps the used slots on
+    some problems (0 of 2 right), repeats one on others (1 of 2) and fills the unused one on others
+    (2 of 2: an unused slot is not scored)."""
+    rows = _preds(_ids(N), correct)
+    for r in rows:
+        wrong = rng.random()
+        r["infill_gold"] = [0, 1, UNUSED]
+        r["infill_predicted"] = ([1, 0, UNUSED] if wrong < 0.2 else [0, 0, UNUSED] if wrong < 0.35
+                                 else [0, 1, 0] if wrong < 0.5 else [0, 1, UNUSED])
+    return rows
+
+
+def _table1(root: Path, experiment: str, stopped: str | None = None) -> None:
+    """mawps fold 0 × {gts, bert_tree} × {base, gru, gcn} × seeds 0-2; PseDual runs infill."""
+    rng = np.random.default_rng(32)
+    runs = []
+    for solver in ("gts", "bert_tree"):
+        for seed in range(3):
+            a, b = _pairs(rng, N, 0.05, 0.15)
+            for variant, correct in (("base", a), ("gru", b), ("gcn", a | b)):
+                trial = f"{solver}-{variant}-s{seed}"
+                row = {"trial": trial, "variant": variant, "solver": solver, "seed": seed}
+                if variant == "base":
+                    preds = _preds(_ids(N), correct)
+                else:
+                    preds = _infill_preds(correct, rng)
+                    used = [(p["infill_predicted"], p["infill_gold"]) for p in preds]
+                    hit = sum(x == g for p, gold in used for x, g in zip(p, gold) if g != UNUSED)
+                    row |= {"n_test_infilled": N, "test_infill_acc": hit / (2 * N), "psedual.fusion": "scheduled"}
+                runs.append((row, preds))
+    _write(root, [r for r in runs if r[0]["trial"] != stopped], experiment)
+    if stopped:  # killed before its test: a runs row with no result and no predictions
+        row = next(r for r, _ in runs if r["trial"] == stopped)
+        tables.write(str(root), "runs", experiment, stopped,
+                     [{**row, "status": "stopped", "data.dataset": "mawps", "data.fold": 0, "epochs": 10,
+                       "lr": 0.001, "code_version": "v1", "n_train": 1000}])
+
+
+def _table3(root: Path, experiment: str) -> None:
+    rng = np.random.default_rng(3)
+    runs = [({"trial": f"base-s{s}", "variant": "base", "seed": s}, _preds(_ids(N), _pairs(rng, N, 0.1, 0.1)[0]))
+            for s in range(3)]
+    for seed in range(3):
+        a, b = _pairs(rng, N, 0.1, 0.05)
+        runs += [({"trial": f"gcn-{f}-s{seed}", "variant": "gcn", "seed": seed, "psedual.fusion": f}, _preds(_ids(N), c))
+                 for f, c in (("teacher_forcing", a), ("scheduled", b))]
+    _write(root, runs, experiment)
+
+
+def _figure1(root: Path, experiment: str) -> None:
+    rng = np.random.default_rng(1)
+    runs = []
+    for size in (100, 200):
+        for seed in range(2):
+            a, b = _pairs(rng, N, 0.05, 0.1)
+            runs += [({"trial": f"{v}-{size}-s{seed}", "variant": v, "seed": seed, "data.train_size": size,
+                       "n_train": size}, _preds(_ids(N), c)) for v, c in (("base", a), ("gcn", b))]
+    _write(root, runs, experiment)
+
+
+def _report(root: Path, experiment: str, out: Path, capsys) -> str:
+    assert analyze(["analyze", "report", "--root", str(root), "--experiment", experiment, "--out", str(out),
+                    "--resamples", "200"]) == 0
+    assert f"report: {out / 'report.md'}" in capsys.readouterr().out
+    return (out / "report.md").read_text()
+
+
+def _section(text: str, title: str) -> str:
+    start = text.index(f"## {title}")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end > 0 else None]
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory):
+    root = tmp_path_factory.mktemp("results")
+    _table1(root, "X.table1")
+    _table3(root, "X.table3")
+    _figure1(root, "X.figure1")
+    return root
+
+
+def test_the_report_s_numbers_are_the_result_tables(full, tmp_path, capsys):
+    text = _report(full, "X", tmp_path / "out", capsys)
+    runs = pl.read_parquet(full / "runs" / "experiment=X.table1" / "*.parquet")
+    preds = pl.read_parquet(full / "predictions" / "experiment=X.table1" / "*.parquet")
+    # Table 1, gts on mawps: each arm's mean over seeds of the per-run value accuracy (from its
+    # prediction rows), its sd, and Δ = mean(GCN) − mean(base); the paper's 82.7 beside the base
+    acc = preds.group_by("trial").agg(acc=100 * pl.col("value_correct").mean()).join(runs, on="trial")
+    arm = {v: acc.filter((pl.col("solver") == "gts") & (pl.col("variant") == v))["acc"] for v in ("base", "gcn")}
+    table1 = _section(text, "Table 1")
+    base = f"| mawps | gts | value | base | 3 | {arm['base'].mean():.2f} ± {arm['base'].std():.2f} | – | 82.7 |"
+    assert base in table1
+    delta = f"{arm['gcn'].mean() - arm['base'].mean():+.2f}".replace("-", "−")
+    assert re.search(rf"\| mawps \| gts \| value \| PseDual-GCN \| 3 \| {arm['gcn'].mean():.2f} ± "
+                     rf"{arm['gcn'].std():.2f} \| {re.escape(delta)}\**? \| – \|", table1)
+    # BERT-Tree's PseDual rows carry the paper's one PseDual figure (its encoder not stated)
+    assert "| bert_tree | value | PseDual-GRU | 3 |" in table1 and "| 89.5 (PseDual) |" in table1
+    assert "88.7 → 89.5 (PseDual)" in table1  # the claim row: the paper's base → treatment
+    # Table 4 (the used slots, as the paper's): per seed, right used slots / used slots; the mean over seeds
+    used = preds.join(runs.select("trial", "solver", "variant", "seed"), on="trial").filter(
+        (pl.col("solver") == "gts") & (pl.col("variant") == "gcn")).with_columns(
+        right=pl.struct("infill_predicted", "infill_gold").map_elements(
+            lambda r: sum(p == g for p, g in zip(r["infill_predicted"], r["infill_gold"]) if g != UNUSED),
+            return_dtype=pl.Int64))
+    per_seed = used.group_by("seed").agg(acc=100 * pl.col("right").sum() / (2 * pl.len()))["acc"]
+    assert f"| mawps | gts | gcn | 3 | {N} | {per_seed.mean():.2f} ± {per_seed.std():.2f} |" in _section(text, "Table 4")
+    # Table 3 and Figure 1 are there, with the figure drawn beside the report
+    assert "| mawps | gts / gcn | value | teacher forcing | 3 |" in _section(text, "Table 3")
+    assert (tmp_path / "out" / "figure1.png").read_bytes()[:4] == b"\x89PNG"
+    assert "| 200 | PseDual-GCN | 2 |" in _section(text, "Figure 1")
+    # the header, and what the paper has that we did not run
+    assert "- experiment: X; parts present: X.table1, X.table3, X.figure1" in text and "- commit: " in text
+    missing = _section(text, "Missing or skipped")
+    assert "- X.table2 (Table 2): not in the results storage (run only when an LLM endpoint is configured)" in missing
+    assert "- paper table1 math23k / bert_tree / base value: 82.3, not run here" in missing
+    assert "- paper table3: no published figure recorded" in missing
+
+
+def test_the_report_s_claims_are_the_table1_command_s(full, tmp_path, capsys):
+    _report(full, "X", tmp_path / "out", capsys)
+    assert analyze(["analyze", "table1", "--root", str(full), "--experiment", "X.table1", "--resamples", "200"]) == 0
+    command = pl.read_parquet(full / "claims" / "table1_X.table1.parquet").drop("family")
+    reported = pl.read_parquet(full / "claims" / "report_X.table1.parquet").drop("family")
+    assert reported.equals(command) and reported.height == 4
+    flagged = reported.filter(pl.col("flags").list.len() > 0)["flags"][0].to_list()
+    assert any("3 seeds" in f for f in flagged)  # the command's flags, on the report's claims
+
+
+def test_a_partial_experiment_says_what_is_missing(tmp_path, capsys):
+    root = tmp_path / "results"
+    _table1(root, "Y.table1", stopped="gts-base-s2")
+    _figure1(root, "Y.figure1")
+    text = _report(root, "Y", tmp_path / "out", capsys)
+    missing = _section(text, "Missing or skipped")
+    assert "- Y.table3 (Table 3): not in the results storage" in missing
+    assert "- trial Y.table1/gts-base-s2: status stopped; no test result: skipped" in missing
+    assert "- trials: 26 (25 completed, 1 stopped)" in text
+    # the stopped base run's partners are dropped, and the claim says so
+    assert "unpaired seeds dropped: [2]" in _section(text, "Table 1")
+    assert "Table 3" not in text.split("## Missing or skipped")[0]
+
+
+def test_a_cell_without_runs_and_a_section_that_cannot_be_built_are_listed(tmp_path, capsys):
+    root = tmp_path / "results"
+    _figure1(root, "Z.figure1")
+    for trial in ("gcn-200-s0", "gcn-200-s1"):
+        (root / "runs" / "experiment=Z.figure1" / f"{trial}.parquet").unlink()
+    _table3(root, "Z.table3")
+    for seed in range(3):  # no scheduled-fusion run finished: Table 3 has nothing to compare
+        (root / "runs" / "experiment=Z.table3" / f"gcn-scheduled-s{seed}.parquet").unlink()
+    text = _report(root, "Z", tmp_path / "out", capsys)
+    missing = _section(text, "Missing or skipped")
+    assert "- Z.figure1: no finished run for mawps / gts / 200 / gcn" in missing
+    assert "- Z.table3: no finished run for mawps / gts / gcn / scheduled" in missing
+    assert "- Table 3 (Z.table3): not built: nothing to compare: data.dataset=mawps, solver=gts, variant=gcn: no " \
+           "scheduled runs; scheduled vs teacher_forcing skipped" in missing
+    assert "Not built: nothing to compare" in _section(text, "Table 3")
+    # the figure is drawn from what finished, and says what it skipped
+    figure = _section(text, "Figure 1")
+    assert "| 100 | PseDual-GCN | 2 |" in figure and "data.train_size=200: no gcn runs; gcn vs base skipped" in figure
+    assert (tmp_path / "out" / "figure1.png").exists()
+
+
+def test_a_bad_experiment_is_one_clear_line(full, tmp_path, capsys):
+    assert analyze(["analyze", "report", "--root", str(full), "--experiment", "nope", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no part of experiment 'nope' (looked for nope.table1, nope.table3" in err
+    assert "experiments present: X.figure1, X.table1, X.table3" in err
+    assert analyze(["analyze", "report", "--root", str(full), "--out", str(tmp_path)]) == 2
+    assert "give one --experiment NAME" in capsys.readouterr().err
+    assert not (tmp_path / "report.md").exists()
+
+
+def test_the_paper_numbers_file():
+    numbers = paper.load()
+    assert numbers.columns == list(paper.SCHEMA) and numbers.height >= 10
+    cell = {(r["table"], r["dataset"], r["solver"], r["arm"], r["metric"]): r["value"]
+            for r in numbers.iter_rows(named=True)}
+    assert cell[("table1", "mawps", "bert_tree", "base", "value")] == 88.7
+    assert cell[("table1", "mawps", "bert_tree", "psedual", "value")] == 89.5
+    assert cell[("table1", "mawps", "re_deduction", "base", "value")] == 92.1
+    assert cell[("table1", "mawps", "re_deduction", "psedual", "value")] == 92.4
+    assert cell[("table1", "svamp", "re_deduction", "base", "value")] == 45.0
+    assert all(r["source"] and r["via"] for r in numbers.iter_rows(named=True))  # each says where it was read
+    assert set(numbers.filter(pl.col("table") != "table2")["solver"]) <= set(SOLVERS)
+    # a base arm never borrows the paper's PseDual row
+    only_psedual = numbers.filter(pl.col("arm") == paper.PSEDUAL)
+    assert paper.find(only_psedual, "table1", "mawps", "bert_tree", "base", "value") is None
+    assert str(paper.find(numbers, "table1", "mawps", "bert_tree", "gcn", "value")) == "89.5 (PseDual)"
+
+
+def test_a_bad_paper_numbers_file_is_one_line_naming_it(tmp_path):
+    good = paper.PATH.read_text().splitlines()
+    for broken, said in ((good[0].replace("value,", "val,"), "not a paper-numbers table"),
+                         (good[1].replace(",88.7,", ",887,"), ":2: value 887.0 is not a percentage"),
+                         (good[1].replace("table1,", "table9,", 1), ":2: table 'table9'")):
+        path = tmp_path / "p.csv"
+        path.write_text("\n".join([broken, *good[1:]] if broken.startswith("table,") else [good[0], broken, *good[2:]]))
+        with pytest.raises(ValueError, match=re.escape(said)):
+            paper.load(path)
+    (tmp_path / "p.csv").write_text("\n".join([*good, good[1]]))
+    with pytest.raises(ValueError, match="share a cell"):
+        paper.load(tmp_path / "p.csv")
