@@ -154,10 +154,10 @@ def _run_llm(cfg: Namespace) -> None:
     except LLMError as err:
         raise ValueError(str(err)) from None
     print(f"{m['variant']} {m['llm.model']} on {m['data.dataset']}: value {100 * m['test_value_acc']:.2f}% expr "
-          f"{100 * m['test_expr_acc']:.2f}% over {m['n_test']} problems; {m['failures']} unusable replies; "
-          f"reexamination changed {m['changed']} answers ({m['changed_to_right']} to right, {m['changed_to_wrong']} "
-          f"to wrong); {m['calls']} calls, {m['cache_hits']} from the cache, {m['prompt_tokens']}+"
-          f"{m['completion_tokens']} tokens; {m['seconds']:.1f} s | {cfg.out}")
+          f"{100 * m['test_expr_acc']:.2f}% over {m['n_test']} problems; {m['llm.failures']} unusable replies; "
+          f"reexamination changed {m['llm.changed']} answers ({m['llm.changed_to_right']} to right, "
+          f"{m['llm.changed_to_wrong']} to wrong); {m['llm.calls']} calls, {m['llm.cache_hits']} from the cache, "
+          f"{m['llm.prompt_tokens']}+{m['llm.completion_tokens']} tokens; {m['test_seconds']:.1f} s | {cfg.out}")
 
 
 # ---- data fetch ------------------------------------------------------------------------------

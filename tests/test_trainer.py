@@ -207,6 +207,8 @@ def test_run_folders_join_the_result_tables_and_the_analysis(finished, finished_
         == tables.RUNS_SCHEMA
     row = runs.row(0, named=True)
     assert (row["variant"], row["final_epsilon"], row["epochs_done"]) == ("gcn", 0.25, 2)
+    # the run's data summary reaches the runs table (the writer once dropped it unsaid)
+    assert row["data_kept"] > 0 and row["n_test_unscored"] == 0 and row["test_seconds"] > 0
     assert row["test_value_acc"] == finished_psedual[0].test_value_acc
     compare = ["analyze", "compare", "--root", root, "--experiment", "solo", "--treatment", "gcn", "--resamples", "200"]
     assert main(compare) == 2  # these two runs differ in epochs too (3 vs 2): refused unless allowed
