@@ -112,14 +112,14 @@ def test_a_bad_key_is_refused_and_never_printed(svamp, tmp_path, monkeypatch, ca
     server = FakeLLM(svamp[:4], {})
     try:
         monkeypatch.setenv(ENV, "sk-wrong-key-4242")
-        code = main(["llm", "--model", "fake-1", "--base-url", server.url, "--api-key-env", ENV, "--limit", "2",
-                     "--max-retries", "0", "--out", str(tmp_path)])
+        code = main(["llm", "--model", "fake-1", "--base_url", server.url, "--api_key_env", ENV, "--limit", "2",
+                     "--max_retries", "0", "--out", str(tmp_path)])
         err = capsys.readouterr().err
         assert code == 2 and f"{server.url}: the endpoint refused the API key" in err
         assert "sk-wrong-key-4242" not in err
         monkeypatch.setenv(ENV, KEY)
         server.key = KEY
-        assert main(["llm", "--model", "fake-1", "--base-url", server.url, "--api-key-env", ENV, "--limit", "4",
+        assert main(["llm", "--model", "fake-1", "--base_url", server.url, "--api_key_env", ENV, "--limit", "4",
                      "--reexamine", "--out", str(tmp_path)]) == 0
         out = capsys.readouterr().out
         assert "llm+reexamine fake-1 on svamp: value 100.00%" in out and KEY not in out

@@ -176,9 +176,9 @@ def test_a_run_says_its_regime_and_warns_when_it_stays_near_teacher_forcing(tmp_
 
 
 def test_psedual_cli_flags_need_psedual(tmp_path, capsys):
-    assert main(["train", "--fold", "0", "--fusion", "predicted", "--out", str(tmp_path)]) == 2
+    assert main(["train", "--data.fold", "0", "--psedual.fusion", "predicted", "--out", str(tmp_path)]) == 2
     assert "--psedual.fusion set PseDual's knobs: they need --variant gru|gcn" in capsys.readouterr().err
-    assert main(["train", "--psedual", "gcn", "--fusion", "sometimes", "--out", str(tmp_path)]) == 2
+    assert main(["train", "--variant", "gcn", "--psedual.fusion", "sometimes", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "psedual train: error:" in err and "psedual.fusion" in err and "sometimes" in err
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import polars as pl
 
 from psedual.results import tables
+from psedual.storage import DEFAULT_ROOT
 from psedual.train import records
 from psedual.train.config import TrainConfig
 from psedual.train.outcome import TrialOutcome
@@ -32,6 +33,24 @@ def code_version() -> str:
 
 def _runs_frame(rows: list[dict]) -> pl.DataFrame:
     return pl.from_arrow(records.arrow_table(rows, records.RUNS_SCHEMA, "the runs table"))
+
+
+@dataclass(frozen=True)
+class AddConfig:
+    """`psedual results add`: finished run folders into the result tables as one experiment's trials."""
+
+    folders: tuple[str, ...]
+    """Run folders of `psedual train` or `psedual llm` (trial id: the folder's name)."""
+    experiment: str
+    """Experiment name in the tables."""
+    root: str = DEFAULT_ROOT
+    """Results storage: a folder or a pyarrow URI."""
+
+    def __post_init__(self) -> None:
+        if not self.folders:
+            raise ValueError("results add needs at least one run folder")
+        if not self.experiment:
+            raise ValueError("results add needs an --experiment name")
 
 
 def add_run_folders(folders: list[str | Path], root: str, experiment: str) -> pl.DataFrame:
