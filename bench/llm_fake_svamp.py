@@ -49,7 +49,7 @@ def main() -> None:
     try:
         for name, extra in (("llm", []), ("llm-reexamine", ["--reexamine"])):
             began = time.perf_counter()
-            psedual(["llm", "--dataset", "svamp", "--model", "fake-1", "--base-url", server.url, "--api-key-env",
+            psedual(["llm", "--dataset", "svamp", "--model", "fake-1", "--base_url", server.url, "--api_key_env",
                      "FAKE_LLM_KEY", "--out", str(work / name), *extra])
             print(f"  ({time.perf_counter() - began:.1f} s, {server.requests} requests to the server so far)")
         psedual(["results", "add", str(work / "llm"), str(work / "llm-reexamine"), "--experiment", "svamp_llm",

@@ -1,11 +1,11 @@
-"""The commands whose options are the typed configs' fields: `train`, `tune`, `llm`, `data fetch`.
+"""Every `psedual` command but `analyze`: its options are a typed config's fields.
 
 jsonargparse builds each parser from the dataclasses themselves: one option per field, named by
 the sweep files' dotted keys (`--lr`, `--data.fold`, `--model.hidden_size`, `--psedual.fusion`,
 `--variant`), its help the field's docstring, its choices the field's Literal type (so the
 registries' names), nested groups from nested configs, and `--config FILE.yaml` (flat dotted
 keys or nested mappings) with command-line overrides after it; `--print_config` writes one.
-Earlier versions' spellings still work (`--batch-size`, `--fold`, `--psedual gcn`): see `normalise`.
+A bool field's option alone is a flag (`--reexamine` = `--reexamine true`): see `flags`.
 """
 
 from __future__ import annotations
@@ -37,6 +37,23 @@ def _parser(command: str, description: str) -> ArgumentParser:
     return parser
 
 
+def _build(cls, cfg: Namespace):
+    """The config `cls` of a parsed command's options (a list option as the field's tuple)."""
+    return cls(**{f.name: tuple(cfg[f.name]) if isinstance(cfg[f.name], list) else cfg[f.name] for f in fields(cls)})
+
+
+def _config_parser(command: str, cls, positional: dict[str, tuple[str | None, str]]) -> ArgumentParser:
+    """A command's parser: `positional` fields (name → (nargs, help)) as arguments, the others as options."""
+    p = _parser(command, (cls.__doc__ or "").strip())
+    for name, (nargs, text) in positional.items():
+        if nargs:
+            p.add_argument(name, nargs=nargs, help=text, **({"default": []} if nargs == "*" else {}))
+        else:
+            p.add_argument(name, help=text)
+    p.add_class_arguments(cls, nested_key=None, skip=set(positional), fail_untyped=True)
+    return p
+
+
 def _flatten(values: dict, prefix: str = "") -> dict:
     out: dict = {}
     for key, value in values.items():
@@ -61,8 +78,7 @@ def _train_parser() -> ArgumentParser:
     encoders = "; ".join(f"`{name}`: PseDual reading the solver's expressions with {entry.about}"
                          for name, entry in EXPRESSION_ENCODERS.items())
     p.add_argument("--variant", type=Variant, default=BASE,
-                   help=f"`{BASE}`: the solver alone; {encoders} (`--psedual NAME` is the same). "
-                        "The psedual.* options need one of the latter.")
+                   help=f"`{BASE}`: the solver alone; {encoders}. The psedual.* options need one of the latter.")
     p.add_class_arguments(PseDualConfig, nested_key="psedual", skip={"expression_encoder"}, fail_untyped=True)
     p.add_argument("--out", required=True, help="run folder: checkpoints, epochs/predictions/metrics Parquet")
     p.add_argument("--resume", action="store_true", help="continue from OUT/last.pt")
@@ -154,10 +170,10 @@ def _run_llm(cfg: Namespace) -> None:
     except LLMError as err:
         raise ValueError(str(err)) from None
     print(f"{m['variant']} {m['llm.model']} on {m['data.dataset']}: value {100 * m['test_value_acc']:.2f}% expr "
-          f"{100 * m['test_expr_acc']:.2f}% over {m['n_test']} problems; {m['failures']} unusable replies; "
-          f"reexamination changed {m['changed']} answers ({m['changed_to_right']} to right, {m['changed_to_wrong']} "
-          f"to wrong); {m['calls']} calls, {m['cache_hits']} from the cache, {m['prompt_tokens']}+"
-          f"{m['completion_tokens']} tokens; {m['seconds']:.1f} s | {cfg.out}")
+          f"{100 * m['test_expr_acc']:.2f}% over {m['n_test']} problems; {m['llm.failures']} unusable replies; "
+          f"reexamination changed {m['llm.changed']} answers ({m['llm.changed_to_right']} to right, "
+          f"{m['llm.changed_to_wrong']} to wrong); {m['llm.calls']} calls, {m['llm.cache_hits']} from the cache, "
+          f"{m['llm.prompt_tokens']}+{m['llm.completion_tokens']} tokens; {m['test_seconds']:.1f} s | {cfg.out}")
 
 
 # ---- data fetch ------------------------------------------------------------------------------
@@ -179,22 +195,99 @@ def _fetch_parser() -> ArgumentParser:
 def _run_fetch(cfg: Namespace) -> None:
     from psedual.data.fetch import FetchConfig, fetch, listing
 
-    config = FetchConfig(**{f.name: tuple(cfg[f.name]) if f.name == "datasets" else cfg[f.name]
-                            for f in fields(FetchConfig)})
+    config = _build(FetchConfig, cfg)
     if cfg.sums or cfg.urls:
         print("\n".join(listing(config, "sums" if cfg.sums else "urls")))
         return
     fetch(config)
 
 
+# ---- data stats, results add, test, solve -----------------------------------------------------
+
+def _stats_parser() -> ArgumentParser:
+    from psedual.data.registry import DATASETS
+    from psedual.data.stats import DEFAULT_STATS, StatsConfig
+
+    return _config_parser("data stats", StatsConfig, {"datasets": (
+        "*", f"any of {', '.join(DATASETS)} (default: {' '.join(DEFAULT_STATS)})")})
+
+
+def _run_stats(cfg: Namespace) -> None:
+    from psedual.data.registry import DATASETS
+    from psedual.data.stats import DEFAULT_STATS, StatsConfig, stats
+
+    unknown = [name for name in cfg.datasets if name not in DATASETS]
+    if unknown:
+        raise ValueError(f"unknown dataset {', '.join(unknown)}; valid: {', '.join(DATASETS)}")
+    c = _build(StatsConfig, cfg)
+    print(stats(list(c.datasets or DEFAULT_STATS), data_root=c.data_root, user_path=c.user_path,
+                use_cache=not c.no_cache, min_constant_count=c.min_constant_count,
+                drop_inconsistent=c.drop_inconsistent))
+
+
+def _add_parser() -> ArgumentParser:
+    from psedual.results.collect import AddConfig
+
+    return _config_parser("results add", AddConfig, {"folders": ("+", "run folders (trial id: the folder's name)")})
+
+
+def _run_add(cfg: Namespace) -> None:
+    from psedual.results.collect import AddConfig, add_run_folders
+
+    c = _build(AddConfig, cfg)
+    runs = add_run_folders(list(c.folders), c.root, c.experiment)
+    for r in runs.iter_rows(named=True):
+        what = (f"{r['variant']} ({r['llm.model']}, prompts {r['llm.prompt_version']})" if r["llm.model"] else
+                f"{r['solver']} {r['variant']} fusion {r['psedual.fusion']} seed {r['seed']}")
+        print(f"{c.experiment}/{r['trial']}: {what}: test value {100 * r['test_value_acc']:.2f}%, "
+              f"{r['epochs_done']} epochs")
+    print(f"{runs.height} run(s) in {c.root}/{{runs,epochs,predictions}}/experiment={c.experiment}/")
+
+
+def _test_parser() -> ArgumentParser:
+    from psedual.train.solve import TestConfig
+
+    return _config_parser("test", TestConfig, {"run_dir": (None, "the folder `psedual train --out` wrote")})
+
+
+def _run_test(cfg: Namespace) -> None:
+    from psedual.train.solve import TestConfig
+    from psedual.train.trainer import test_run
+
+    c = _build(TestConfig, cfg)
+    print(summary(test_run(c.run_dir, c.device)))
+
+
+def _solve_parser() -> ArgumentParser:
+    from psedual.train.solve import SolveConfig
+
+    return _config_parser("solve", SolveConfig, {"text": (None, "the problem, as plain text")})
+
+
+def _run_solve(cfg: Namespace) -> None:
+    from psedual.train.solve import SolveConfig, solve
+
+    c = _build(SolveConfig, cfg)
+    infix, answer = solve(c.checkpoint, c.text, beam_size=c.beam_size)
+    print(f"{infix} = {answer}")
+
+
 COMMANDS: dict[tuple[str, ...], Command] = {
     ("data", "fetch"): Command("download the benchmarks, pinned by commit, SHA256-checked", _fetch_parser,
                                _run_fetch),
+    ("data", "stats"): Command("per dataset and split: kept, dropped by reason, sizes, constants", _stats_parser,
+                               _run_stats),
     ("train",): Command("train one solver; test the best validation checkpoint once", _train_parser, _run_train),
     ("tune",): Command("the main job: a sweep on Ray Tune, then tests and the runs table (as tune.py)",
                        _tune_parser, _run_tune),
     ("llm",): Command("a chat model (OpenAI-compatible endpoint) solves a test split zero-shot",
                       _llm_parser, _run_llm),
+    ("results", "add"): Command("add finished `psedual train`/`psedual llm` run folders to the result tables as "
+                                "the trials of one experiment (then `psedual analyze` compares them)",
+                                _add_parser, _run_add),
+    ("test",): Command("test a trained run folder's best checkpoint (again), without training: finishes a run "
+                       "whose test step failed", _test_parser, _run_test),
+    ("solve",): Command("solve one problem with a trained checkpoint", _solve_parser, _run_solve),
 }
 
 
@@ -206,33 +299,17 @@ def _is_flag(action: object) -> bool:
     return getattr(action, "_typehint", None) is bool or getattr(action, "nargs", None) == 0
 
 
-def normalise(argv: list[str], options: dict) -> list[str]:
-    """The spellings of earlier versions, mapped onto the generated options: dashes in option
-    names (`--batch-size` → `--batch_size`), a nested field's bare name where it is unique
-    (`--fold` → `--data.fold`, `--fusion` → `--psedual.fusion`), a bool field's option alone
-    as a flag (`--reexamine` → `--reexamine true`), and `--psedual gcn` → `--variant gcn`.
-    `options` maps option strings to the parser's actions."""
-    from psedual.reexamine.config import VARIANTS
-
-    by_leaf: dict[str, list[str]] = {}
-    for option in options:
-        by_leaf.setdefault("--" + option.rpartition(".")[2].lstrip("-"), []).append(option)
+def flags(argv: list[str], options: dict) -> list[str]:
+    """A bool field's option alone as a flag: `--reexamine` → `--reexamine true` (jsonargparse
+    wants the value). `options` maps option strings to the parser's actions."""
     out: list[str] = []
     for i, token in enumerate(argv):
         following = argv[i + 1] if i + 1 < len(argv) else None
-        if token.startswith("--"):
-            name, eq, value = token[2:].partition("=")
-            name = "--" + name.replace("-", "_")
-            if name not in options and len(by_leaf.get(name, [])) == 1:
-                name = by_leaf[name][0]
-            token = name + eq + value
-            if not eq and name in options and _is_flag(options[name]) and options[name].nargs != 0 \
-                    and (following is None or following.lower() not in _BOOLEAN_WORDS):
-                out += [token, "true"]
-                continue
-        if token == "--psedual" and following in VARIANTS:
-            token = "--variant"
+        action = options.get(token)
         out.append(token)
+        if token.startswith("--") and action is not None and _is_flag(action) and action.nargs != 0 \
+                and (following is None or following.lower() not in _BOOLEAN_WORDS):
+            out.append("true")
     return out
 
 

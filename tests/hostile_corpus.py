@@ -450,8 +450,8 @@ def outcome(case: Case, data_root: str | None, user_path: str | None) -> tuple[s
     """(`error` | `skip` | `load` | `traceback` | `hang`, what `psedual data stats` said)."""
     from psedual.cli import main
 
-    argv = ["data", "stats", case.dataset, "--no-cache"]
-    argv += ["--data-root", data_root] if data_root else ["--user-path", user_path]
+    argv = ["data", "stats", case.dataset, "--no_cache"]
+    argv += ["--data_root", data_root] if data_root else ["--user_path", user_path]
     out, err = io.StringIO(), io.StringIO()
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(HANG_SECONDS)

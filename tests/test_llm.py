@@ -60,17 +60,17 @@ def test_right_caught_uncaught_and_malformed_replies(fake, tmp_path):
     assert [r["rounds_used"] for r in rows] == [0, 1, 0, 0, 0, 0, 0, 0]
     assert [r["changed"] for r in rows] == [False, True, False, False, False, False, False, False]
     assert (plain["test_value_acc"], again["test_value_acc"]) == (3 / 8, 4 / 8)
-    assert (again["changed_to_right"], again["changed_to_wrong"], again["failures"]) == (1, 0, 3)
+    assert (again["llm.changed_to_right"], again["llm.changed_to_wrong"], again["llm.failures"]) == (1, 0, 3)
     # a solve per problem, a reexamination per usable solution, and the caught one's re-solve and re-check
-    assert again["calls"] == 8 + 5 + 2
-    assert plain["calls"] == 0 and plain["cache_hits"] == 8  # the same solves, from the copied cache
+    assert again["llm.calls"] == 8 + 5 + 2
+    assert plain["llm.calls"] == 0 and plain["llm.cache_hits"] == 8  # the same solves, from the copied cache
 
 
 def test_a_rerun_asks_nothing_and_writes_the_same_tables(fake, tmp_path):
     run(_config(fake, reexamine=True), tmp_path, progress=False)
     first, sent = pl.read_parquet(tmp_path / "predictions.parquet"), fake.requests
     metrics = run(_config(fake, reexamine=True), tmp_path, progress=False)
-    assert fake.requests == sent and metrics["calls"] == 0
+    assert fake.requests == sent and metrics["llm.calls"] == 0
     assert pl.read_parquet(tmp_path / "predictions.parquet").equals(first)
 
 
@@ -87,11 +87,11 @@ def test_a_killed_run_resumes_without_losing_or_repeating(fake, svamp, tmp_path)
     fake.fail_first.clear()
     before = fake.requests
     resumed = run(_config(fake, concurrency=2), tmp_path / "killed", progress=False)
-    assert 1 <= fake.requests - before < 8 and resumed["cache_hits"] >= 1
+    assert 1 <= fake.requests - before < 8 and resumed["llm.cache_hits"] >= 1
     whole = run(_config(fake, concurrency=2), tmp_path / "whole", progress=False)
     a = pl.read_parquet(tmp_path / "killed" / "predictions.parquet")
     assert a["id"].n_unique() == a.height == 8
-    assert a.equals(pl.read_parquet(tmp_path / "whole" / "predictions.parquet")) and whole["calls"] == 8
+    assert a.equals(pl.read_parquet(tmp_path / "whole" / "predictions.parquet")) and whole["llm.calls"] == 8
 
 
 def test_a_timeout_a_dead_server_and_a_bad_key_are_clear_errors(fake, tmp_path, monkeypatch):
@@ -112,14 +112,14 @@ def test_a_bad_key_is_refused_and_never_printed(svamp, tmp_path, monkeypatch, ca
     server = FakeLLM(svamp[:4], {})
     try:
         monkeypatch.setenv(ENV, "sk-wrong-key-4242")
-        code = main(["llm", "--model", "fake-1", "--base-url", server.url, "--api-key-env", ENV, "--limit", "2",
-                     "--max-retries", "0", "--out", str(tmp_path)])
+        code = main(["llm", "--model", "fake-1", "--base_url", server.url, "--api_key_env", ENV, "--limit", "2",
+                     "--max_retries", "0", "--out", str(tmp_path)])
         err = capsys.readouterr().err
         assert code == 2 and f"{server.url}: the endpoint refused the API key" in err
         assert "sk-wrong-key-4242" not in err
         monkeypatch.setenv(ENV, KEY)
         server.key = KEY
-        assert main(["llm", "--model", "fake-1", "--base-url", server.url, "--api-key-env", ENV, "--limit", "4",
+        assert main(["llm", "--model", "fake-1", "--base_url", server.url, "--api_key_env", ENV, "--limit", "4",
                      "--reexamine", "--out", str(tmp_path)]) == 0
         out = capsys.readouterr().out
         assert "llm+reexamine fake-1 on svamp: value 100.00%" in out and KEY not in out

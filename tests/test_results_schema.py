@@ -1,4 +1,5 @@
-"""The runs table's config columns: Arrow types derived from the config's real types, never guessed."""
+"""The table rows: one typed record each, Arrow types derived from the real types, never guessed;
+unknown keys refused."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pyarrow as pa
 import pytest
 
 from psedual.results import tables
+from psedual.train import records
+from psedual.train import tables as run_tables
 from psedual.train.config import TrainConfig
 
 
@@ -20,21 +23,21 @@ from psedual.train.config import TrainConfig
     (tuple[float, ...] | None, pa.list_(pa.float64())),
 ])
 def test_each_type_maps_to_its_arrow_type(hint, arrow):
-    assert tables.arrow_type(hint) == arrow
+    assert records.arrow_type(hint) == arrow
 
 
 @pytest.mark.parametrize("hint", [dict[str, int], tuple[int, str], tuple[int], int | str, Literal[1, "a"],
                                   bytes, object, list])
 def test_a_type_without_a_mapping_fails_loudly(hint):
     with pytest.raises(TypeError, match="config field x: no Arrow type"):
-        tables.arrow_type(hint, "x")
+        records.arrow_type(hint, "x")
 
 
 def test_every_config_field_has_its_column_and_type():
     hints = TrainConfig.field_hints()
     assert set(hints) == set(TrainConfig().flat())  # the runs table's config columns are flat()'s keys
     for name, hint in hints.items():
-        assert tables.RUNS_SCHEMA.field(name).type == tables.arrow_type(hint, name)
+        assert tables.RUNS_SCHEMA.field(name).type == records.arrow_type(hint, name)
     assert tables.RUNS_SCHEMA.field("data.fold").type == pa.int64()
     assert tables.RUNS_SCHEMA.field("psedual.fusion").type == pa.string()
 
@@ -47,6 +50,81 @@ def test_a_config_field_of_an_unmappable_type_breaks_the_schema(monkeypatch):
         """A field no Arrow column type is derived for."""
 
     assert "weights" in {f.name for f in fields(Extended)}
-    monkeypatch.setattr(tables, "TrainConfig", Extended)
+    monkeypatch.setattr(records, "TrainConfig", Extended)
     with pytest.raises(TypeError, match=r"config field weights: no Arrow type for dict\[str, float\]"):
-        tables._config_fields()
+        records.config_columns()
+
+
+# The columns tables written before the records were declared hold, with their types: they must still read.
+OLD_RUNS = {"trial": "string", "variant": "string", "status": "string", "error": "string", "code_version": "string",
+            "epochs_done": "int64", "best_epoch": "int64", "valid_value_acc": "double", "valid_expr_acc": "double",
+            "test_value_acc": "double", "test_expr_acc": "double", "test_expr_acc_values": "double",
+            "test_infill_acc": "double", "test_perfect_match": "double", "test_infill_acc_used": "double",
+            "test_perfect_match_used": "double", "final_epsilon": "double", "final_tau": "double", "n_train": "int64",
+            "n_valid": "int64", "n_test": "int64", "n_test_infilled": "int64", "data_key": "string",
+            "data_train_hash": "string", "data_test_hash": "string", "train_seconds": "double",
+            "test_seconds": "double", "llm.model": "string", "llm.prompt_version": "string", "llm.rounds": "int64",
+            "llm.samples": "int64", "llm.temperature": "double", "llm.failures": "int64", "llm.changed": "int64",
+            "llm.calls": "int64", "llm.prompt_tokens": "int64", "llm.completion_tokens": "int64"}
+OLD_EPOCHS = {"trial": "string", "epoch": "int32", "train_loss": "double", "lr": "double", "valid_value_acc": "double",
+              "valid_expr_acc": "double", "seconds": "double", "infill_loss": "double", "epsilon": "double",
+              "tau": "double"}
+OLD_PREDICTIONS = {"trial": "string", "id": "string", "predicted": "list<item: string>",
+                   "gold": "list<item: string>", "value_correct": "bool", "expression_correct": "bool",
+                   "expression_correct_values": "bool", "infill_predicted": "list<item: int32>",
+                   "infill_gold": "list<item: int32>", "unscored": "string"}
+
+
+@pytest.mark.parametrize("table, old", [("runs", OLD_RUNS), ("epochs", OLD_EPOCHS), ("predictions", OLD_PREDICTIONS)])
+def test_the_records_keep_every_column_older_tables_hold(table, old):
+    schema = tables.SCHEMAS[table]
+    assert {name: str(schema.field(name).type) for name in old if name in schema.names} == old
+
+
+def test_the_run_folder_files_are_the_tables_rows_without_the_trial():
+    assert tables.SCHEMAS["epochs"].names == ["trial", *records.EPOCHS_SCHEMA.names]
+    assert tables.SCHEMAS["predictions"].names == ["trial", *records.PREDICTIONS_SCHEMA.names]
+    kept = [f.name for f in records.columns(records.Trial)] + [n for n in records.METRICS_SCHEMA.names
+                                                                if n not in ("data_root", "llm.reexamine",
+                                                                             "llm.changed_to_right",
+                                                                             "llm.changed_to_wrong", "llm.cache_hits")]
+    assert records.RUNS_SCHEMA.names == kept
+    assert set(records.PREDICTIONS_SCHEMA.names) < set(records.LLM_PREDICTIONS_SCHEMA.names)
+    assert "out_dir" not in records.METRICS_SCHEMA.names  # RunResult's one field that is no column
+    assert len(set(records.RUNS_SCHEMA.names)) == len(records.RUNS_SCHEMA.names)
+
+
+def test_every_record_field_has_a_docstring():
+    import ast
+    import inspect
+
+    tree = ast.parse(inspect.getsource(records))
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    assert {c.name for c in classes} >= {"Epoch", "Prediction", "LLMPrediction", "RunResult", "DataRecord", "Trial"}
+    for c in classes:
+        for field_, after in zip(c.body, c.body[1:] + [None]):
+            if isinstance(field_, ast.AnnAssign):
+                assert isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant), \
+                    f"{c.name}.{field_.target.id} has no docstring"
+
+
+def test_a_key_no_record_has_is_refused_naming_the_key_and_the_table(tmp_path):
+    import pyarrow.parquet as pq
+
+    with pytest.raises(ValueError, match=r"the runs table: unknown column\(s\) n_tset, trail"):
+        tables.write(str(tmp_path), "runs", "e", "t1", [{"trial": "t1", "trail": "t1", "n_tset": 3}])
+    with pytest.raises(ValueError, match=r"metrics.parquet: unknown column\(s\) out_dir"):
+        run_tables.write([{"test_value_acc": 0.5, "out_dir": "x"}], tmp_path / "metrics.parquet",
+                         records.METRICS_SCHEMA)
+    assert not list(tmp_path.rglob("*.parquet"))
+    path = tables.write(str(tmp_path), "runs", "e", "t1", [{"trial": "t1", "n_test": 3}])
+    assert pq.read_table(path).to_pylist()[0]["n_test"] == 3
+
+
+def test_an_older_run_folder_file_reads_as_its_record(tmp_path):
+    """A metrics.parquet written before the records: its retired column is not read, new ones are null."""
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"test_value_acc": [0.5], "out_dir": ["/tmp/x"], "n_test": [4]}), tmp_path / "m.parquet")
+    row, = records.read(tmp_path / "m.parquet", records.METRICS_SCHEMA)
+    assert row["test_value_acc"] == 0.5 and row["n_test"] == 4 and row["data_kept"] is None and "out_dir" not in row

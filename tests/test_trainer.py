@@ -176,9 +176,9 @@ def test_a_run_says_its_regime_and_warns_when_it_stays_near_teacher_forcing(tmp_
 
 
 def test_psedual_cli_flags_need_psedual(tmp_path, capsys):
-    assert main(["train", "--fold", "0", "--fusion", "predicted", "--out", str(tmp_path)]) == 2
+    assert main(["train", "--data.fold", "0", "--psedual.fusion", "predicted", "--out", str(tmp_path)]) == 2
     assert "--psedual.fusion set PseDual's knobs: they need --variant gru|gcn" in capsys.readouterr().err
-    assert main(["train", "--psedual", "gcn", "--fusion", "sometimes", "--out", str(tmp_path)]) == 2
+    assert main(["train", "--variant", "gcn", "--psedual.fusion", "sometimes", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "psedual train: error:" in err and "psedual.fusion" in err and "sometimes" in err
 
@@ -207,6 +207,8 @@ def test_run_folders_join_the_result_tables_and_the_analysis(finished, finished_
         == tables.RUNS_SCHEMA
     row = runs.row(0, named=True)
     assert (row["variant"], row["final_epsilon"], row["epochs_done"]) == ("gcn", 0.25, 2)
+    # the run's data summary reaches the runs table (the writer once dropped it unsaid)
+    assert row["data_kept"] > 0 and row["n_test_unscored"] == 0 and row["test_seconds"] > 0
     assert row["test_value_acc"] == finished_psedual[0].test_value_acc
     compare = ["analyze", "compare", "--root", root, "--experiment", "solo", "--treatment", "gcn", "--resamples", "200"]
     assert main(compare) == 2  # these two runs differ in epochs too (3 vs 2): refused unless allowed

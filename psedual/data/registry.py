@@ -51,7 +51,7 @@ DATASETS: dict[str, DatasetSpec] = {
     "svamp": DatasetSpec("svamp", svamp.FILES, 0, lambda root, _: svamp.load(root),
                          "train MAWPS+ASDiv-A CSV, test SVAMP CSV", "3,138 train (validation carved), 1,000 test"),
     "mathqa": DatasetSpec("mathqa", mathqa.FILES, 0, mathqa.load,
-                          "valid/test in shared data; train from `--user-path FILE`", "– / 3,540 / 2,410",
+                          "valid/test in shared data; train from `--data.user_path FILE`", "– / 3,540 / 2,410",
                           f"a training file in MathQA's form (default: <data root>/{mathqa.TRAIN_FILE} if present)",
                           _mathqa_train),
     "jsonl": DatasetSpec("jsonl", (), 0, lambda _, path: jsonl.load(path),

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from statistics import mean
 
 from psedual.data.cache import Dataset, load_dataset
 from psedual.data.config import DataConfig
 from psedual.data.record import Problem
-from psedual.data.registry import get_spec
+from psedual.data.registry import DATASETS, DatasetName, get_spec
 from psedual.data.splits import Splits, constants_of, split_dataset
 
 
@@ -58,7 +58,7 @@ def describe(dataset: Dataset, config: DataConfig, seconds: float) -> str:
                      f"constants (used by >= {view.min_constant_count} training problems): "
                      f"{' '.join(s.constants) or none}")
         if not pool:
-            lines.append(f"    no training problems: give {dataset.name}'s training file with --user-path")
+            lines.append(f"    no training problems: give {dataset.name}'s training file with --user_path")
             continue
         left = "; ".join(f"{r}: {n}" for r, n in s.left_out.items()) or "none"
         lines.append(f"    training problems left out: {left}; valid/test problems needing a constant "
@@ -104,6 +104,34 @@ def summary_text(info: dict) -> str:
         lines.append(f"  {info['train_disagreeing']:,} training problems' gold disagrees with the answer "
                      "(trained on; --data.drop_inconsistent leaves them out)")
     return "\n".join(lines)
+
+
+DEFAULT_STATS = tuple(name for name, spec in DATASETS.items() if not spec.needs_user_path)
+"""`data stats` without names: every benchmark (a user's own data needs its path)."""
+
+
+@dataclass(frozen=True)
+class StatsConfig:
+    """`psedual data stats`: per dataset and split, kept, dropped by reason, sizes, constants."""
+
+    datasets: tuple[DatasetName, ...] = ()
+    """Registry names (default: every benchmark that needs no path of yours)."""
+    data_root: str | None = None
+    """Benchmark folder (default: $PSEDUAL_DATA, a shared/data nearby, or the per-user folder
+    psedual data fetch fills)."""
+    user_path: str | None = None
+    """MathQA's train.json, or the folder of a jsonl dataset."""
+    no_cache: bool = False
+    """Process the sources again, ignoring the Parquet cache."""
+    min_constant_count: int = 5
+    """Training problems a constant needs."""
+    drop_inconsistent: bool = False
+    """The run views leave out training problems whose gold disagrees with the answer (as
+    --data.drop_inconsistent does in training)."""
+
+    def __post_init__(self) -> None:
+        if self.min_constant_count < 1:
+            raise ValueError(f"min_constant_count must be at least 1, got {self.min_constant_count}")
 
 
 def stats(names: list[str], *, data_root: str | None = None, user_path: str | None = None,

@@ -26,8 +26,6 @@ from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 
-import pyarrow as pa
-
 from psedual.data.cache import load_dataset
 from psedual.data.config import DataConfig
 from psedual.data.expr import infix_with_numbers
@@ -41,6 +39,8 @@ from psedual.llm.client import CachedChat
 from psedual.llm.parse import Parsed, masked_text, parse_refill, parse_solution, problem_text
 from psedual.metrics import expression_correct, expression_correct_values, value_correct
 from psedual.train import tables
+from psedual.train.records import (LLM_PREDICTIONS_SCHEMA, METRICS_SCHEMA, DataRecord, LLMPrediction, LLMRecord,
+                                   RunCost, RunInfo, values)
 
 PROMPT_VERSION = "v1"
 
@@ -120,7 +120,7 @@ def _reexamine(chat: CachedChat, p: Problem, prefix: tuple[str, ...]) -> list[st
 
 
 def solve_one(chat: CachedChat, p: Problem, config: LLMConfig) -> dict:
-    """One problem's prediction row (see PREDICTIONS_SCHEMA)."""
+    """One problem's prediction row (an `LLMPrediction`)."""
     messages = _solve_messages(p)
     reply = chat(messages)
     parsed = parse_solution(reply.text, p)
@@ -153,28 +153,22 @@ def solve_one(chat: CachedChat, p: Problem, config: LLMConfig) -> dict:
     predicted = parsed.prefix or ()
     before, after = _value(first, p), _value(parsed, p)
     changed = config.reexamine and not values_equal(before, after) and (before is not None or after is not None)
-    return {"id": p.id, "predicted": list(predicted), "gold": list(p.prefix),
-            "value_correct": value_correct(predicted, p), "expression_correct": expression_correct(predicted, p),
-            "expression_correct_values": expression_correct_values(predicted, p),
-            "infill_predicted": None, "infill_gold": None,
-            "reply": reply.text, "failure": parsed.failure, "reexamined": reexamined if config.reexamine else None,
-            "rounds_used": rounds_used if config.reexamine else None, "changed": changed if config.reexamine else None,
-            "first_value_correct": value_correct(first.prefix or (), p)}
+    return asdict(LLMPrediction(
+        p.id, list(predicted), list(p.prefix), value_correct(predicted, p), expression_correct(predicted, p),
+        expression_correct_values(predicted, p), infill_predicted=None, infill_gold=None, unscored=None,
+        reply=reply.text, failure=parsed.failure, reexamined=reexamined if config.reexamine else None,
+        rounds_used=rounds_used if config.reexamine else None, changed=changed if config.reexamine else None,
+        first_value_correct=value_correct(first.prefix or (), p)))
 
 
 def _value(parsed: Parsed, p: Problem):
     return None if parsed.prefix is None else try_evaluate(parsed.prefix, p.values())
 
 
-PREDICTIONS_SCHEMA = pa.schema(list(tables.PREDICTIONS_SCHEMA) + [
-    ("reply", pa.string()), ("failure", pa.string()), ("reexamined", pa.bool_()), ("rounds_used", pa.int32()),
-    ("changed", pa.bool_()), ("first_value_correct", pa.bool_()),
-])
-
-
 def run(config: LLMConfig, out: str | Path, progress: bool = True) -> dict:
     """Solve the test split; write predictions.parquet, metrics.parquet and config.json to `out`
-    (its cache.sqlite makes a rerun or a resumed run ask nothing twice). Returns the metrics row."""
+    (its cache.sqlite makes a rerun or a resumed run ask nothing twice). Returns the metrics row
+    (`METRICS_SCHEMA`'s columns: the counts are `llm.*`)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     problems = list(split_dataset(load_dataset(config.dataset), DataConfig(config.dataset, fold=config.fold)).test)
@@ -191,22 +185,24 @@ def run(config: LLMConfig, out: str | Path, progress: bool = True) -> dict:
         rows = list(jobs)
     n = max(1, len(rows))
     c = chat.counts
-    metrics = {"variant": config.variant, "llm.model": config.model, "llm.prompt_version": PROMPT_VERSION,
-               "llm.reexamine": config.reexamine, "llm.rounds": config.rounds, "llm.samples": config.samples,
-               "llm.temperature": config.temperature, "data.dataset": config.dataset, "data.fold": config.fold,
-               "n_test": len(rows), "data_test_hash": split_hash((p.id, p.prefix) for p in problems),
+    llm = LLMRecord(config.model, PROMPT_VERSION, config.reexamine, config.rounds, config.samples, config.temperature,
+                    failures=sum(r["failure"] is not None for r in rows), changed=sum(bool(r["changed"]) for r in rows),
+                    changed_to_right=sum(bool(r["changed"]) and r["value_correct"] and not r["first_value_correct"]
+                                         for r in rows),
+                    changed_to_wrong=sum(bool(r["changed"]) and r["first_value_correct"] and not r["value_correct"]
+                                         for r in rows),
+                    calls=c.calls, cache_hits=c.cache_hits, prompt_tokens=c.prompt_tokens,
+                    completion_tokens=c.completion_tokens)
+    data = DataRecord(n_train=None, n_valid=None, n_test=len(rows), n_test_infilled=None, data_key=None,
+                      data_train_hash=None, data_test_hash=split_hash((p.id, p.prefix) for p in problems))
+    metrics = {**values(RunInfo(config.variant)), "solver": f"llm:{config.model}", "seed": 0,
+               "data.dataset": config.dataset, "data.fold": config.fold,
+               **values(RunCost(epochs_done=0, test_seconds=time.perf_counter() - began)),
                "test_value_acc": sum(r["value_correct"] for r in rows) / n,
                "test_expr_acc": sum(r["expression_correct"] for r in rows) / n,
                "test_expr_acc_values": sum(r["expression_correct_values"] for r in rows) / n,
-               "failures": sum(r["failure"] is not None for r in rows),
-               "changed": sum(bool(r["changed"]) for r in rows),
-               "changed_to_right": sum(bool(r["changed"]) and r["value_correct"] and not r["first_value_correct"]
-                                       for r in rows),
-               "changed_to_wrong": sum(bool(r["changed"]) and r["first_value_correct"] and not r["value_correct"]
-                                       for r in rows),
-               "calls": c.calls, "cache_hits": c.cache_hits, "prompt_tokens": c.prompt_tokens,
-               "completion_tokens": c.completion_tokens, "seconds": time.perf_counter() - began}
-    tables.write(rows, out / "predictions.parquet", PREDICTIONS_SCHEMA)
-    tables.write([metrics], out / "metrics.parquet")
+               **values(data), **values(llm, "llm.")}
+    tables.write(rows, out / "predictions.parquet", LLM_PREDICTIONS_SCHEMA)
+    tables.write([metrics], out / "metrics.parquet", METRICS_SCHEMA)
     (out / "config.json").write_text(json.dumps({"llm": asdict(config)}, indent=2))
     return metrics

@@ -124,5 +124,5 @@ def warning(config: PseDualConfig, steps_per_epoch: int, epochs: int) -> str | N
         return None
     return (f"scheduled fusion ends at ε = {eps:.3f} > {WARN_ABOVE} after {steps_per_epoch * epochs:,} steps: "
             f"the predicted expression gets a weight of at most {1 - eps:.3f}, so this run is close to teacher "
-            f"forcing; use --epsilon-schedule horizon --epsilon-final E (psedual.epsilon_final in a sweep) "
-            f"to say where ε ends")
+            f"forcing; use --psedual.epsilon_schedule horizon --psedual.epsilon_final E (the same keys in a "
+            f"sweep) to say where ε ends")

@@ -5,19 +5,19 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-import pyarrow as pa
 
 from psedual.results import tables
+from psedual.storage import DEFAULT_ROOT
+from psedual.train import records
 from psedual.train.config import TrainConfig
 from psedual.train.outcome import TrialOutcome
+from psedual.train.records import DataRecord, RunResult, Trial
 from psedual.train.resources import Resources
-from psedual.train.trainer import RunResult, test_run
-from psedual.reexamine.config import BASE
+from psedual.train.trainer import test_run
 
 
 def code_version() -> str:
@@ -31,16 +31,34 @@ def code_version() -> str:
         return version("psedual")
 
 
-def variant(config) -> str:
-    """The runs table's `variant` of a TrainConfig: `base`, or the PseDual expression encoder."""
-    return BASE if config.psedual is None else config.psedual.expression_encoder
+def _runs_frame(rows: list[dict]) -> pl.DataFrame:
+    return pl.from_arrow(records.arrow_table(rows, records.RUNS_SCHEMA, "the runs table"))
+
+
+@dataclass(frozen=True)
+class AddConfig:
+    """`psedual results add`: finished run folders into the result tables as one experiment's trials."""
+
+    folders: tuple[str, ...]
+    """Run folders of `psedual train` or `psedual llm` (trial id: the folder's name)."""
+    experiment: str
+    """Experiment name in the tables."""
+    root: str = DEFAULT_ROOT
+    """Results storage: a folder or a pyarrow URI."""
+
+    def __post_init__(self) -> None:
+        if not self.folders:
+            raise ValueError("results add needs at least one run folder")
+        if not self.experiment:
+            raise ValueError("results add needs an --experiment name")
 
 
 def add_run_folders(folders: list[str | Path], root: str, experiment: str) -> pl.DataFrame:
     """Write finished `psedual train` run folders (config.json, epochs/predictions/metrics
     Parquet) or `psedual llm` run folders (no epochs) into the result tables as trials of
     `experiment`, named by their folder names, so `psedual analyze` compares them like sweep
-    trials. Nothing is re-evaluated: the tables hold what the run's own test evaluation wrote."""
+    trials. Nothing is re-evaluated: the tables hold what the run's own test evaluation wrote
+    (an LLM run's replies stay in its folder: the predictions table holds the scored columns)."""
     names = [Path(f).name for f in folders]
     if len(set(names)) != len(names):
         raise ValueError(f"run folders must have distinct names (they become trial ids): {names}")
@@ -51,30 +69,24 @@ def add_run_folders(folders: list[str | Path], root: str, experiment: str) -> pl
                    if not (folder / n).is_file() and not ("llm" in saved and n == "epochs.parquet")]
         if missing:
             raise FileNotFoundError(f"{folder}: not a finished run folder (missing {', '.join(missing)})")
-        metrics = pl.read_parquet(folder / "metrics.parquet").row(0, named=True)
+        metrics, = records.read(folder / "metrics.parquet", records.METRICS_SCHEMA)
         trial = folder.name
-        if "llm" in saved:  # a `psedual llm` run: no training config, no epochs
-            epochs = []
-            row = {**metrics, "trial": trial, "status": "completed", "code_version": version, "epochs_done": 0,
-                   "solver": f"llm:{metrics['llm.model']}", "seed": 0,
-                   **{f"llm.{k}": metrics[k] for k in ("failures", "changed", "calls", "prompt_tokens",
-                                                        "completion_tokens")},
-                   "test_seconds": metrics["seconds"]}
-        else:
+        epochs = [] if "llm" in saved else records.read(folder / "epochs.parquet", records.EPOCHS_SCHEMA)
+        if "llm" not in saved:  # a trained run's config and arm, from its config.json (older metrics lack the arm)
             config = TrainConfig.from_dict(saved)
-            epochs = pl.read_parquet(folder / "epochs.parquet").to_dicts()
-            row = {**metrics, **config.flat(), "trial": trial, "variant": variant(config), "status": "completed",
-                   "code_version": version, "epochs_done": len(epochs)}
+            metrics = {**metrics, **config.flat(), "variant": config.variant}
+        row = {**records.runs_row(metrics), **records.values(Trial(trial, "completed", None, version)),
+               "epochs_done": len(epochs)}
         tables.write(root, "epochs", experiment, trial, [{"trial": trial, **e} for e in epochs])
         tables.write(root, "predictions", experiment, trial,
-                     [{"trial": trial, **r} for r in pl.read_parquet(folder / "predictions.parquet").to_dicts()])
+                     [{"trial": trial, **r} for r in records.read(folder / "predictions.parquet",
+                                                                  records.PREDICTIONS_SCHEMA)])
         tables.write(root, "runs", experiment, trial, [row])
         rows.append(row)
-    schema = tables.RUNS_SCHEMA
-    return pl.from_arrow(pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema))
+    return _runs_frame(rows)
 
 
-COUNTS = ("n_train", "n_valid", "n_test", "n_test_infilled", "data_key", "data_train_hash", "data_test_hash")
+TESTED = ("test_seconds", *(f.name for f in records.columns(DataRecord, runs=True)))
 """What the runs table takes from a tested checkpoint's metrics besides the result."""
 
 
@@ -83,9 +95,8 @@ class Tested:
     """What testing one trial's checkpoint gave: the result, and the tables' rows."""
 
     result: RunResult
-    seconds: float
     counts: dict
-    """`COUNTS`: the split sizes and the data identity."""
+    """`TESTED`: the test's time, the split sizes and the data identity."""
     epochs: list[dict]
     predictions: list[dict]
 
@@ -95,14 +106,12 @@ def evaluate_checkpoint(checkpoint) -> Tested:
     config names (`auto`: the GPU of the Ray task that runs this, if it has one)."""
     with tempfile.TemporaryDirectory() as d:
         checkpoint.to_directory(d)
-        began = time.perf_counter()
         result = test_run(d)
-        seconds = time.perf_counter() - began
-        metrics = pl.read_parquet(Path(d) / "metrics.parquet").row(0, named=True)
+        metrics, = records.read(Path(d) / "metrics.parquet", records.METRICS_SCHEMA)
         # the checkpoint may be older than the last report; its history is what it holds
-        return Tested(result, seconds, {k: metrics[k] for k in COUNTS},
-                      pl.read_parquet(Path(d) / "epochs.parquet").to_dicts(),
-                      pl.read_parquet(Path(d) / "predictions.parquet").to_dicts())
+        return Tested(result, {k: metrics[k] for k in TESTED},
+                      records.read(Path(d) / "epochs.parquet", records.EPOCHS_SCHEMA),
+                      records.read(Path(d) / "predictions.parquet", records.PREDICTIONS_SCHEMA))
 
 
 def evaluate_trials(outcomes: list[TrialOutcome], resources: Resources | None = None) -> dict[str, Tested]:
@@ -128,14 +137,13 @@ def collect(outcomes: list[TrialOutcome], root: str, experiment: str,
     runs = []
     for o in outcomes:
         config = TrainConfig.from_flat(o.flat)
-        row = {"trial": o.trial, "variant": variant(config), "status": o.status, "error": o.error,
-               "code_version": version, **config.flat(), "epochs_done": o.metrics.get("epoch", 0)}
+        row = {**records.values(Trial(o.trial, o.status, o.error, version)), "variant": config.variant,
+               **config.flat(), "epochs_done": o.metrics.get("epoch", 0)}
         if o.trial in tested:
             t = tested[o.trial]
-            row.update({**asdict(t.result), "test_seconds": t.seconds, **t.counts})
+            row.update({**records.values(t.result), **t.counts})
             tables.write(root, "epochs", experiment, o.trial, [{"trial": o.trial, **e} for e in t.epochs])
             tables.write(root, "predictions", experiment, o.trial, [{"trial": o.trial, **p} for p in t.predictions])
         tables.write(root, "runs", experiment, o.trial, [row])
         runs.append(row)
-    schema = tables.RUNS_SCHEMA
-    return pl.from_arrow(pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in runs], schema=schema))
+    return _runs_frame(runs)

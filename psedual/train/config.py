@@ -100,6 +100,11 @@ class TrainConfig:
             raise ValueError(f"bad optimiser settings: warmup_fraction={self.warmup_fraction}, plm_lr={self.plm_lr}, "
                              f"plm_weight_decay={self.plm_weight_decay}, clip_grad_norm={self.clip_grad_norm}")
 
+    @property
+    def variant(self) -> str:
+        """The run's arm: `base`, or the PseDual expression encoder's name (the tables' `variant`)."""
+        return BASE if self.psedual is None else self.psedual.expression_encoder
+
     def flat(self) -> dict[str, object]:
         """One level of keys (`data.fold`, `model.hidden_size`, `psedual.fusion`, `lr`, ...), for
         tables; a run without PseDual has the `psedual.*` keys, all None."""

@@ -1,7 +1,8 @@
-"""`psedual solve`: one problem text through a trained checkpoint."""
+"""`psedual solve`: one problem text through a trained checkpoint; `psedual test`'s options."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from psedual.data.build import text_tokens
@@ -11,6 +12,32 @@ from psedual.data.record import Problem
 from psedual.data.value import try_evaluate
 from psedual.solvers.batch import collate
 from psedual.train import checkpoint
+
+
+@dataclass(frozen=True)
+class SolveConfig:
+    """`psedual solve`: one problem through a trained checkpoint."""
+
+    text: str
+    """The problem, as plain text with its numbers written out."""
+    checkpoint: str
+    """A run's `best.pt`."""
+    beam_size: int = 5
+    """Beam width of the decoder."""
+
+    def __post_init__(self) -> None:
+        if self.beam_size < 1:
+            raise ValueError(f"beam_size must be at least 1, got {self.beam_size}")
+
+
+@dataclass(frozen=True)
+class TestConfig:
+    """`psedual test`: test a trained run folder's best checkpoint (again), without training."""
+
+    run_dir: str
+    """The folder `psedual train --out` wrote."""
+    device: str | None = None
+    """Where to evaluate (default: the run's config)."""
 
 
 def solve(checkpoint_path: str | Path, text: str, beam_size: int = 5) -> tuple[str, str]:

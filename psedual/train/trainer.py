@@ -18,7 +18,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -37,38 +37,14 @@ from psedual.solvers.batch import collate
 from psedual.solvers.config import inference
 from psedual.solvers.vocab import Vocab
 from psedual.train import checkpoint, setup, tables
+from psedual.train.records import (EPOCHS_SCHEMA, METRICS_SCHEMA, PREDICTIONS_SCHEMA, DataRecord, Prediction,
+                                   RunCost, RunInfo, RunResult, values)
 from psedual.train.best import best_epoch
 from psedual.train.config import TrainConfig
 from psedual.train.device import resolve
 from psedual.train.distributed import all_sum, decode_split, gather, share, shard
 from psedual.train.step import CPU, train_step
 from psedual.train.unscored import decode_each, report_unscored, unrepresentable
-
-
-@dataclass(frozen=True)
-class RunResult:
-    best_epoch: int
-    valid_value_acc: float
-    valid_expr_acc: float
-    test_value_acc: float
-    test_expr_acc: float
-    """Strict: token for token over slot names."""
-    test_expr_acc_values: float
-    """The published definition: equal after each slot is replaced by its number's value."""
-    test_infill_acc: float | None
-    """PseDual runs: share of all test slots filled right from the gold expression."""
-    test_perfect_match: float | None
-    """PseDual runs: share of test problems with every slot filled right."""
-    test_infill_acc_used: float | None
-    """PseDual runs: the same over the slots the gold expression uses (the paper's Table 4)."""
-    test_perfect_match_used: float | None
-    """PseDual runs: share of test problems whose used slots are all filled right."""
-    final_epsilon: float | None
-    """PseDual runs: ε at the run's last step."""
-    final_tau: float | None
-    """PseDual runs that sample expressions: τ at the run's last step."""
-    train_seconds: float
-    out_dir: str
 
 
 def evaluate(model, problems, vocab: Vocab, beam_size: int, batch_size: int, device: torch.device = CPU,
@@ -156,18 +132,17 @@ def _sets(config: TrainConfig, splits: Splits):
     return train_set, valid_set, test_set, Vocab.build(train_set, splits.constants, config.min_word_count)
 
 
-def _data_columns(info: dict) -> dict:
-    """The data summary as scalar metrics columns (the full summary is the run's data.json)."""
-    return {"data_root": info["user_path"] or info["data_root"], "data_key": info["cache_key"],
-            "data_kept": info["kept"], "data_skipped": info["skipped"], "data_left_out": info["left_out"],
-            "data_skipped_by_reason": json.dumps(info["skipped_by_reason"]),
-            "data_left_out_by_reason": json.dumps(info["left_out_by_reason"])}
-
-
-def _data_identity(train_set, test_set) -> dict:
-    """The hashes of the training and test splits' ids and golds: what analysis pairs arms by."""
-    return {"data_train_hash": split_hash((p.id, p.prefix) for p in train_set),
-            "data_test_hash": split_hash((p.id, p.prefix) for p in test_set)}
+def _data_record(info: dict, train_set, valid_set, test_set, unscored: list, infilled: int | None) -> DataRecord:
+    """The sizes, the data summary (the full one is the run's data.json) and the hashes of the
+    training and test splits' ids and golds: what analysis pairs arms by."""
+    return DataRecord(n_train=len(train_set), n_valid=len(valid_set), n_test=len(test_set), n_test_infilled=infilled,
+                      data_key=info["cache_key"], data_train_hash=split_hash((p.id, p.prefix) for p in train_set),
+                      data_test_hash=split_hash((p.id, p.prefix) for p in test_set),
+                      n_test_unscored=sum(why is not None for why in unscored),
+                      data_root=info["user_path"] or info["data_root"], data_kept=info["kept"],
+                      data_skipped=info["skipped"], data_left_out=info["left_out"],
+                      data_skipped_by_reason=json.dumps(info["skipped_by_reason"]),
+                      data_left_out_by_reason=json.dumps(info["left_out_by_reason"]))
 
 
 def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int | None, show_bar: bool,
@@ -214,7 +189,7 @@ def _start_outputs(run: setup.Run, data_info: dict) -> None:
     (out / "config.json").write_text(json.dumps(asdict(config), indent=2))
     (out / "data.json").write_text(json.dumps(data_info, indent=2))
     if run.history:  # a resumed folder may predate per-epoch tables; test_run reads this one
-        tables.write(run.history, out / "epochs.parquet", tables.EPOCHS_SCHEMA)
+        tables.write(run.history, out / "epochs.parquet", EPOCHS_SCHEMA)
 
 
 def _distribute(run: setup.Run) -> nn.Module:
@@ -302,7 +277,7 @@ def _checkpoint(run: setup.Run, on_epoch: EpochHook | None) -> None:
         checkpoint.save(out / "last.pt", {**weights, "optimizer": run.opt.state_dict(),
                                           "scheduler": run.sched.state_dict(), **checkpoint.rng_fields(rngs),
                                           "history": run.history, "epoch": row["epoch"], "seconds": run.train_seconds})
-        tables.write(run.history, out / "epochs.parquet", tables.EPOCHS_SCHEMA)
+        tables.write(run.history, out / "epochs.parquet", EPOCHS_SCHEMA)
     if on_epoch is not None:
         on_epoch({**row, "best_epoch": kept["epoch"], "best_valid_value_acc": kept["valid_value_acc"]}, out)
 
@@ -315,7 +290,7 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> R
     `unscored` column; if anything else fails here, the checkpoints stay, and `psedual test
     RUN_DIR` (or `psedual train --resume` with the same options) runs this again without
     training."""
-    out = Path(out_dir)
+    began, out = time.perf_counter(), Path(out_dir)
     missing = [n for n in ("config.json", "epochs.parquet", "best.pt") if not (out / n).is_file()]
     if missing:
         raise FileNotFoundError(f"{out}: not a trained run folder (missing {', '.join(missing)})")
@@ -348,10 +323,8 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> R
                         "pmr_used": perfect_match_ratio(pred, gold, used_only=True).value}
         final_epsilon, final_tau = schedules.final(config.psedual, setup.steps_per_epoch(config, len(train_set)),
                                                    config.epochs)
-    rows = [{"id": p.id, "predicted": list(pred), "gold": list(p.prefix), "value_correct": value_correct(pred, p),
-             "expression_correct": expression_correct(pred, p),
-             "expression_correct_values": expression_correct_values(pred, p), "infill_predicted": fp,
-             "infill_gold": fg, "unscored": why}
+    rows = [asdict(Prediction(p.id, list(pred), list(p.prefix), value_correct(pred, p), expression_correct(pred, p),
+                              expression_correct_values(pred, p), fp, fg, why))
             for pred, why, p, fp, fg in zip(predicted, unscored, test_set, *fill)]
     n_test = max(len(rows), 1)
     result = RunResult(best["epoch"], best["valid_value_acc"], best["valid_expr_acc"],
@@ -360,13 +333,12 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> R
                        sum(r["expression_correct_values"] for r in rows) / n_test,
                        infilled["all"], infilled["pmr"], infilled["used"], infilled["pmr_used"],
                        final_epsilon, final_tau, train_seconds, str(out))
-    tables.write(rows, out / "predictions.parquet", tables.PREDICTIONS_SCHEMA)
-    tables.write([{**config.flat(), **asdict(result), "n_train": len(train_set),
-                   "n_valid": len(valid_set), "n_test": len(test_set),
-                   "n_test_unscored": sum(why is not None for why in unscored),
-                   "n_test_infilled": sum(g is not None for g in fill[1]) if config.psedual is not None else None,
-                   **_data_columns(data_info), **_data_identity(train_set, test_set)}],
-                 out / "metrics.parquet")
+    tables.write(rows, out / "predictions.parquet", PREDICTIONS_SCHEMA)
+    data = _data_record(data_info, train_set, valid_set, test_set, unscored,
+                        sum(g is not None for g in fill[1]) if config.psedual is not None else None)
+    cost = RunCost(len(history), time.perf_counter() - began)
+    tables.write([{**values(RunInfo(config.variant)), **config.flat(), **values(cost), **values(result),
+                   **values(data)}], out / "metrics.parquet", METRICS_SCHEMA)
     return result
 
 
