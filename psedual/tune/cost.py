@@ -33,14 +33,17 @@ SHAPE_KEYS = ("solver", "variant", "psedual.fusion", "data.dataset", "model.embe
 
 
 def machine() -> str:
-    """This machine in words: the CPU model and its core count (calibrate adds a GPU's name)."""
+    """This machine in words: its GPU's model and count where it has NVIDIA GPUs, else its CPU's
+    model and core count."""
     model = platform.processor() or platform.machine()
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
         names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
                  if line.startswith("model name")]
         model = names[0] if names else model
-    return f"{model} x{os.cpu_count()}"
+    gpus = [line.split(":", 1)[1].strip() for info in sorted(Path("/proc/driver/nvidia/gpus").glob("*/information"))
+            for line in info.read_text().splitlines() if line.startswith("Model:")]
+    return f"{gpus[0]} x{len(gpus)}" if gpus else f"{model} x{os.cpu_count()}"
 
 
 def shape(config) -> str:
@@ -186,8 +189,9 @@ def render(plans: list[PartPlan], where: str, price_cpu_hour: float, price_gpu_h
     for p in plans:
         if p.part_s is None:
             lines.append(f"  {p.part}: no per-part overhead measured on this machine at concurrency {p.concurrency}")
-        for s in p.uncalibrated:
-            lines.append(f"  {p.part}: no calibration for shape {s}")
+        if p.uncalibrated:
+            lines.append(f"  {p.part}: {len(p.uncalibrated)} trial shapes without calibration here, e.g. "
+                         f"{p.uncalibrated[0]}")
     if any(p.uncalibrated or p.part_s is None for p in plans):
         lines.append("  (measure them on the machine that runs it: the same command with --calibrate)")
     lines += [f"  {line}" for line in skipped]
