@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from psedual.data.registry import DATASETS
-from psedual.tune.space import SpecError, SweepSpec, build_spec
+from psedual.tune.space import SpecError, SweepSpec, build_spec, read_yaml
 
 PARTS = ("table1", "table3", "figure1", "table2")
 """The parts a paper file may hold, in the order they run; the report reads them by these names
@@ -148,12 +148,7 @@ def is_paper_file(path: str | Path) -> bool:
 def load_paper(path: str | Path) -> PaperSpec:
     """Read a paper file and check every part under every profile; errors name the file and key."""
     path = Path(path)
-    if not path.is_file():
-        raise SpecError(f"{path}: paper file not found")
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        raise SpecError(f"{path}: not valid YAML ({err})") from None
+    raw = read_yaml(path, "paper file")
     if not isinstance(raw, dict) or set(raw) != {"name", "parts", "profiles"}:
         got = sorted(raw) if isinstance(raw, dict) else type(raw).__name__
         raise SpecError(f"{path}: a paper file has exactly the top-level keys name, parts, profiles; got {got}")

@@ -97,16 +97,19 @@ def make_config(flat: dict) -> TrainConfig:
     return TrainConfig.from_flat(expand(flat))
 
 
-def load_spec(path: str | Path) -> SweepSpec:
-    """Read and validate a sweep YAML; every problem is a SpecError naming the file."""
-    path = Path(path)
+def read_yaml(path: Path, what: str) -> object:
+    """A YAML file's contents; a missing or unparsable file is a SpecError naming it."""
     if not path.is_file():
-        raise SpecError(f"{path}: sweep file not found")
+        raise SpecError(f"{path}: {what} not found")
     try:
-        raw = yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
         raise SpecError(f"{path}: not valid YAML ({err})") from None
-    return build_spec(raw, str(path))
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Read and validate a sweep YAML; every problem is a SpecError naming the file."""
+    return build_spec(read_yaml(Path(path), "sweep file"), str(path))
 
 
 def build_spec(raw: object, where: str) -> SweepSpec:
