@@ -13,6 +13,7 @@ from __future__ import annotations
 import multiprocessing
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from psedual.tune.cost import shape
@@ -29,6 +30,7 @@ def measure(flat: dict) -> dict:
     from psedual.tune.space import make_config
 
     config = make_config(flat)
+    config = replace(config, epochs=max(config.epochs, 2))  # two epochs timed, whatever the trial runs
     torch.set_num_threads(config.threads or 1)
     began = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
