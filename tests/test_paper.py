@@ -184,3 +184,17 @@ def test_the_stored_calibration_names_its_machine_and_commit():
     header = [line for line in (ROOT / "psedual" / "tune" / "costs.tsv").read_text().splitlines()
               if not line.startswith("#")][0]
     assert header.split("\t")[:2] == ["machine", "commit"]
+
+
+def test_the_plan_of_the_small_profile_launches_nothing():
+    import subprocess
+    import sys
+
+    code = ("import sys; from psedual.cli import main; "
+            "main(['tune', '--space', 'search_spaces/paper.yaml', '--profile', 'small', '--plan', '--only', 'table3']); "
+            "print('ray imported', 'ray' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert "ray imported False" in out
+    row = next(line for line in out.splitlines() if line.startswith("table3"))
+    assert row.split()[:4] == ["table3", "9", "45", "1035"]
+    assert "min at 2" in row or "not calibrated" in row  # a time where costs.tsv has this machine
