@@ -52,10 +52,35 @@ class TuneJob:
     """Local folder or pyarrow URI (s3://, gs://, ...) for the trials and the result tables."""
     address: str | None = None
     """Ray cluster to attach to (`auto` on a cluster); default: a local Ray for this process only."""
+    profile: str | None = None
+    """A paper file's profile (`small`, `full`: search_spaces/paper.yaml): its parts run in turn as
+    experiments `<name>.<part>`, the name defaulting to `paper-<profile>`."""
+    only: str | None = None
+    """A paper file: run only these parts, comma-separated (`table1,table3`)."""
+    plan: bool = False
+    """A paper file: print each part's trials, epochs, steps, hours, wall time and dollars from
+    the stored calibration (psedual/tune/costs.tsv), and launch nothing."""
+    calibrate: bool = False
+    """A paper file: time each distinct trial shape of the profile on this machine (as many at
+    once as the profile runs) and a part's overhead, store them in psedual/tune/costs.tsv, then plan."""
+    price_cpu_hour: float = 0.05
+    """The plan's dollars per CPU-hour (default: about one vCPU of an on-demand general-purpose
+    cloud instance, e.g. AWS m7i.large at $0.10/h for 2 vCPUs)."""
+    price_gpu_hour: float = 3.0
+    """The plan's dollars per GPU-hour (default: about an on-demand H100 from a GPU cloud)."""
+    llm_base_url: str | None = None
+    """A paper file's table2: the OpenAI-compatible endpoint (with llm_model; the key in
+    $OPENAI_API_KEY); without it table2 is skipped."""
+    llm_model: str | None = None
+    """A paper file's table2: the endpoint's model name."""
 
     def __post_init__(self) -> None:
         if self.name is not None and self.resume is not None:
             raise ValueError("give name (a new experiment) or resume (an existing one), not both")
+        if min(self.price_cpu_hour, self.price_gpu_hour) < 0:
+            raise ValueError("prices must be >= 0")
+        if (self.llm_base_url is None) != (self.llm_model is None):
+            raise ValueError("give llm_base_url and llm_model together")
         for value in (self.name, self.resume):
             if value is not None and (not value or "/" in value or value.startswith(".")):
                 raise ValueError(f"bad experiment name {value!r}: a non-empty folder name")
@@ -91,40 +116,52 @@ def experiment_name(job: TuneJob, sweep_name: str) -> str:
 
 def run_job(job: TuneJob) -> int:
     """Run the sweep, test, print the runs table; 1 if a trial ended in error."""
-    if job.address is None:  # a Ray started here, for this process only: no token to manage
+    from psedual.tune.space import load_spec
+
+    if job.profile or job.only or job.plan or job.calibrate:
+        raise ValueError(f"{job.space} is a sweep file: profile, only, plan and calibrate are for a paper file "
+                         "(search_spaces/paper.yaml)")
+    spec = load_spec(job.space)
+    name = experiment_name(job, spec.name)
+    print(f"experiment {name}: {job.space} ({'resumed' if job.resume else 'new'}), storage {job.storage}", flush=True)
+    code = run_spec(spec, name, job.resume is not None, job.storage, job.address)
+    if code == 0:
+        print("\nNext:")
+        for what, command in NEXT:
+            print(f"  # {what}\n  {command.format(storage=job.storage)}")
+    return code
+
+
+def run_spec(spec, name: str, resume: bool, storage: str, address: str | None) -> int:
+    """One experiment: the sweep (or its resumption), each trial's test, the runs table, and the
+    comparison of its arms; 1 if a trial ended in error."""
+    if address is None:  # a Ray started here, for this process only: no token to manage
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import polars as pl
     import ray
 
     from psedual.results.collect import collect
-    from psedual.tune.space import load_spec
     from psedual.tune.sweep import run_sweep
 
-    spec = load_spec(job.space)
-    name = experiment_name(job, spec.name)
-    print(f"experiment {name}: {job.space} ({'resumed' if job.resume else 'new'}), storage {job.storage}", flush=True)
     began = time.perf_counter()
     ours = not ray.is_initialized()  # a Ray this job starts (not a caller's) is stopped when its work is done
-    outcomes = run_sweep(spec, job.storage, name=name, resume=job.resume is not None, address=job.address,
+    outcomes = run_sweep(spec, storage, name=name, resume=resume, address=address,
                          verbose=0 if os.environ.get("CI") else 1)
-    runs = collect(outcomes, job.storage, name, spec.resources)  # tests run as parallel Ray tasks
+    runs = collect(outcomes, storage, name, spec.resources)  # tests run as parallel Ray tasks
     if ours:  # else the trials' last log lines, relayed late, would print after the verdicts
         ray.shutdown()
     with pl.Config(tbl_rows=50, tbl_cols=len(SHOWN), tbl_width_chars=200, float_precision=4):
         print(runs.select([c for c in SHOWN if c in runs.columns]))
     print(f"{len(runs)} trials in {time.perf_counter() - began:.0f} s; tables in "
-          f"{job.storage}/{{runs,epochs,predictions}}/experiment={name}/")
+          f"{storage}/{{runs,epochs,predictions}}/experiment={name}/")
     if (runs["status"] == "error").any():
         return 1
-    compare = compare_args(spec, runs["variant"].unique().to_list(), job.storage, name)
+    compare = compare_args(spec, runs["variant"].unique().to_list(), storage, name)
     if compare is not None:
         print(f"\nIs the difference real? psedual analyze {' '.join(compare[1:])}\n", flush=True)
         from analysis.cli import main as analyze
 
         analyze(compare)  # a refusal is one line naming the runs; the sweep itself succeeded
-    print("\nNext:")
-    for what, command in NEXT:
-        print(f"  # {what}\n  {command.format(storage=job.storage)}")
     return 0
 
 

@@ -143,8 +143,11 @@ def _tune_parser() -> ArgumentParser:
 
 def _run_tune(cfg: Namespace) -> int:
     from psedual.job import TuneJob, run_job
+    from psedual.paper_job import run_paper
+    from psedual.tune.paper import is_paper_file
 
-    return run_job(TuneJob(**{f.name: cfg[f.name] for f in fields(TuneJob)}))
+    job = TuneJob(**{f.name: cfg[f.name] for f in fields(TuneJob)})
+    return run_paper(job) if is_paper_file(job.space) else run_job(job)
 
 
 # ---- llm -------------------------------------------------------------------------------------

@@ -18,10 +18,12 @@ import yaml
 
 from psedual.results import tables
 from psedual.results.collect import collect
+from psedual.tune.paper import is_paper_file
 from psedual.tune.space import SpecError, load_spec, make_config
 
 ROOT = Path(__file__).parent.parent
-SPACES = sorted(glob.glob(str(ROOT / "search_spaces" / "*.yaml")))
+SPACES = sorted(p for p in glob.glob(str(ROOT / "search_spaces" / "*.yaml")) if not is_paper_file(p))
+"""The sweep files (paper files, which hold several sweeps, are tests/test_paper.py's)."""
 CLUSTERS = sorted(glob.glob(str(ROOT / "clusters" / "*.yaml")))
 
 

@@ -97,17 +97,27 @@ def make_config(flat: dict) -> TrainConfig:
     return TrainConfig.from_flat(expand(flat))
 
 
-def load_spec(path: str | Path) -> SweepSpec:
-    """Read and validate a sweep YAML; every problem is a SpecError naming the file."""
-    path = Path(path)
+def read_yaml(path: Path, what: str) -> object:
+    """A YAML file's contents; a missing or unparsable file is a SpecError naming it."""
     if not path.is_file():
-        raise SpecError(f"{path}: sweep file not found")
+        raise SpecError(f"{path}: {what} not found")
     try:
-        raw = yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text())
     except yaml.YAMLError as err:
         raise SpecError(f"{path}: not valid YAML ({err})") from None
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Read and validate a sweep YAML; every problem is a SpecError naming the file."""
+    return build_spec(read_yaml(Path(path), "sweep file"), str(path))
+
+
+def build_spec(raw: object, where: str) -> SweepSpec:
+    """A validated SweepSpec from a sweep file's mapping; `where` (the file, and the key inside a
+    paper file) begins every SpecError."""
     if not isinstance(raw, dict):
-        raise SpecError(f"{path}: expected a mapping at the top level")
+        raise SpecError(f"{where}: expected a mapping at the top level")
+    path = where
     allowed = {f.name for f in fields(SweepSpec)}
     unknown = sorted(set(raw) - allowed)
     if unknown:
@@ -122,7 +132,7 @@ def load_spec(path: str | Path) -> SweepSpec:
     return spec
 
 
-def _check(spec: SweepSpec, path: Path) -> None:
+def _check(spec: SweepSpec, path: str) -> None:
     if spec.mode not in MODES:
         raise SpecError(f"{path}: unknown mode {spec.mode!r}; valid: {', '.join(MODES)}")
     if spec.num_samples < 1 or spec.grace_period < 1 or spec.reduction_factor < 2:

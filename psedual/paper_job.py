@@ -1,0 +1,204 @@
+"""The paper in one command: a paper file's parts run in turn, each an ordinary experiment.
+
+`psedual tune --space search_spaces/paper.yaml --profile small` runs table1, table3, figure1
+(and table2 when an LLM endpoint is named) as experiments `<NAME>.<part>` through the main job's
+`run_spec` (sweep → tests → runs table → comparison). NAME is `paper-<profile>`, or the first
+free `-2`, `-3`, ...; `--resume NAME` skips the parts whose runs table holds all their trials,
+resumes a started one from Tune's state, and starts the rest. `--plan` prices it from the
+stored calibration and launches nothing; `--calibrate` measures that calibration first.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from psedual.job import TuneJob, run_spec, taken
+
+REPORT = "psedual analyze report --experiment {name} --out {out}"
+
+
+def paper_name(job: TuneJob, paper, profile: str) -> str:
+    """The paper run's name: `--resume`'s (which must exist), `--name` (which must not), or the
+    first free `<paper>-<profile>`, `-2`, `-3`, ... (free: no part of that name in the storage)."""
+    from psedual.tune.paper import PARTS
+
+    def used(name: str) -> bool:
+        return any(taken(job.storage, f"{name}.{part}") for part in PARTS)
+
+    if job.resume is not None:
+        if not used(job.resume):
+            raise ValueError(f"no paper run {job.resume!r} in {job.storage} to resume")
+        return job.resume
+    if job.name is not None:
+        if used(job.name):
+            raise ValueError(f"{job.storage} holds paper run {job.name!r} already: --resume {job.name} continues it")
+        return job.name
+    base = f"{paper.name}-{profile}"
+    name, k = base, 1
+    while used(name):
+        k += 1
+        name = f"{base}-{k}"
+    return name
+
+
+def finished_trials(storage: str, experiment: str) -> int:
+    """Rows of the experiment's runs table (0 when it has none)."""
+    import pyarrow.dataset as ds
+    import pyarrow.fs as pafs
+
+    from psedual.storage import filesystem
+
+    fs, base = filesystem(storage)
+    path = f"{base}/runs/experiment={experiment}"
+    if fs.get_file_info(path).type == pafs.FileType.NotFound:
+        return 0
+    return ds.dataset(path, filesystem=fs, format="parquet").count_rows()
+
+
+def run_paper(job: TuneJob) -> int:
+    """Run (or plan, or calibrate) a paper file's profile; 1 if any part had a failed trial."""
+    from psedual.tune.paper import LLM_PART, load_paper, runnable
+
+    paper = load_paper(job.space)
+    if job.profile is None:
+        raise ValueError(f"{job.space} is a paper file: give --profile ({', '.join(paper.profiles)})")
+    profile = paper.profile(job.profile)
+    parts = paper.part_names(tuple(p.strip() for p in job.only.split(",")) if job.only else ())
+    if job.calibrate:
+        calibrate(paper, profile.name, parts)
+    if job.plan or job.calibrate:
+        print(plan(paper, profile.name, parts, job))
+        return 0
+    if profile.storage == "uri" and "://" not in job.storage:
+        raise ValueError(f"profile {profile.name} stores its trials on a URI the nodes share: give --storage "
+                         "s3://BUCKET/psedual (or gs://...)")
+    name = paper_name(job, paper, profile.name)
+    print(f"paper run {name}: {job.space}, profile {profile.name} ({profile.about}); parts {', '.join(parts)}; "
+          f"storage {job.storage}", flush=True)
+    began, code = time.perf_counter(), 0
+    for part in parts:
+        experiment = f"{name}.{part}"
+        if part == LLM_PART:
+            code = max(code, run_llm(paper.llm(part, profile.name), experiment, job))
+            continue
+        spec, lines = runnable(paper.sweep(part, profile.name))
+        for line in lines:
+            print(line, flush=True)
+        if spec is None:
+            continue
+        expected = len(spec.trial_configs()) * spec.num_samples
+        done = finished_trials(job.storage, experiment)
+        if done >= expected:
+            print(f"{experiment}: finished ({done} trials): skipped", flush=True)
+            continue
+        resume = taken(job.storage, experiment)
+        print(f"\n{experiment}: {expected} trials ({'resumed' if resume else 'new'})", flush=True)
+        code = max(code, run_spec(replace(spec, name=experiment), experiment, resume, job.storage, job.address))
+    print(f"\npaper run {name}: {len(parts)} parts in {time.perf_counter() - began:.0f} s. The report:\n  "
+          + REPORT.format(name=name, out=f"docs/{name}"))
+    return code
+
+
+def run_llm(llm, experiment: str, job: TuneJob) -> int:
+    """Table 2: the chat model solves the split plainly and reexamining, into the result tables."""
+    if job.llm_base_url is None:
+        print(f"{experiment}: skipped: no LLM endpoint (give --llm_base_url URL --llm_model NAME, the key in "
+              "$OPENAI_API_KEY)", flush=True)
+        return 0
+    if finished_trials(job.storage, experiment) >= 2:
+        print(f"{experiment}: finished: skipped", flush=True)
+        return 0
+    from psedual.llm.client import LLMError
+    from psedual.llm.run import LLMConfig, run
+    from psedual.results.collect import add_run_folders
+
+    # the reply caches stay beside local storage (a rerun sends no answered request again)
+    where = Path(job.storage if "://" not in job.storage else ".") / "llm" / experiment
+    folders = []
+    for reexamine in (False, True):
+        config = LLMConfig(model=job.llm_model, base_url=job.llm_base_url, dataset=llm.dataset, fold=llm.fold,
+                           reexamine=reexamine, limit=llm.limit)
+        folders.append(where / ("llm-reexamine" if reexamine else "llm"))
+        try:
+            run(config, folders[-1], progress=False)
+        except LLMError as err:
+            print(f"{experiment}: failed: {err}", flush=True)
+            return 1
+    add_run_folders(folders, job.storage, experiment)
+    print(f"{experiment}: 2 LLM runs in {job.storage}/runs/experiment={experiment}/", flush=True)
+    return 0
+
+
+def _configs(paper, profile: str, parts: list[str]):
+    """(part, its runnable sweep or None, lines about what was skipped) for each sweep part."""
+    from psedual.tune.paper import LLM_PART, runnable
+
+    for part in parts:
+        if part != LLM_PART:
+            yield (part, *runnable(paper.sweep(part, profile)))
+
+
+def plan(paper, profile: str, parts: list[str], job: TuneJob) -> str:
+    """The cost plan of the profile's parts on this machine (see psedual/tune/cost.py)."""
+    from psedual.tune.cost import machine, plan_part, read_costs, render
+    from psedual.tune.paper import LLM_PART
+    from psedual.tune.space import make_config
+
+    costs, where, plans, skipped = read_costs(), machine(), [], []
+    for part, spec, lines in _configs(paper, profile, parts):
+        skipped += lines
+        if spec is not None:
+            configs = [make_config(f) for f in spec.trial_configs()] * spec.num_samples
+            plans.append(plan_part(part, configs, spec.resources, costs, where))
+    if LLM_PART in parts:
+        skipped.append(f"{LLM_PART}: LLM calls, priced by the endpoint; run only with --llm_base_url")
+    return render(plans, where, job.price_cpu_hour, job.price_gpu_hour, skipped)
+
+
+CALIBRATION_SWEEP = "search_spaces/smoke.yaml"
+"""The tiny real sweep whose wall time, less its trials' modelled seconds, is a part's overhead."""
+
+
+def calibrate(paper, profile: str, parts: list[str]) -> None:
+    """Time each distinct trial shape of the profile and a part's overhead on this machine;
+    store them in psedual/tune/costs.tsv (replacing this machine's rows for those shapes)."""
+    import tempfile
+
+    from psedual.results.collect import code_version
+    from psedual.tune.calibrate import distinct_shapes, measure_shapes
+    from psedual.tune.cost import PART, Figures, machine, sizes, trial_seconds, write_costs
+    from psedual.tune.space import load_spec, make_config
+
+    flats, concurrency = [], 1
+    for _, spec, _ in _configs(paper, profile, parts):
+        if spec is not None:
+            flats += spec.trial_configs()
+            concurrency = max(concurrency, spec.resources.max_concurrent)
+    smoke = load_spec(CALIBRATION_SWEEP)
+    smoke = replace(smoke, resources=replace(smoke.resources, max_concurrent=concurrency))
+    shapes = distinct_shapes(flats + smoke.trial_configs())
+    print(f"calibrating {len(shapes)} trial shapes, {concurrency} at a time", flush=True)
+    began = time.perf_counter()
+    rows = measure_shapes(shapes, concurrency)
+    print(f"  {time.perf_counter() - began:.0f} s", flush=True)
+    figures = {r["shape"]: Figures(r["start_s"], r["step_s"], r["eval_s"]) for r in rows}
+    with tempfile.TemporaryDirectory() as storage:
+        began = time.perf_counter()
+        run_spec(smoke, "calibrate", False, storage, None)
+        wall = time.perf_counter() - began
+    from psedual.train.setup import steps_per_epoch
+    from psedual.tune.cost import shape
+
+    modelled = 0.0
+    for flat in smoke.trial_configs():
+        config = make_config(flat)
+        n = sizes(config)
+        modelled += trial_seconds(figures[shape(config)], config.epochs, steps_per_epoch(config, n.train), n)
+    part_s = max(0.0, wall - modelled / concurrency)
+    print(f"a part's overhead: {wall:.1f} s for the {smoke.name} sweep, its trials modelled at "
+          f"{modelled / concurrency:.1f} s: {part_s:.1f} s", flush=True)
+    rows.append({"shape": PART, "start_s": round(part_s, 2), "step_s": 0, "eval_s": 0})
+    where, commit = machine(), code_version()
+    write_costs([{**r, "machine": where, "commit": commit, "concurrency": concurrency} for r in rows])

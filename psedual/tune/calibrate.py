@@ -1,0 +1,68 @@
+"""Calibration of the cost plan: each distinct trial shape timed on this code and this machine.
+
+A shape (`cost.shape`: solver, variant, fusion, data set, model sizes, batch, beam, threads) is
+timed on the first trial of a profile that has it, `concurrency` shapes at a time (as the
+profile runs its trials: two trials on two cores are each slower than one alone): its start
+(data, vocabulary, model), two real training epochs and a validation pass. The second epoch
+gives `step_s` (the first carries warm-up, which goes into `start_s`), the validation pass
+`eval_s` per problem, decoded with the trial's beam by a model two epochs in.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from psedual.tune.cost import shape
+
+
+def measure(flat: dict) -> dict:
+    """Time one shape (run in a worker process of `measure_shapes`): start_s, step_s, eval_s."""
+    import torch
+
+    from psedual.train import setup
+    from psedual.train.device import resolve
+    # the trainer's own steps (not a copy of them), timed one phase at a time
+    from psedual.train.trainer import _distribute, _sets, _train_epoch, _validate, _view
+    from psedual.tune.space import make_config
+
+    config = make_config(flat)
+    config = replace(config, epochs=max(config.epochs, 2))  # two epochs timed, whatever the trial runs
+    torch.set_num_threads(config.threads or 1)
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory() as out:
+        splits, _ = _view(config)
+        train_set, valid_set, _, vocab = _sets(config, splits)
+        run = setup.build(config, Path(out), train_set, valid_set, vocab, resolve(config.device), 0, 1)
+        run.forward = _distribute(run)
+        start = time.perf_counter() - began
+        epochs = []
+        for epoch in range(2):
+            t = time.perf_counter()
+            _train_epoch(run, epoch, False)
+            epochs.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        _validate(run)
+        valid = time.perf_counter() - t
+    return {"shape": shape(config), "start_s": round(start + epochs[0] - epochs[1], 3),
+            "step_s": round(epochs[1] / run.per_epoch, 5), "eval_s": round(valid / max(1, len(valid_set)), 5)}
+
+
+def measure_shapes(flats: list[dict], concurrency: int) -> list[dict]:
+    """Each trial config's shape timed, `concurrency` at a time in fresh processes (spawned:
+    no state shared with this one, as Ray's workers)."""
+    with multiprocessing.get_context("spawn").Pool(concurrency, maxtasksperchild=1) as pool:
+        return pool.map(measure, flats, chunksize=1)
+
+
+def distinct_shapes(flats: list[dict]) -> list[dict]:
+    """The first trial config of each distinct shape."""
+    from psedual.tune.space import make_config
+
+    seen: dict[str, dict] = {}
+    for flat in flats:
+        seen.setdefault(shape(make_config(flat)), flat)
+    return list(seen.values())

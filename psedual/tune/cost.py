@@ -1,0 +1,215 @@
+"""The cost plan of a paper run before launch: trials, epochs, steps, hours, wall time, dollars.
+
+The model, per trial, from calibrated figures of its shape (`calibrate.py` measures them on
+this code, `concurrency` trials at a time, and stores them in costs.tsv with the machine):
+
+    trial_s = start_s + epochs × (steps_per_epoch × step_s + n_valid × eval_s) + n_test × eval_s
+
+`start_s` is the trial's start (data, vocabulary, model) plus Ray's per-trial share, `step_s`
+one optimiser step, `eval_s` one problem decoded with the trial's beam (validation each epoch,
+test once after the sweep). A part's wall time is `part_s` (Ray's start, the tests' workers,
+the comparison) plus the sum of its trials' seconds over the concurrency they were measured
+at (trials measured two at a time already carry the slowdown of sharing two cores). Hours
+are trial seconds × the CPUs (or GPUs) a trial holds; dollars are hours × the price given.
+A shape without a figure for the machine is reported as such, never guessed.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import platform
+from dataclasses import dataclass
+from pathlib import Path
+
+COSTS = Path(__file__).with_name("costs.tsv")
+"""The stored calibration: one row per (machine, concurrency, shape)."""
+PART = "part"
+"""The shape name of a machine's per-part overhead row (its `start_s` is `part_s`)."""
+COLUMNS = ("machine", "commit", "concurrency", "shape", "start_s", "step_s", "eval_s")
+SHAPE_KEYS = ("solver", "variant", "psedual.fusion", "data.dataset", "model.embedding_size", "model.hidden_size",
+              "model.layers", "model.plm_layers", "model.plm_hidden", "batch_size", "beam_size", "threads", "device")
+"""What sets a trial's per-step and per-problem cost (not its sizes: those are counted)."""
+
+
+def machine() -> str:
+    """This machine in words: its GPU's model and count where it has NVIDIA GPUs, else its CPU's
+    model and core count."""
+    model = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        names = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                 if line.startswith("model name")]
+        model = names[0] if names else model
+    gpus = [line.split(":", 1)[1].strip() for info in sorted(Path("/proc/driver/nvidia/gpus").glob("*/information"))
+            for line in info.read_text().splitlines() if line.startswith("Model:")]
+    return f"{gpus[0]} x{len(gpus)}" if gpus else f"{model} x{os.cpu_count()}"
+
+
+def shape(config) -> str:
+    """A trial's shape key from its TrainConfig."""
+    from psedual.reexamine.config import BASE
+
+    flat = config.flat()
+    flat["variant"] = config.psedual.expression_encoder if config.psedual else BASE
+    if not config.psedual:
+        flat["psedual.fusion"] = "-"
+    return " ".join(f"{k}={flat.get(k)}" for k in SHAPE_KEYS)
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One calibration row."""
+
+    start_s: float
+    """Seconds to start a trial (data, model, Ray's share); for the `part` row, per part."""
+    step_s: float
+    """Seconds per optimiser step."""
+    eval_s: float
+    """Seconds per problem decoded (validation and test, with the trial's beam)."""
+
+
+def read_costs(path: Path = COSTS) -> dict[tuple[str, int, str], Figures]:
+    """(machine, concurrency, shape) → figures; an unreadable row names the file and line."""
+    if not path.exists():
+        return {}
+    out = {}
+    with path.open() as f:
+        rows = csv.DictReader((line for line in f if not line.startswith("#")), delimiter="\t")
+        for i, row in enumerate(rows, 2):
+            try:
+                out[(row["machine"], int(row["concurrency"]), row["shape"])] = Figures(
+                    float(row["start_s"]), float(row["step_s"]), float(row["eval_s"]))
+            except (KeyError, TypeError, ValueError) as err:
+                raise ValueError(f"{path}: row {i}: {err}") from None
+    return out
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """A trial's problem counts."""
+
+    train: int
+    valid: int
+    test: int
+
+
+def sizes(config) -> Sizes:
+    """The trial's training, validation and test problem counts (from the data cache)."""
+    from psedual.data.cache import load_dataset
+    from psedual.data.splits import split_dataset
+
+    data = config.data
+    splits = split_dataset(load_dataset(data.dataset, data.data_root, data.user_path), data)
+    return Sizes(len(splits.train), len(splits.valid), len(splits.test))
+
+
+def trial_seconds(fig: Figures, epochs: int, steps_per_epoch: int, n: Sizes) -> float:
+    """The model's seconds for one trial (see the module's docstring)."""
+    return fig.start_s + epochs * (steps_per_epoch * fig.step_s + n.valid * fig.eval_s) + n.test * fig.eval_s
+
+
+@dataclass
+class PartPlan:
+    """The plan's figures for one part."""
+
+    part: str
+    trials: int = 0
+    epochs: int = 0
+    steps: int = 0
+    seconds: float = 0.0
+    """Trial seconds, summed (what the hours are made of)."""
+    units: float = 1.0
+    """CPUs or GPUs one trial holds."""
+    gpu: bool = False
+    concurrency: int = 1
+    part_s: float | None = None
+    uncalibrated: tuple[str, ...] = ()
+    """Shapes without figures for the machine (then no time is given)."""
+
+    @property
+    def hours(self) -> float:
+        return self.seconds * self.units / 3600
+
+    @property
+    def wall_s(self) -> float:
+        return (self.part_s or 0.0) + self.seconds / self.concurrency
+
+
+def plan_part(part: str, configs: list, resources, costs: dict, where: str, size_of=sizes) -> PartPlan:
+    """A part's plan from its trials' TrainConfigs and the calibration of machine `where`."""
+    from psedual.train.setup import steps_per_epoch
+
+    gpu = resources.use_gpu or resources.gpus_per_trial > 0
+    units = resources.num_workers * (resources.gpus_per_worker if gpu else resources.cpus_per_worker)
+    plan = PartPlan(part, units=units, gpu=gpu, concurrency=resources.max_concurrent)
+    part_fig = costs.get((where, plan.concurrency, PART))
+    plan.part_s = part_fig.start_s if part_fig else None
+    missing = set()
+    for config in configs:
+        n = size_of(config)
+        per_epoch = steps_per_epoch(config, n.train)
+        plan.trials += 1
+        plan.epochs += config.epochs
+        plan.steps += config.epochs * per_epoch
+        fig = costs.get((where, plan.concurrency, shape(config)))
+        if fig is None:
+            missing.add(shape(config))
+        else:
+            plan.seconds += trial_seconds(fig, config.epochs, per_epoch, n)
+    plan.uncalibrated = tuple(sorted(missing))
+    return plan
+
+
+def _hms(seconds: float) -> str:
+    return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
+
+
+def render(plans: list[PartPlan], where: str, price_cpu_hour: float, price_gpu_hour: float,
+           skipped: list[str]) -> str:
+    """The plan as text: a line per part and the total; uncalibrated shapes listed, not priced."""
+    lines = [f"plan on {where} (calibration: {COSTS.name}; ${price_cpu_hour:g}/CPU-hour, ${price_gpu_hour:g}/GPU-hour)",
+             f"{'part':<9}{'trials':>7}{'epochs':>8}{'steps':>10}{'hours':>14}{'wall':>18}{'dollars':>10}"]
+    total_wall = total_dollars = 0.0
+    known = True
+    for p in plans:
+        kind = "GPU-h" if p.gpu else "CPU-h"
+        price = price_gpu_hour if p.gpu else price_cpu_hour
+        if p.uncalibrated or p.part_s is None:
+            known = False
+            lines.append(f"{p.part:<9}{p.trials:>7}{p.epochs:>8}{p.steps:>10}{'not calibrated':>42}")
+            continue
+        total_wall += p.wall_s
+        total_dollars += p.hours * price
+        lines.append(f"{p.part:<9}{p.trials:>7}{p.epochs:>8}{p.steps:>10}{p.hours:>8.2f} {kind}"
+                     f"{_hms(p.wall_s):>12} at {p.concurrency}{p.hours * price:>9.2f}")
+    lines.append(f"{'total':<9}{sum(p.trials for p in plans):>7}{sum(p.epochs for p in plans):>8}"
+                 f"{sum(p.steps for p in plans):>10}" + (f"{'':>14}{_hms(total_wall):>18}{total_dollars:>10.2f}"
+                                                         if known else "   (parts without calibration left out)"))
+    for p in plans:
+        if p.part_s is None:
+            lines.append(f"  {p.part}: no per-part overhead measured on this machine at concurrency {p.concurrency}")
+        if p.uncalibrated:
+            lines.append(f"  {p.part}: {len(p.uncalibrated)} trial shapes without calibration here, e.g. "
+                         f"{p.uncalibrated[0]}")
+    if any(p.uncalibrated or p.part_s is None for p in plans):
+        lines.append("  (measure them on the machine that runs it: the same command with --calibrate)")
+    lines += [f"  {line}" for line in skipped]
+    return "\n".join(lines)
+
+
+def write_costs(rows: list[dict], path: Path = COSTS) -> None:
+    """Add or replace calibration rows (keyed by machine, concurrency, shape), sorted."""
+    old = []
+    if path.exists():
+        with path.open() as f:
+            old = list(csv.DictReader((line for line in f if not line.startswith("#")), delimiter="\t"))
+    key = lambda r: (r["machine"], str(r["concurrency"]), r["shape"])  # noqa: E731
+    new = {key(r): r for r in old}
+    new.update({key(r): r for r in rows})
+    with path.open("w", newline="") as f:
+        f.write("# psedual tune --space search_spaces/paper.yaml --profile small --calibrate  (writes these rows; "
+                "psedual/tune/cost.py reads them)\n")
+        writer = csv.DictWriter(f, COLUMNS, delimiter="\t", extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(sorted(new.values(), key=key))

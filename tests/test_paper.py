@@ -1,0 +1,200 @@
+"""The paper file: both profiles load into ordinary sweeps, bad files name their key, a data set
+the user has not brought is skipped, a paper run resumes part by part, and the cost plan's
+arithmetic on a known calibration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from psedual import paper_job
+from psedual.job import TuneJob
+from psedual.train.resources import Resources
+from psedual.tune.cost import PART, Figures, PartPlan, Sizes, plan_part, read_costs, render, shape, write_costs
+from psedual.tune.paper import PARTS, load_paper, runnable
+from psedual.tune.space import SpecError, make_config
+
+ROOT = Path(__file__).parent.parent
+PAPER = ROOT / "search_spaces" / "paper.yaml"
+
+
+@pytest.mark.parametrize("profile", ["full", "small"])
+def test_the_paper_file_loads_every_part_under_each_profile(profile):
+    paper = load_paper(PAPER)
+    assert PAPER.read_text().startswith("# python tune.py --space search_spaces/paper.yaml")
+    assert paper.part_names() == list(PARTS)
+    table1 = paper.sweep("table1", profile)
+    assert table1.name == "paper.table1"
+    configs = [make_config(f) for f in table1.trial_configs()]
+    seeds = {c.seed for c in configs}
+    assert len(seeds) >= (5 if profile == "full" else 3)
+    assert {c.psedual.expression_encoder if c.psedual else "base" for c in configs} == {"base", "gru", "gcn"}
+    table3 = [make_config(f) for f in paper.sweep("table3", profile).trial_configs()]
+    assert {(c.psedual.fusion if c.psedual else "base") for c in table3} == {"base", "teacher_forcing", "scheduled"}
+    figure1 = [make_config(f) for f in paper.sweep("figure1", profile).trial_configs()]
+    assert len({c.data.train_size for c in figure1}) >= 3
+    if profile == "full":
+        assert {c.solver for c in configs} == {"gts", "dns", "graph2tree", "bert_tree", "re_deduction"}
+        assert {c.data.dataset for c in configs} == {"math23k", "mathqa", "mawps"}
+        assert {c.data.fold for c in configs if c.data.dataset == "mawps"} == {0, 1, 2, 3, 4}
+        assert all(paper.sweep(p, profile).resources.use_gpu for p in ("table1", "table3", "figure1"))
+        assert paper.profile(profile).storage == "uri"
+    else:
+        assert {c.data.dataset for c in configs} == {"mawps", "svamp"}
+        assert {c.model.hidden_size for c in configs + table3 + figure1} == {128}
+        assert all(paper.sweep(p, profile).resources.in_process for p in ("table1", "table3", "figure1"))
+
+
+def _paper(tmp_path, text: str) -> Path:
+    path = tmp_path / "paper.yaml"
+    path.write_text(text)
+    return path
+
+
+GOOD = """
+name: p
+parts:
+  table3:
+    mode: grid
+    fixed: {solver: gts, data.dataset: mawps, data.fold: 0}
+    grid: {variant: [base, gcn]}
+profiles:
+  small:
+    about: tiny
+    parts:
+      table3: {grid: {seed: [0, 1]}}
+"""
+
+
+def test_a_profile_merges_mappings_and_replaces_lists(tmp_path):
+    spec = load_paper(_paper(tmp_path, GOOD)).sweep("table3", "small")
+    assert spec.grid == {"variant": ["base", "gcn"], "seed": [0, 1]}
+    assert len(spec.trial_configs()) == 4
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.replace("table3: {grid", "table3: {fixed: {lrr: 1}, grid"), r"parts\.table3 \(profile small\).*lrr"),
+    (lambda t: t.replace("  table3:\n    mode", "  table9:\n    mode"), r"parts: unknown \['table9'\]"),
+    (lambda t: t.replace("about: tiny", "about: tiny\n    storage: ftp"), r"profiles\.small: storage"),
+    (lambda t: t + "extra: 1\n", "exactly the top-level keys"),
+    (lambda t: t.replace("mode: grid", "mode: [grid"), "not valid YAML"),
+])
+def test_a_bad_paper_file_is_one_error_naming_the_file_and_key(tmp_path, edit, message):
+    path = _paper(tmp_path, edit(GOOD))
+    with pytest.raises(SpecError, match=message) as err:
+        load_paper(path)
+    assert str(path) in str(err.value)
+
+
+def test_an_unknown_profile_or_part_is_refused_listing_the_valid_ones(tmp_path):
+    paper = load_paper(_paper(tmp_path, GOOD))
+    with pytest.raises(SpecError, match="no profile 'big'; valid: small"):
+        paper.profile("big")
+    with pytest.raises(SpecError, match="--only table1: no such part; valid: table3"):
+        paper.part_names(("table1",))
+
+
+def test_a_data_set_the_user_has_not_brought_is_skipped_with_one_line(tmp_path):
+    # MathQA's training file is the user's; the shared data holds only its valid and test files
+    root = tmp_path / "data"
+    (root / "mathqa").mkdir(parents=True)
+    text = GOOD.replace("fixed: {solver: gts, data.dataset: mawps, data.fold: 0}", f"fixed: {{solver: gts, data.data_root: {root}}}")
+    text = text.replace("grid: {variant: [base, gcn]}", "grid: {variant: [base, gcn]}\n    arms: [{data.dataset: mathqa}, "
+                        "{data.dataset: mawps, data.fold: 0}]")
+    spec, lines = runnable(load_paper(_paper(tmp_path, text)).sweep("table3", "small"))
+    assert spec.arms == [{"data.dataset": "mawps", "data.fold": 0}]
+    assert len(lines) == 1 and "mathqa" in lines[0] and "mathqa/train.json" in lines[0]
+    (root / "mathqa" / "train.json").write_text("[]")
+    spec, lines = runnable(load_paper(_paper(tmp_path, text)).sweep("table3", "small"))
+    assert len(spec.arms) == 2 and not lines
+
+
+def test_a_resumed_paper_run_skips_finished_parts_resumes_the_killed_one_and_starts_the_rest(tmp_path, monkeypatch,
+                                                                                              capsys):
+    text = GOOD.replace("  table3:\n", "  table1:\n    mode: grid\n    fixed: {solver: gts, data.dataset: mawps, "
+                        "data.fold: 0}\n    grid: {variant: [base, gcn]}\n  figure1:\n    mode: grid\n    fixed: "
+                        "{solver: gts, data.dataset: mawps, data.fold: 0}\n    grid: {variant: [base, gcn]}\n  table3:\n")
+    path = _paper(tmp_path, text)
+    state = {"p-small.table1": 2, "p-small.table3": 0}  # table1 finished (2 of 2 trials); table3 killed
+    monkeypatch.setattr(paper_job, "finished_trials", lambda storage, name: state.get(name, 0))
+    monkeypatch.setattr(paper_job, "taken", lambda storage, name: name in state)
+    calls = []
+    monkeypatch.setattr(paper_job, "run_spec", lambda spec, name, resume, storage, address:
+                        calls.append((name, resume, len(spec.trial_configs()))) or 0)
+    job = TuneJob(space=str(path), profile="small", resume="p-small", storage=str(tmp_path))
+    assert paper_job.run_paper(job) == 0
+    assert calls == [("p-small.table3", True, 4), ("p-small.figure1", False, 2)]
+    out = capsys.readouterr().out
+    assert "p-small.table1: finished (2 trials): skipped" in out
+    assert "psedual analyze report --experiment p-small --out docs/p-small" in out
+    calls.clear()  # a fresh run takes the next free name; --only runs the parts named
+    assert paper_job.run_paper(TuneJob(space=str(path), profile="small", only="figure1", storage=str(tmp_path))) == 0
+    assert calls == [("p-small-2.figure1", False, 2)]
+
+
+def test_a_paper_file_needs_a_profile_and_a_sweep_file_takes_none(tmp_path):
+    from psedual.job import run_job
+
+    with pytest.raises(ValueError, match="give --profile \\(small\\)"):
+        paper_job.run_paper(TuneJob(space=str(_paper(tmp_path, GOOD))))
+    with pytest.raises(ValueError, match="is a sweep file"):
+        run_job(TuneJob(space=str(ROOT / "search_spaces" / "smoke.yaml"), profile="small"))
+
+
+def test_the_plan_arithmetic_on_a_stored_calibration(tmp_path):
+    """Two trials of one shape: 2 epochs of 10 steps (a 640-problem training split, batch 64),
+    100 validation and 200 test problems; start 3 s, 0.5 s a step, 0.01 s a problem:
+    3 + 2 × (10 × 0.5 + 100 × 0.01) + 200 × 0.01 = 17 s a trial, 34 s both; two at a time and
+    a part's 6 s: 6 + 34 / 2 = 23 s wall; 34 CPU-seconds at $360 a CPU-hour = $3.40."""
+    flat = {"solver": "gts", "variant": "base", "data.fold": 0, "epochs": 2, "batch_size": 64, "seed": 0}
+    configs = [make_config(flat), make_config({**flat, "seed": 1})]
+    where = "test machine x2"
+    costs = tmp_path / "costs.tsv"
+    write_costs([{"machine": where, "commit": "abc", "concurrency": 2, "shape": shape(configs[0]), "start_s": 3,
+                  "step_s": 0.5, "eval_s": 0.01},
+                 {"machine": where, "commit": "abc", "concurrency": 2, "shape": PART, "start_s": 6, "step_s": 0,
+                  "eval_s": 0}], costs)
+    stored = read_costs(costs)
+    assert stored[(where, 2, PART)] == Figures(6.0, 0.0, 0.0)
+    plan = plan_part("table1", configs, Resources(max_concurrent=2), stored, where,
+                     size_of=lambda config: Sizes(640, 100, 200))
+    assert (plan.trials, plan.epochs, plan.steps) == (2, 4, 40)
+    assert plan.seconds == pytest.approx(34.0)
+    assert plan.wall_s == pytest.approx(23.0)
+    assert plan.hours == pytest.approx(34 / 3600)
+    text = render([plan], where, 360.0, 3.0, [])
+    assert "0.4 min at 2" in text and text.splitlines()[-1].endswith("3.40")  # 34 CPU-seconds at $360 an hour
+    other = plan_part("table1", configs, Resources(max_concurrent=2), stored, "another machine",
+                      size_of=lambda config: Sizes(640, 100, 200))
+    assert other.uncalibrated == (shape(configs[0]),) and other.part_s is None
+    assert "not calibrated" in render([other], "another machine", 0.36, 3.0, [])
+
+
+def test_a_gpu_trial_is_priced_in_gpu_hours():
+    plan = PartPlan("t", seconds=7200, units=0.5, gpu=True, concurrency=4, part_s=60)
+    assert plan.hours == pytest.approx(1.0)
+    assert plan.wall_s == pytest.approx(60 + 1800)
+    assert "1.00 GPU-h" in render([plan], "m", 0.05, 2.5, []) and "2.50" in render([plan], "m", 0.05, 2.5, [])
+
+
+def test_the_stored_calibration_names_its_machine_and_commit():
+    rows = read_costs()
+    assert rows, "psedual/tune/costs.tsv holds no calibration"
+    header = [line for line in (ROOT / "psedual" / "tune" / "costs.tsv").read_text().splitlines()
+              if not line.startswith("#")][0]
+    assert header.split("\t")[:2] == ["machine", "commit"]
+
+
+def test_the_plan_of_the_small_profile_launches_nothing():
+    import subprocess
+    import sys
+
+    code = ("import sys; from psedual.cli import main; "
+            "main(['tune', '--space', 'search_spaces/paper.yaml', '--profile', 'small', '--plan', '--only', 'table3']); "
+            "print('ray imported', 'ray' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert "ray imported False" in out
+    row = next(line for line in out.splitlines() if line.startswith("table3"))
+    assert row.split()[:4] == ["table3", "9", "45", "1035"]
+    assert "min at 2" in row or "not calibrated" in row  # a time where costs.tsv has this machine
