@@ -16,8 +16,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-import polars as pl
-
 from analysis import claims as claims_mod
 from analysis import paper_report, presets, report
 from analysis.errors import ERRORS, one_line

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import ray
