@@ -12,10 +12,11 @@
 - Slots: the trials of one slot may differ only in what a sweep searched; trials that differ
   in their data are refused (add the column to the cell), and replicates (the same config and
   seed) are refused rather than the luckiest kept.
-- Configs: the two arms of a claim may differ in the arm and nothing else. Every config
-  column the runs table holds (hyperparameters, epochs, training size and subset seed,
-  status and epochs done, experiment, code version) is compared between the arms' runs; a
-  difference is refused, unless the column was searched within the slots (a tuned sweep:
+- Configs: the two arms of a claim may differ in the arm and nothing else. Every runs column
+  but `NOT_COMPARED` (hyperparameters, epochs, training size and subset seed, status and
+  epochs done, experiment, code version, an LLM's settings) is compared between the arms'
+  runs; when the arm is a column that names the arm (`variant`, `llm.reexamine`), the others
+  differ with it and are not compared. A difference is refused, unless the column was searched within the slots (a tuned sweep:
   then it is flagged, with the tuning budget) or the user allowed it (`--allow-diff`: then
   it is flagged on that claim).
 """
@@ -27,15 +28,9 @@ import math
 import polars as pl
 
 from psedual.data.identity import split_hash
+from psedual.train.rows import ARM_COLUMNS, NOT_COMPARED
 
 SHOWN_IDS = 5
-RESULT_PREFIXES = ("valid_", "test_", "final_", "n_")
-NOT_COMPARED = {"trial", "error", "best_epoch", "train_seconds", "test_seconds", "threads", "device",
-                "llm.failures", "llm.changed", "llm.calls", "llm.prompt_tokens", "llm.completion_tokens",
-                "data_key", "data_train_hash", "data_test_hash"}
-"""Run outcomes and execution details, not configuration (`threads` and `device` change only the
-summation order and kernels; `precision` is compared; an LLM run's counts are outcomes; the data
-identity is compared pair by pair, `data_key` not at all: it holds the source files' paths)."""
 DATA_IDENTITY = ("n_train", "data_train_hash", "data_test_hash")
 """What paired runs must share, seed by seed and fold by fold: the data they trained and tested on."""
 
@@ -161,8 +156,11 @@ def data_flags(cell: str, pairs: list[tuple[dict, dict]], allowed: set[str]) -> 
 
 
 def config_columns(columns: list[str], exclude: list[str]) -> list[str]:
-    """The runs table's configuration columns, less `exclude` (the arm and the slot keys)."""
-    return [c for c in columns if c not in NOT_COMPARED and c not in exclude and not c.startswith(RESULT_PREFIXES)]
+    """The runs table's columns the arms must share (all but the records' outcomes and the
+    execution details: `psedual.train.rows.NOT_COMPARED`), less `exclude` (the arm and the slot
+    keys) and, where `exclude` holds a column that names the arm, the others that do."""
+    skip = {*NOT_COMPARED, *exclude, *(ARM_COLUMNS if ARM_COLUMNS & set(exclude) else ())}
+    return [c for c in columns if c not in skip]
 
 
 def tuning(runs: pl.DataFrame, slot: list[str], compared: list[str]) -> dict[tuple, tuple[int, set[str]]]:
