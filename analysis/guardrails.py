@@ -17,7 +17,7 @@
   epochs done, experiment, code version, an LLM's settings) is compared between the arms'
   runs; when the arm is a column that names the arm (`variant`, `llm.reexamine`), the others
   differ with it and are not compared. A difference is refused, unless the column was searched within the slots (a tuned sweep:
-  then it is flagged, with the tuning budget) or the user allowed it (`--allow-diff`: then
+  then it is flagged, with the tuning budget) or the user allowed it (`--allow_diff`: then
   it is flagged on that claim).
 """
 
@@ -56,7 +56,7 @@ def check_predictions(runs: pl.DataFrame, preds: dict[tuple[str, str], pl.DataFr
         key = (r["experiment"], r["trial"])
         if non_finite(r.get("test_value_acc")):
             raise GuardrailError(f"{_name(key)}: test_value_acc is {r['test_value_acc']}: not a result (a diverged "
-                                 f"or broken run); leave it out with --where or fix its row")
+                                 f"or broken run); leave it out with --where+ or fix its row")
         table = preds.get(key)
         if table is None or table.is_empty():
             raise GuardrailError(f"{_name(key)}: no rows in the predictions table")
@@ -114,7 +114,7 @@ def check_slots(runs: pl.DataFrame, slot: list[str], compared: list[str]) -> Non
         if data:
             said = "; ".join(f"{c} {v}" for c, v in data.items())
             config = [c for c in data if c.startswith("data.")]
-            fix = f"add --by {config[0]} (or --where)" if config else "leave one data version out with --where"
+            fix = f"add --by+ {config[0]} (or --where+)" if config else "leave one data version out with --where+"
             raise GuardrailError(f"slot {where}: its runs {names} trained on different data ({said}); {fix} so "
                                  f"each cell holds one data version")
         seen: dict[tuple, str] = {}
@@ -123,12 +123,12 @@ def check_slots(runs: pl.DataFrame, slot: list[str], compared: list[str]) -> Non
             if same != name:
                 raise GuardrailError(f"slot {where}: {same} and {name} are replicates (the same config and seed); "
                                      f"keeping the better one would cherry-pick it: give each run its own seed, or "
-                                     f"keep one with --where trial=...")
+                                     f"keep one with --where+ trial=...")
 
 
 def data_flags(cell: str, pairs: list[tuple[dict, dict]], allowed: set[str]) -> list[str]:
     """Paired runs (base, treatment) must have trained and tested on the same data: a GuardrailError
-    naming both where they did not (a flag where --allow-diff names the column), and a flag where
+    naming both where they did not (a flag where --allow_diff names the column), and a flag where
     the runs table does not record it (tables written before `data_*_hash`)."""
     flags, unknown = [], []
     for b, t in pairs:
@@ -144,9 +144,9 @@ def data_flags(cell: str, pairs: list[tuple[dict, dict]], allowed: set[str]) -> 
             if x != y:
                 said = f"{names} trained or tested on different data: {col} {x} vs {y}"
                 if col not in allowed:
-                    raise GuardrailError(f"{cell}: {said}; compare runs on the same data, or pass --allow-diff {col} "
+                    raise GuardrailError(f"{cell}: {said}; compare runs on the same data, or pass --allow_diff+ {col} "
                                          f"to compare anyway (the claim is then flagged)")
-                flags.append(f"data differs (allowed by --allow-diff): {said}")
+                flags.append(f"data differs (allowed by --allow_diff): {said}")
     if unknown:
         shown = sorted(set(unknown))
         flags.append(f"data identity not recorded for {len(shown)} pair(s) ({'; '.join(shown[:2])}"
@@ -188,10 +188,10 @@ def config_flags(cell: str, base_arm: str, treat: str, base: pl.DataFrame, other
         if col in searched:
             flags.append(f"tuned: {said} (searched within the slots)")
         elif col in allowed:
-            flags.append(f"config differs (allowed by --allow-diff): {said}")
+            flags.append(f"config differs (allowed by --allow_diff): {said}")
         else:
             raise GuardrailError(f"{cell}: the arms differ in more than {base_arm} vs {treat}: {said}; compare runs "
-                                 f"that differ in the arm only, or pass --allow-diff {col} to compare anyway "
+                                 f"that differ in the arm only, or pass --allow_diff+ {col} to compare anyway "
                                  f"(the claim is then flagged)")
     return flags
 
