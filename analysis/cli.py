@@ -24,7 +24,7 @@ from jsonargparse import ArgumentError, ArgumentParser, set_parsing_settings
 
 from analysis import paper_report, presets, report
 from analysis.errors import ERRORS, one_line
-from analysis.options import (CompareOptions, CurveOptions, InfillOptions, ReportOptions,
+from analysis.options import (AnalyzeOptions, CompareOptions, CurveOptions, InfillOptions, ReportOptions,
                               Table1Options, Table3Options)
 
 # The help of each option is the docstring under its field.
@@ -103,6 +103,14 @@ def parser() -> ArgumentParser:
     return top
 
 
+def parse(words: list[str]) -> tuple[str, AnalyzeOptions]:
+    """The command `words` name (`compare --treatment+ gcn ...`) and its options; a jsonargparse
+    ArgumentError if they do not parse, a ValueError if its config refuses them."""
+    cfg = parser().parse_args(words)
+    options = COMMANDS[cfg.command][0]
+    return cfg.command, options(**{f.name: cfg[cfg.command][f.name] for f in fields(options)})
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run `analyze COMMAND OPTIONS` (`python -m analysis analyze ...`, or `psedual analyze ...`)."""
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -110,14 +118,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"usage: python -m analysis analyze {{{','.join(COMMANDS)}}} ...", file=sys.stderr)
         return 2
     try:
-        cfg = parser().parse_args(argv[1:])
+        command, options = parse(argv[1:])
+        COMMANDS[command][1](options)
     except ArgumentError as err:
         said = f"psedual analyze {argv[1]}" if argv[1:2] and argv[1] in COMMANDS else "psedual analyze"
-        print(f"{said}: error: {err}\n({said} --help lists the options)", file=sys.stderr)
+        print(f"{said}: error: {err}\n({said} --help lists the options; a list option takes `--key+ VALUE`, "
+              f"repeated to add more, or `--key '[A, B]'`)", file=sys.stderr)
         return 2
-    options, run = COMMANDS[cfg.command]
-    try:
-        run(options(**{f.name: cfg[cfg.command][f.name] for f in fields(options)}))
     except ERRORS as err:
         print(f"psedual analyze: error: {one_line(err)}", file=sys.stderr)
         return 2
