@@ -13,12 +13,13 @@
   in their data are refused (add the column to the cell), and replicates (the same config and
   seed) are refused rather than the luckiest kept.
 - Configs: the two arms of a claim may differ in the arm and nothing else. Every runs column
-  but `NOT_COMPARED` (hyperparameters, epochs, training size and subset seed, status and
-  epochs done, experiment, code version, an LLM's settings) is compared between the arms'
-  runs; when the arm is a column that names the arm (`variant`, `llm.reexamine`), the others
-  differ with it and are not compared. A difference is refused, unless the column was searched within the slots (a tuned sweep:
-  then it is flagged, with the tuning budget) or the user allowed it (`--allow_diff`: then
-  it is flagged on that claim).
+  but the records' outcomes and the execution details (`psedual.train.rows.NOT_COMPARED`) is
+  compared between the arms' runs: hyperparameters, epochs, training size and subset seed,
+  status and epochs done, experiment, code version, an LLM's settings. When the arm is a
+  column that names the arm (`variant`, `llm.reexamine`), the others differ with it and are
+  not compared. A difference is refused, unless the column was searched within the slots (a
+  tuned sweep: then it is flagged, with the tuning budget) or the user allowed it
+  (`--allow_diff`: then it is flagged on that claim).
 """
 
 from __future__ import annotations
