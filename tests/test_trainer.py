@@ -210,7 +210,8 @@ def test_run_folders_join_the_result_tables_and_the_analysis(finished, finished_
     # the run's data summary reaches the runs table (the writer once dropped it unsaid)
     assert row["data_kept"] > 0 and row["n_test_unscored"] == 0 and row["test_seconds"] > 0
     assert row["test_value_acc"] == finished_psedual[0].test_value_acc
-    compare = ["analyze", "compare", "--root", root, "--experiment+", "solo", "--treatment+", "gcn", "--resamples", "200"]
+    compare = ["analyze", "compare", "--root", root, "--experiment+", "solo", "--treatment+", "gcn",
+               "--resamples", "200"]
     assert main(compare) == 2  # these two runs differ in epochs too (3 vs 2): refused unless allowed
     assert "epochs: base [3] vs gcn [2]" in capsys.readouterr().err
     assert main([*compare, "--allow_diff+", "epochs", "--allow_diff+", "epochs_done"]) == 0

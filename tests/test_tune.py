@@ -219,7 +219,8 @@ def test_the_main_job_runs_twice_and_refuses_a_taken_name_in_one_line(local_ray,
     assert "experiment smoke:" in out and "experiment smoke-2:" in out
     # each run ends with the significance check of its own arms, then the next commands
     verdict = out.split("experiment smoke-2:")[1]
-    assert f"psedual analyze compare --root {tmp_path} --experiment+ smoke-2 --arm variant --base base --treatment+ gcn" in verdict
+    assert (f"psedual analyze compare --root {tmp_path} --experiment+ smoke-2 --arm variant --base base "
+            f"--treatment+ gcn") in verdict
     row = next(line for line in verdict.splitlines() if "PseDual-GCN vs base" in line)
     assert "| 397 | 1 |" in row and "mcnemar_exact" in row  # one seed: examples paired, 397 of them
     assert (tmp_path / "claims" / "compare_smoke-2.parquet").exists()
