@@ -200,7 +200,7 @@ def test_a_slot_mixing_training_sizes_is_refused(tmp_path):
                       ({"trial": "g0", "variant": "gcn", "data.train_size": 400}, _preds(_ids(400), b))],
            identity=False)
     with pytest.raises(claims.GuardrailError, match=r"trained on different data \(data.train_size \[400, 1400\]\); "
-                                                    r"add --by data.train_size"):
+                                                    r"add --by\+ data.train_size"):
         _build(tmp_path)
 
 
