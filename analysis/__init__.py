@@ -4,7 +4,8 @@ Reads the Parquet tables that `tune.py` writes (`<root>/{runs,epochs,predictions
 with Polars, tests differences with scipy, and prints Markdown/LaTeX tables and a PNG figure.
 It imports neither torch nor Ray, so it runs where only the tables are; of the `psedual` package
 it reads only what is plain Python: the registries (arm labels, datasets' folds), the atomic
-writer and the best-epoch rule (tests/test_analysis.py checks the list).
+writer, the best-epoch rule and the row records, which say what is an outcome
+(tests/test_analysis.py checks the list).
 
     read.py      lazy scans of the tables and selection by config
     stats.py     the paired, across-seed and interval computations (scipy)
@@ -18,5 +19,6 @@ writer and the best-epoch rule (tests/test_analysis.py checks the list).
     paper.py     the paper's published figures (paper_numbers.csv)
     paper_report.py  `psedual analyze report`: the paper as one Markdown report
     errors.py    one-line errors
+    options.py   each `analyze` command's typed options
     cli.py       `psedual analyze table1|table3|infill|curve|compare|report`
 """

@@ -12,12 +12,14 @@
 - Slots: the trials of one slot may differ only in what a sweep searched; trials that differ
   in their data are refused (add the column to the cell), and replicates (the same config and
   seed) are refused rather than the luckiest kept.
-- Configs: the two arms of a claim may differ in the arm and nothing else. Every config
-  column the runs table holds (hyperparameters, epochs, training size and subset seed,
-  status and epochs done, experiment, code version) is compared between the arms' runs; a
-  difference is refused, unless the column was searched within the slots (a tuned sweep:
-  then it is flagged, with the tuning budget) or the user allowed it (`--allow-diff`: then
-  it is flagged on that claim).
+- Configs: the two arms of a claim may differ in the arm and nothing else. Every runs column
+  but the records' outcomes and the execution details (`psedual.train.rows.NOT_COMPARED`) is
+  compared between the arms' runs: hyperparameters, epochs, training size and subset seed,
+  status and epochs done, experiment, code version, an LLM's settings. When the arm is a
+  column that names the arm (`variant`, `llm.reexamine`), the others differ with it and are
+  not compared. A difference is refused, unless the column was searched within the slots (a
+  tuned sweep: then it is flagged, with the tuning budget) or the user allowed it
+  (`--allow_diff`: then it is flagged on that claim).
 """
 
 from __future__ import annotations
@@ -27,15 +29,9 @@ import math
 import polars as pl
 
 from psedual.data.identity import split_hash
+from psedual.train.rows import ARM_COLUMNS, NOT_COMPARED
 
 SHOWN_IDS = 5
-RESULT_PREFIXES = ("valid_", "test_", "final_", "n_")
-NOT_COMPARED = {"trial", "error", "best_epoch", "train_seconds", "test_seconds", "threads", "device",
-                "llm.failures", "llm.changed", "llm.calls", "llm.prompt_tokens", "llm.completion_tokens",
-                "data_key", "data_train_hash", "data_test_hash"}
-"""Run outcomes and execution details, not configuration (`threads` and `device` change only the
-summation order and kernels; `precision` is compared; an LLM run's counts are outcomes; the data
-identity is compared pair by pair, `data_key` not at all: it holds the source files' paths)."""
 DATA_IDENTITY = ("n_train", "data_train_hash", "data_test_hash")
 """What paired runs must share, seed by seed and fold by fold: the data they trained and tested on."""
 
@@ -61,7 +57,7 @@ def check_predictions(runs: pl.DataFrame, preds: dict[tuple[str, str], pl.DataFr
         key = (r["experiment"], r["trial"])
         if non_finite(r.get("test_value_acc")):
             raise GuardrailError(f"{_name(key)}: test_value_acc is {r['test_value_acc']}: not a result (a diverged "
-                                 f"or broken run); leave it out with --where or fix its row")
+                                 f"or broken run); leave it out with --where+ or fix its row")
         table = preds.get(key)
         if table is None or table.is_empty():
             raise GuardrailError(f"{_name(key)}: no rows in the predictions table")
@@ -119,7 +115,7 @@ def check_slots(runs: pl.DataFrame, slot: list[str], compared: list[str]) -> Non
         if data:
             said = "; ".join(f"{c} {v}" for c, v in data.items())
             config = [c for c in data if c.startswith("data.")]
-            fix = f"add --by {config[0]} (or --where)" if config else "leave one data version out with --where"
+            fix = f"add --by+ {config[0]} (or --where+)" if config else "leave one data version out with --where+"
             raise GuardrailError(f"slot {where}: its runs {names} trained on different data ({said}); {fix} so "
                                  f"each cell holds one data version")
         seen: dict[tuple, str] = {}
@@ -128,12 +124,12 @@ def check_slots(runs: pl.DataFrame, slot: list[str], compared: list[str]) -> Non
             if same != name:
                 raise GuardrailError(f"slot {where}: {same} and {name} are replicates (the same config and seed); "
                                      f"keeping the better one would cherry-pick it: give each run its own seed, or "
-                                     f"keep one with --where trial=...")
+                                     f"keep one with --where+ trial=...")
 
 
 def data_flags(cell: str, pairs: list[tuple[dict, dict]], allowed: set[str]) -> list[str]:
     """Paired runs (base, treatment) must have trained and tested on the same data: a GuardrailError
-    naming both where they did not (a flag where --allow-diff names the column), and a flag where
+    naming both where they did not (a flag where --allow_diff names the column), and a flag where
     the runs table does not record it (tables written before `data_*_hash`)."""
     flags, unknown = [], []
     for b, t in pairs:
@@ -149,9 +145,9 @@ def data_flags(cell: str, pairs: list[tuple[dict, dict]], allowed: set[str]) -> 
             if x != y:
                 said = f"{names} trained or tested on different data: {col} {x} vs {y}"
                 if col not in allowed:
-                    raise GuardrailError(f"{cell}: {said}; compare runs on the same data, or pass --allow-diff {col} "
+                    raise GuardrailError(f"{cell}: {said}; compare runs on the same data, or pass --allow_diff+ {col} "
                                          f"to compare anyway (the claim is then flagged)")
-                flags.append(f"data differs (allowed by --allow-diff): {said}")
+                flags.append(f"data differs (allowed by --allow_diff): {said}")
     if unknown:
         shown = sorted(set(unknown))
         flags.append(f"data identity not recorded for {len(shown)} pair(s) ({'; '.join(shown[:2])}"
@@ -161,8 +157,11 @@ def data_flags(cell: str, pairs: list[tuple[dict, dict]], allowed: set[str]) -> 
 
 
 def config_columns(columns: list[str], exclude: list[str]) -> list[str]:
-    """The runs table's configuration columns, less `exclude` (the arm and the slot keys)."""
-    return [c for c in columns if c not in NOT_COMPARED and c not in exclude and not c.startswith(RESULT_PREFIXES)]
+    """The runs table's columns the arms must share (all but the records' outcomes and the
+    execution details: `psedual.train.rows.NOT_COMPARED`), less `exclude` (the arm and the slot
+    keys) and, where `exclude` holds a column that names the arm, the others that do."""
+    skip = {*NOT_COMPARED, *exclude, *(ARM_COLUMNS if ARM_COLUMNS & set(exclude) else ())}
+    return [c for c in columns if c not in skip]
 
 
 def tuning(runs: pl.DataFrame, slot: list[str], compared: list[str]) -> dict[tuple, tuple[int, set[str]]]:
@@ -190,10 +189,10 @@ def config_flags(cell: str, base_arm: str, treat: str, base: pl.DataFrame, other
         if col in searched:
             flags.append(f"tuned: {said} (searched within the slots)")
         elif col in allowed:
-            flags.append(f"config differs (allowed by --allow-diff): {said}")
+            flags.append(f"config differs (allowed by --allow_diff): {said}")
         else:
             raise GuardrailError(f"{cell}: the arms differ in more than {base_arm} vs {treat}: {said}; compare runs "
-                                 f"that differ in the arm only, or pass --allow-diff {col} to compare anyway "
+                                 f"that differ in the arm only, or pass --allow_diff+ {col} to compare anyway "
                                  f"(the claim is then flagged)")
     return flags
 

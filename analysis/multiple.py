@@ -7,10 +7,14 @@ difference is the same on every seed: `untestable`) are not members of the famil
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import numpy as np
 from scipy import stats
 
-METHODS = ("holm", "bh", "none")
+Correction = Literal["holm", "bh", "none"]
+"""`holm` (family-wise error rate), `bh` (Benjamini-Hochberg: false discovery rate) or `none`."""
+METHODS = get_args(Correction)
 
 
 def holm(pvalues) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""`analyze report --experiment NAME --out DIR`: the paper as one Markdown report (and Figure 1 as PNG).
+"""`analyze report --experiment+ NAME --out DIR`: the paper as one Markdown report (and Figure 1 as PNG).
 
 A `paper` sweep writes each part as an experiment `NAME.<part>`: `table1` (solver × dataset ×
 {base, GRU, GCN} × seed; Table 4's infilling too), `table3` (teacher forcing vs scheduled fusion),
@@ -12,9 +12,9 @@ not present, cells without runs, trials not completed and paper cells we did not
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import subprocess
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -22,6 +22,7 @@ import polars as pl
 
 from analysis import paper, presets, read, report
 from analysis.errors import ERRORS, one_line
+from analysis.options import ReportOptions
 from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
 
 PARTS = {"table1": "Table 1", "table3": "Table 3", "figure1": "Figure 1", "table2": "Table 2"}
@@ -53,18 +54,17 @@ def _expected(runs: pl.DataFrame, cells: list[str], arm: str, arms: tuple[str, .
 class Report:
     """The report's sections and its "Missing or skipped" lines, built part by part."""
 
-    def __init__(self, args: argparse.Namespace, name: str):
+    def __init__(self, args: ReportOptions, name: str):
         self.args, self.name = args, name
         self.numbers = paper.load()
         self.shown: set[tuple] = set()  # the paper cells set beside ours
         self.sections: list[str] = []
         self.missing: list[str] = []
 
-    def part_args(self, part: str) -> argparse.Namespace:
+    def part_args(self, part: str) -> ReportOptions:
         """The options of one part: its experiment, and a claims family of its own."""
         prefix = self.args.name or f"report_{self.name}"
-        return argparse.Namespace(**{**vars(self.args), "experiment": [f"{self.name}.{part}"],
-                                     "name": f"{prefix}.{part}"})
+        return replace(self.args, experiment=(f"{self.name}.{part}",), name=f"{prefix}.{part}")
 
     def published(self, table: str, dataset: str, solver: str, arm: str, metric: str) -> str:
         hit = paper.find(self.numbers, table, dataset, solver, arm, metric)
@@ -153,11 +153,11 @@ def _trials(runs: pl.DataFrame) -> list[str]:
     return out
 
 
-def write(args: argparse.Namespace) -> Path:
+def write(args: ReportOptions) -> Path:
     """Write <out>/report.md (and <out>/figure1.png when Figure 1's part is there); returns the path."""
     if len(args.experiment or []) != 1:
         raise ValueError(f"analyze report reads one experiment, its parts NAME.{', NAME.'.join(PARTS)}: give one "
-                         f"--experiment NAME (got {args.experiment or 'none'})")
+                         f"--experiment+ NAME (got {list(args.experiment) or 'none'})")
     name = args.experiment[0]
     everything = read.scan(args.root, "runs").select("experiment").unique().collect()["experiment"].to_list()
     present = {part: f"{name}.{part}" for part in PARTS if f"{name}.{part}" in everything}
@@ -215,7 +215,7 @@ def write(args: argparse.Namespace) -> Path:
     return path
 
 
-def _document(args: argparse.Namespace, name: str, present: dict[str, str], runs: dict[str, pl.DataFrame],
+def _document(args: ReportOptions, name: str, present: dict[str, str], runs: dict[str, pl.DataFrame],
               rep: Report) -> str:
     every = pl.concat(list(runs.values()), how="diagonal_relaxed") if runs else pl.DataFrame()
     statuses = (", ".join(f"{n} {s}" for s, n in every.group_by("status").len().sort("status").rows())
@@ -230,7 +230,7 @@ def _document(args: argparse.Namespace, name: str, present: dict[str, str], runs
               f"- commit: {code_commit()}; the runs' code versions: {versions}",
               f"- machine: {machine}",
               f"- trials: {every.height} ({statuses})",
-              f"- command: `psedual analyze report --experiment {name} --root {args.root} --out {args.out}` "
+              f"- command: `psedual analyze report --experiment+ {name} --root {args.root} --out {args.out}` "
               f"(correction {args.correction}, {args.resamples} resamples, RNG seed {args.rng_seed}, one trial per "
               f"slot by {args.select_by})",
               "- paper: Bin et al., Solving Math Word Problems with Reexamination (arXiv 2310.09590); its figures "

@@ -1,8 +1,7 @@
 """The paper's comparisons, built from parsed `analyze` options: what each `analyze` command and
 `analyze report` share, so the report refuses, flags and notes exactly what the commands do.
 
-Each function takes the parsed options (`args`: root, experiment, where, by, metric, correction,
-resamples, rng_seed, select_by, allow_diff, name) and the runs to read; the claims go through
+Each function takes a command's options (`args`: `analysis.options`) and the runs to read; the claims go through
 `claims.build` (and so `selection.select`), the infilling rows through `summaries.infill`.
 """
 
@@ -13,6 +12,7 @@ import polars as pl
 from analysis import claims as claims_mod
 from analysis import read, report, summaries
 from analysis.claims import Comparison
+from analysis.options import AnalyzeOptions, ClaimOptions
 from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
 
 # (arm column, base, treatments, cells) of the paper's comparisons
@@ -25,7 +25,7 @@ TITLES = {"table1": "Table 1: test accuracy, solver × PseDual variant",
           "table3": "Table 3: teacher forcing vs scheduled fusion"}
 
 
-def runs(args) -> pl.DataFrame:
+def runs(args: AnalyzeOptions) -> pl.DataFrame:
     """The runs of `args.experiment` that match `--where`; none is an error naming the filter."""
     found = read.select(read.scan(args.root, "runs", args.experiment), read.parse_where(args.where)).collect()
     if found.is_empty():
@@ -33,17 +33,18 @@ def runs(args) -> pl.DataFrame:
     return found
 
 
-def comparison(args, family: str, arm: str, base: str, treatments: tuple[str, ...], by: tuple[str, ...]) -> Comparison:
-    return Comparison(family=family, arm=arm, base=base, treatments=treatments, by=by, metrics=tuple(args.metric or ["value"]),
-                      select_by=args.select_by, correction=args.correction, n_resamples=args.resamples,
-                      rng_seed=args.rng_seed, allow_diff=tuple(args.allow_diff))
+def comparison(args: ClaimOptions, family: str, arm: str, base: str, treatments: tuple[str, ...],
+               by: tuple[str, ...]) -> Comparison:
+    return Comparison(family=family, arm=arm, base=base, treatments=tuple(treatments), by=tuple(by),
+                      metrics=tuple(args.metric) or ("value",), select_by=args.select_by, correction=args.correction,
+                      n_resamples=args.resamples, rng_seed=args.rng_seed, allow_diff=tuple(args.allow_diff))
 
 
-def family(args, command: str) -> str:
+def family(args: ClaimOptions, command: str) -> str:
     return args.name or "_".join([command, *(args.experiment or ["all"])])
 
 
-def build(args, cmp: Comparison, runs: pl.DataFrame) -> claims_mod.Claims:
+def build(args: ClaimOptions, cmp: Comparison, runs: pl.DataFrame) -> claims_mod.Claims:
     """The claims of `cmp`, written to <root>/claims/<family>.parquet (said in a note)."""
     built = claims_mod.build(runs, read.scan(args.root, "epochs", args.experiment),
                              read.scan(args.root, "predictions", args.experiment), cmp)
@@ -52,7 +53,7 @@ def build(args, cmp: Comparison, runs: pl.DataFrame) -> claims_mod.Claims:
     return built
 
 
-def paper_table(args, command: str, runs: pl.DataFrame) -> tuple[claims_mod.Claims, tuple[str, ...]]:
+def paper_table(args: ClaimOptions, command: str, runs: pl.DataFrame) -> tuple[claims_mod.Claims, tuple[str, ...]]:
     """A paper table's claims (`table1`, `table3`) and its cell columns."""
     arm, base, treatments, by = PRESETS[command]
     present = set(runs[read.column(arm, runs.columns)].drop_nulls().to_list())
@@ -61,7 +62,7 @@ def paper_table(args, command: str, runs: pl.DataFrame) -> tuple[claims_mod.Clai
     return build(args, comparison(args, family(args, command), arm, base, treatments, by), runs), by
 
 
-def infill(args, runs: pl.DataFrame, used_only: bool) -> tuple[pl.DataFrame, list[str], list[str]]:
+def infill(args: AnalyzeOptions, runs: pl.DataFrame, used_only: bool) -> tuple[pl.DataFrame, list[str], list[str]]:
     """Infilling accuracy and perfect match per (dataset, solver, variant, --by), its notes and
     cell columns."""
     by = [read.column(k, runs.columns) for k in ("data.dataset", "solver", "variant", *args.by)]
@@ -72,20 +73,20 @@ def infill(args, runs: pl.DataFrame, used_only: bool) -> tuple[pl.DataFrame, lis
     return table, notes, by
 
 
-def curve(args, runs: pl.DataFrame, png: str) -> tuple[pl.DataFrame, claims_mod.Claims, str]:
+def curve(args: ClaimOptions, runs: pl.DataFrame, png: str) -> tuple[pl.DataFrame, claims_mod.Claims, str]:
     """The training-size figure drawn to `png` from the very runs its claims compared: its points,
     claims and path."""
     arm, base, treatments, by = PRESETS["curve"]
     for key in ("data.dataset", "solver"):
         values = runs[key].unique().to_list()
         if len(values) > 1:
-            raise ValueError(f"the figure shows one {key}; these runs have {sorted(values)}: add --where {key}=...")
+            raise ValueError(f"the figure shows one {key}; these runs have {sorted(values)}: add --where+ {key}=...")
     present = set(runs[arm].to_list())
     treatments = tuple(t for t in treatments if t in present)
     if base not in present or not treatments:
         raise ValueError(f"the figure needs {arm}={base} and a PseDual variant; present: {sorted(present)}")
     built = build(args, comparison(args, family(args, "curve"), arm, base, treatments, by), runs)
-    # plot the very runs the claims compared (one per slot, picked by --select-by)
+    # plot the very runs the claims compared (one per slot, picked by --select_by)
     chosen = {t for col in ("base_trials", "treatment_trials") for ts in built.rows[col].to_list() for t in ts}
     runs = runs.filter((pl.col("experiment") + "/" + pl.col("trial")).is_in(list(chosen)))
     points = summaries.size_points(runs, read.scan(args.root, "predictions", args.experiment), arm,

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Literal, get_args
 
 import polars as pl
 
 from analysis.stats import MIN_TEST_EXAMPLES
 from psedual.reexamine.config import VARIANT_LABELS
 
-FORMATS = ("markdown", "latex")
+Format = Literal["markdown", "latex"]
+FORMATS = get_args(Format)
 ARM_LABELS = {**VARIANT_LABELS,
               "teacher_forcing": "teacher forcing", "scheduled": "scheduled fusion", "predicted": "predicted only"}
 

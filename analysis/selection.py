@@ -70,7 +70,7 @@ def keep_one_per_slot(runs: pl.DataFrame, slot: list[str], select_by: str, notes
         r = lost.row(0, named=True)
         raise GuardrailError(f"slot {cell_label(r, slot)}: {r['experiment']}/{r['trial']} has {select_by} "
                              f"{r[select_by]}, and no run of its slot a finite one: nothing to keep honestly; leave "
-                             f"the slot out with --where")
+                             f"the slot out with --where+")
     if diverged.height:
         names = ", ".join(f"{e}/{t} ({v})" for e, t, v in diverged.select("experiment", "trial", select_by).rows())
         notes.append(f"{diverged.height} run(s) with a non-finite {select_by} cannot win their slot: {names}")

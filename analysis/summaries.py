@@ -45,7 +45,7 @@ def infill(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, 
     bad = runs.filter(pl.col("test_infill_acc").is_nan() | pl.col("test_infill_acc").is_infinite())
     if bad.height:
         raise GuardrailError(f"{bad['experiment'][0]}/{bad['trial'][0]}: test_infill_acc is "
-                             f"{bad['test_infill_acc'][0]}: not a result; leave it out with --where")
+                             f"{bad['test_infill_acc'][0]}: not a result; leave it out with --where+")
     # one run per (cell, seed, fold), as the claims keep: a sweep's trials are not extra data
     chosen = select(runs, epochs, predictions, [*by, SEED, FOLD], select_by, ["value_correct"],
                     notes if notes is not None else [], extra=("infill_predicted", "infill_gold"))

@@ -54,8 +54,8 @@ def main() -> None:
             print(f"  ({time.perf_counter() - began:.1f} s, {server.requests} requests to the server so far)")
         psedual(["results", "add", str(work / "llm"), str(work / "llm-reexamine"), "--experiment", "svamp_llm",
                  "--root", str(work / "results")])
-        psedual(["analyze", "compare", "--root", str(work / "results"), "--experiment", "svamp_llm", "--arm", "variant",
-                 "--base", "llm", "--treatment", "llm+reexamine"])
+        psedual(["analyze", "compare", "--root", str(work / "results"), "--experiment+", "svamp_llm", "--arm",
+                 "variant", "--base", "llm", "--treatment+", "llm+reexamine"])
     finally:
         server.close()
 

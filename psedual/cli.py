@@ -1,5 +1,6 @@
-"""The `psedual` command line. Every command but `analyze` is generated from a typed config
-(`psedual.typed_cli`); `analyze` is `analysis.cli`'s argparse."""
+"""The `psedual` command line. Every command's options are generated from a typed config, named
+as its fields are (`--data_root`, `--select_by`; dotted for nested configs: `--data.fold`):
+`psedual.typed_cli`'s commands, and `analyze`'s (`analysis.cli`, which needs neither torch nor Ray)."""
 
 from __future__ import annotations
 
@@ -21,9 +22,12 @@ def build_parser() -> argparse.ArgumentParser:
     for words, command in COMMANDS.items():  # parsed by `typed_cli`: listed here for `psedual --help`
         (commands if len(words) == 1 else groups[words[0]]).add_parser(words[-1], help=command.help, add_help=False)
 
-    from analysis.cli import add_commands  # torch-free: reads the results tables only
+    from analysis.cli import COMMANDS as ANALYZE  # torch-free: reads the results tables only
 
-    add_commands(commands)
+    analyze = commands.add_parser("analyze", help="tables, claims and figures from the results tables", add_help=False)
+    analyze = analyze.add_subparsers(dest="analyze_command")
+    for name, (options, _) in ANALYZE.items():  # parsed by `analysis.cli`: listed here for `psedual --help`
+        analyze.add_parser(name, help=options.__doc__.splitlines()[0], add_help=False)
     return parser
 
 
@@ -44,25 +48,22 @@ def _typed(words: tuple[str, ...], command, argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from analysis.cli import ERRORS, one_line
     from psedual.typed_cli import find
 
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["analyze"]:
+        from analysis.cli import main as analyze
+
+        return analyze(argv)
     typed = find(argv)
-    args = None if typed else build_parser().parse_args(argv)
+    if not typed:
+        build_parser().parse_args(argv)  # `psedual --help`, or an unknown command's usage error
+        return 2
     try:
-        if typed:
-            return _typed(*typed, argv)
-        args.run(args)
-    except (DataFileError, ValueError, FileNotFoundError) as err:  # checkpoint, vocabulary, guardrail errors too
+        return _typed(*typed, argv)
+    except (DataFileError, ValueError, FileNotFoundError) as err:  # checkpoint, vocabulary, data errors too
         print(f"psedual: error: {err}", file=sys.stderr)
         return 2
-    except ERRORS as err:  # `analyze` reads tables it did not write: any of these is one line, not a traceback
-        if args is None or args.command != "analyze":
-            raise
-        print(f"psedual: error: {one_line(err)}", file=sys.stderr)
-        return 2
-    return 0
 
 
 if __name__ == "__main__":

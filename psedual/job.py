@@ -174,7 +174,7 @@ def compare_args(spec, variants: list[str], storage: str, name: str) -> list[str
     if BASE not in variants or not treatments:
         return None
     cells = [*CELLS, *(k for k in spec.grid if k not in (*CELLS, *NOT_CELLS))]
-    return ["analyze", "compare", "--root", storage, "--experiment", name, "--arm", "variant", "--base", BASE,
-            *(a for t in treatments for a in ("--treatment", t)),
-            *(a for k in cells for a in ("--by", k))]
+    return ["analyze", "compare", "--root", storage, "--experiment+", name, "--arm", "variant", "--base", BASE,
+            *(a for t in treatments for a in ("--treatment+", t)),
+            *(a for k in cells for a in ("--by+", k))]
 

@@ -1,4 +1,5 @@
-"""Every `psedual` command but `analyze`: its options are a typed config's fields.
+"""Every `psedual` command but `analyze` (`analysis.cli`, generated the same way from
+`analysis.options`): its options are a typed config's fields.
 
 jsonargparse builds each parser from the dataclasses themselves: one option per field, named by
 the sweep files' dotted keys (`--lr`, `--data.fold`, `--model.hidden_size`, `--psedual.fusion`,

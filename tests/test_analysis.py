@@ -346,7 +346,7 @@ def test_commands_fail_clearly(tmp_path, capsys):
     assert analyze(["analyze", "table1", "--root", str(tmp_path)]) == 2
     assert "no runs table here" in capsys.readouterr().err
     _grid(tmp_path, np.random.default_rng(6))
-    assert analyze(["analyze", "table1", "--root", str(tmp_path), "--where", "solver=dns"]) == 2
+    assert analyze(["analyze", "table1", "--root", str(tmp_path), "--where+", "solver=dns"]) == 2
     assert "no runs match --where solver=dns" in capsys.readouterr().err
     assert analyze(["analyze", "infill", "--root", str(tmp_path)]) == 2
     assert "no PseDual runs with infilling results" in capsys.readouterr().err
@@ -355,9 +355,9 @@ def test_commands_fail_clearly(tmp_path, capsys):
 def test_analysis_imports_neither_torch_nor_ray_and_of_psedual_only_its_registries():
     # the registries are how analysis labels arms and knows datasets' folds (the dataset registry
     # brings its readers, which are plain Python), and it shares the package's one atomic writer
-    # and one best-epoch rule; nothing else of psedual
+    # and one best-epoch rule, and the row records (which columns are outcomes); nothing else of psedual
     registries = ("psedual", "psedual.reexamine", "psedual.reexamine.config", "psedual.data", "psedual.atomic",
-                  "psedual.storage", "psedual.train", "psedual.train.best")
+                  "psedual.storage", "psedual.train", "psedual.train.best", "psedual.train.rows")
     code = ("import sys, analysis.cli, analysis.summaries; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'ray') or "
             f"(m.split('.')[0] == 'psedual' and m not in {registries!r} and not m.startswith('psedual.data.'))]; "
@@ -404,8 +404,8 @@ def test_expression_accuracy_by_values_is_a_metric_of_its_own(tmp_path):
     treat = _preds([f"mawps:{i}" for i in range(200)], a).with_columns(expression_correct_values=pl.Series(a))
     _write_tables(tmp_path, "v", [{"trial": "b0", "variant": "base", "solver": "gts", "seed": 0},
                                   {"trial": "g0", "variant": "gcn", "solver": "gts", "seed": 0}], {"b0": base, "g0": treat})
-    assert analyze(["analyze", "compare", "--root", str(tmp_path), "--treatment", "gcn", "--metric", "value",
-                    "--metric", "expression_values", "--resamples", "200"]) == 0
+    assert analyze(["analyze", "compare", "--root", str(tmp_path), "--treatment+", "gcn", "--metric+", "value",
+                    "--metric+", "expression_values", "--resamples", "200"]) == 0
     rows = {r["metric"]: r for r in pl.read_parquet(tmp_path / "claims" / "compare_all.parquet").iter_rows(named=True)}
     assert rows["value"]["delta"] == 0.0
     assert rows["expression_values"]["base"] == pytest.approx(100 * b.mean())

@@ -100,12 +100,12 @@ def test_arms_trained_on_different_data_are_refused(tmp_path):
     _write(tmp_path / "hash", [({"trial": "b0", "variant": "base"}, _preds(_ids(400), a)),
                                ({"trial": "g0", "variant": "gcn", "n_train": 1400}, _preds(_ids(400), b, other))])
     with pytest.raises(claims.GuardrailError, match=r"x/b0 and x/g0 trained or tested on different data: n_train "
-                                                    r"1000 vs 1400; .*--allow-diff n_train"):
+                                                    r"1000 vs 1400; .*--allow_diff\+ n_train"):
         _build(tmp_path / "hash")
     _write(tmp_path / "size", [({"trial": "b0", "variant": "base"}, _preds(_ids(400), a)),
                                ({"trial": "g0", "variant": "gcn", "n_train": 1400}, _preds(_ids(400), b))])
     flagged = _build(tmp_path / "size", allow_diff=("n_train", "data_train_hash"))
-    assert "data differs (allowed by --allow-diff): x/b0 and x/g0 trained or tested on different data: n_train " \
+    assert "data differs (allowed by --allow_diff): x/b0 and x/g0 trained or tested on different data: n_train " \
            "1000 vs 1400" in flagged.rows["flags"][0]
     # tables without the data identity: the golds of the paired examples still tell
     _write(tmp_path / "old", [({"trial": "b0", "variant": "base"}, _preds(_ids(400), a)),
@@ -165,7 +165,7 @@ def test_compare_by_solver_keeps_each_dataset_apart(tmp_path, capsys):
             runs.append(({"trial": f"{dataset}-{v}", "variant": v, "data.dataset": dataset, "data.fold": fold},
                          _preds(_ids(400, dataset), c)))
     _write(tmp_path, runs)
-    assert analyze(["analyze", "compare", "--root", str(tmp_path), "--treatment", "gcn", "--by", "solver",
+    assert analyze(["analyze", "compare", "--root", str(tmp_path), "--treatment+", "gcn", "--by+", "solver",
                     "--resamples", "200"]) == 0  # before: TypeError (None vs 0 folds), exit 2
     rows = pl.read_parquet(tmp_path / "claims" / "compare_all.parquet")
     assert sorted(rows["dataset"].to_list()) == ["mawps", "svamp"]  # one claim per dataset, none dropped
@@ -200,7 +200,7 @@ def test_a_slot_mixing_training_sizes_is_refused(tmp_path):
                       ({"trial": "g0", "variant": "gcn", "data.train_size": 400}, _preds(_ids(400), b))],
            identity=False)
     with pytest.raises(claims.GuardrailError, match=r"trained on different data \(data.train_size \[400, 1400\]\); "
-                                                    r"add --by data.train_size"):
+                                                    r"add --by\+ data.train_size"):
         _build(tmp_path)
 
 

@@ -121,11 +121,11 @@ def _confounded(root: Path, **gcn):
 def test_arms_that_differ_in_more_than_the_arm_are_refused_or_flagged(tmp_path, capsys):
     _confounded(tmp_path / "a", epochs=80)
     with pytest.raises(claims.GuardrailError, match=r"differ in more than base vs gcn: epochs: base \[10\] vs gcn "
-                                                    r"\[80\]; .* --allow-diff epochs"):
+                                                    r"\[80\]; .* --allow_diff\+ epochs"):
         _build(tmp_path / "a")
     allowed = _build(tmp_path / "a", allow_diff=("epochs",)).rows.row(0, named=True)
-    assert "config differs (allowed by --allow-diff): epochs: base [10] vs gcn [80]" in allowed["flags"]
-    assert analyze(["analyze", "compare", "--root", str(tmp_path / "a"), "--treatment", "gcn"]) == 2
+    assert "config differs (allowed by --allow_diff): epochs: base [10] vs gcn [80]" in allowed["flags"]
+    assert analyze(["analyze", "compare", "--root", str(tmp_path / "a"), "--treatment+", "gcn"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "epochs" in err
     _confounded(tmp_path / "b", code_version="v2")
@@ -185,12 +185,12 @@ def test_tiny_paired_tables_give_no_interval_and_no_scipy_error():
 def test_p_values_never_print_as_zero_and_flags_sit_on_their_claim(tmp_path, capsys):
     assert report.p_value(0.0) == "< 1e-300" and report.p_value(0.01234) == "0.0123" and report.p_value(None) == "–"
     _confounded(tmp_path, epochs=80)
-    assert analyze(["analyze", "compare", "--root", str(tmp_path), "--treatment", "gcn", "--allow-diff", "epochs",
+    assert analyze(["analyze", "compare", "--root", str(tmp_path), "--treatment+", "gcn", "--allow_diff+", "epochs",
                     "--resamples", "200"]) == 0
     out = capsys.readouterr().out
     line = next(row for row in out.splitlines() if "PseDual-GCN vs base" in row)
     flags = [f for f in out.splitlines() if f.startswith("flag [")]
-    assert any("--allow-diff" in f for f in flags) and line.endswith(", ".join(f"[{k + 1}]" for k in range(len(flags))) + " |")
+    assert any("--allow_diff" in f for f in flags) and line.endswith(", ".join(f"[{k + 1}]" for k in range(len(flags))) + " |")
 
 
 def test_curve_stars_say_which_way(tmp_path):
@@ -226,7 +226,7 @@ def test_seeds_by_folds_of_unequal_size_pool_examples(tmp_path, capsys):
     r = _build(tmp_path).rows.row(0, named=True)
     assert (r["n_examples"], r["n_seeds"], r["folds"]) == (250, 2, [0, 1])
     assert r["base"] == pytest.approx(np.mean(list(base_acc.values())))
-    assert analyze(["analyze", "compare", "--root", str(tmp_path), "--treatment", "gcn", "--resamples", "200",
-                    "--metric", "value", "--metric", "expression"]) == 0
+    assert analyze(["analyze", "compare", "--root", str(tmp_path), "--treatment+", "gcn", "--resamples", "200",
+                    "--metric+", "value", "--metric+", "expression"]) == 0
     out = capsys.readouterr().out
     assert out.count("PseDual-GCN vs base") == 2 and "compare_all" in out

@@ -82,7 +82,7 @@ def _figure1(root: Path, experiment: str) -> None:
 
 
 def _report(root: Path, experiment: str, out: Path, capsys) -> str:
-    assert analyze(["analyze", "report", "--root", str(root), "--experiment", experiment, "--out", str(out),
+    assert analyze(["analyze", "report", "--root", str(root), "--experiment+", experiment, "--out", str(out),
                     "--resamples", "200"]) == 0
     assert f"report: {out / 'report.md'}" in capsys.readouterr().out
     return (out / "report.md").read_text()
@@ -142,7 +142,7 @@ def test_the_report_s_numbers_are_the_result_tables(full, tmp_path, capsys):
 
 def test_the_report_s_claims_are_the_table1_command_s(full, tmp_path, capsys):
     _report(full, "X", tmp_path / "out", capsys)
-    assert analyze(["analyze", "table1", "--root", str(full), "--experiment", "X.table1", "--resamples", "200"]) == 0
+    assert analyze(["analyze", "table1", "--root", str(full), "--experiment+", "X.table1", "--resamples", "200"]) == 0
     command = pl.read_parquet(full / "claims" / "table1_X.table1.parquet").drop("family")
     reported = pl.read_parquet(full / "claims" / "report_X.table1.parquet").drop("family")
     assert reported.equals(command) and reported.height == 4
@@ -186,12 +186,12 @@ def test_a_cell_without_runs_and_a_section_that_cannot_be_built_are_listed(tmp_p
 
 
 def test_a_bad_experiment_is_one_clear_line(full, tmp_path, capsys):
-    assert analyze(["analyze", "report", "--root", str(full), "--experiment", "nope", "--out", str(tmp_path)]) == 2
+    assert analyze(["analyze", "report", "--root", str(full), "--experiment+", "nope", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no part of experiment 'nope' (looked for nope.table1, nope.table3" in err
     assert "experiments present: X.figure1, X.table1, X.table3" in err
     assert analyze(["analyze", "report", "--root", str(full), "--out", str(tmp_path)]) == 2
-    assert "give one --experiment NAME" in capsys.readouterr().err
+    assert "give one --experiment+ NAME" in capsys.readouterr().err
     assert not (tmp_path / "report.md").exists()
 
 

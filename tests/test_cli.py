@@ -1,21 +1,27 @@
-"""The generated command line: every typed-config field is an option, listed in --help with its
-docstring and choices, settable, and readable from a YAML file with overrides after it."""
+"""The generated command line: every typed-config field is an option (`analyze`'s too), listed in --help
+with its docstring and choices, settable, and readable from a YAML file with overrides after it."""
 
 from __future__ import annotations
 
+import types
 import typing
 from dataclasses import fields
 
 import pytest
 
+from analysis.cli import COMMANDS as ANALYZE
+from analysis.cli import parse as analyze_parse
+from analysis.cli import parser as analyze_parser
+from analysis.options import CompareOptions, InfillOptions
 from psedual.cli import main
 from psedual.data.fetch import FetchConfig
 from psedual.data.stats import StatsConfig
 from psedual.data.registry import DATASETS
-from psedual.job import TuneJob
+from psedual.job import TuneJob, compare_args
 from psedual.llm.run import LLMConfig
 from psedual.reexamine.config import PseDualConfig
 from psedual.results.collect import AddConfig
+from psedual.train.best import SELECT_BY
 from psedual.train.config import TrainConfig
 from psedual.train.solve import SolveConfig, TestConfig
 from psedual.typed_cli import COMMANDS, _train_config, flags
@@ -162,3 +168,52 @@ def test_bad_options_are_one_clear_error(tmp_path, capsys):
     # an earlier version's spelling is refused as any unknown option is (nothing rewrites it)
     assert main(["solve", "text", "--checkpoint", "x.pt", "--beam-size", "3"]) == 2
     assert "psedual solve: error: unrecognized arguments: --beam-size 3" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", sorted(ANALYZE))
+def test_every_analyze_option_is_its_configs_field_and_nothing_else(command):
+    options, _ = ANALYZE[command]
+    sub = analyze_parser()._subcommands_action.choices[command]
+    named = {s.removeprefix("--") for s in sub._option_string_actions if s.startswith("--") and not s.endswith("+")}
+    assert named - {"help", "config", "print_config"} == {f.name for f in fields(options)}
+    assert not [name for name in named if "-" in name]  # one convention: the fields' names, never dashes
+
+
+def _analyze_options(argv: list[str]):
+    return analyze_parse(argv)[1]
+
+
+def test_a_list_option_adds_one_value_per_plus_or_takes_a_list():
+    one_by_one = _analyze_options(["compare", "--treatment+", "gru", "--treatment+", "gcn", "--by+", "solver",
+                                   "--by+", "data.dataset", "--allow_diff+", "epochs", "--where+", "fold=0"])
+    at_once = _analyze_options(["compare", "--treatment", "[gru, gcn]", "--by", "[solver, data.dataset]",
+                                "--allow_diff", "[epochs]", "--where", "[fold=0]"])
+    assert one_by_one == at_once
+    assert (one_by_one.treatment, one_by_one.by, one_by_one.where) == (("gru", "gcn"), ("solver", "data.dataset"),
+                                                                       ("fold=0",))
+    assert _analyze_options(["table1"]).experiment == () and _analyze_options(["table1"]).select_by == SELECT_BY
+
+
+def test_the_main_jobs_comparison_parses_as_it_is_printed():
+    spec = types.SimpleNamespace(grid={"variant": ["base", "gru", "gcn"], "seed": [0, 1], "lr": [0.001]})
+    argv = compare_args(spec, ["gcn", "base", "gru"], "results", "smoke")
+    got = _analyze_options(argv[1:])
+    assert (got.experiment, got.arm, got.base, got.treatment) == (("smoke",), "variant", "base", ("gru", "gcn"))
+    assert got.by == ("data.dataset", "solver", "lr")
+
+
+def test_analyze_refuses_a_dashed_name_a_bare_list_value_and_a_bad_choice(tmp_path, capsys):
+    assert main(["analyze", "compare", "--root", str(tmp_path), "--treatment+", "gcn", "--allow-diff", "epochs"]) == 2
+    assert "psedual analyze compare: error: unrecognized arguments: --allow-diff epochs" in capsys.readouterr().err
+    assert main(["analyze", "compare", "--root", str(tmp_path), "--treatment", "gcn"]) == 2
+    err = capsys.readouterr().err
+    assert "Got value: gcn" in err and "a list option takes `--key+ VALUE`" in err
+    assert main(["analyze", "table1", "--correction", "bonferroni"]) == 2
+    assert "holm" in capsys.readouterr().err
+    assert main(["analyze", "table1", "--root", str(tmp_path), "--metric+", "bleu"]) == 2
+    assert capsys.readouterr().err == ("psedual analyze: error: unknown metric 'bleu'; valid: value, expression, "
+                                       "expression_values\n")
+    with pytest.raises(ValueError, match=r"treatment \[\] must be non-empty"):
+        CompareOptions(treatment=())
+    with pytest.raises(ValueError, match="unknown format 'html'"):
+        InfillOptions(format="html")

@@ -138,8 +138,8 @@ def test_llm_runs_join_the_tables_and_the_analysis(fake, tmp_path):
     runs = pl.read_parquet(tmp_path / "results" / "runs" / "experiment=x" / "*.parquet").sort("trial")
     assert runs["variant"].to_list() == ["llm", "llm+reexamine"] and runs["llm.changed"].to_list() == [0, 1]
     assert runs["solver"].to_list() == ["llm:fake-1"] * 2 and runs["n_test"].to_list() == [8, 8]
-    assert main(["analyze", "compare", "--root", root, "--experiment", "x", "--arm", "variant", "--base", "llm",
-                 "--treatment", "llm+reexamine", "--resamples", "200"]) == 0
+    assert main(["analyze", "compare", "--root", root, "--experiment+", "x", "--arm", "variant", "--base", "llm",
+                 "--treatment+", "llm+reexamine", "--resamples", "200"]) == 0
     claim = pl.read_parquet(tmp_path / "results" / "claims" / "compare_x.parquet").row(0, named=True)
     assert (claim["n_examples"], claim["test"], claim["base"], claim["treatment"]) == (8, "mcnemar_exact", 37.5, 50.0)
     # a zero-shot run records its test split only, and that is all its claim needs

@@ -68,8 +68,9 @@ def check(command: str, capsys) -> None:
         raise AssertionError(f"README command with no check here: {command} (add one to tests/test_readme.py)")
     help_text = _psedual_help(args, capsys)
     for arg in args:
-        if arg.startswith("--"):
-            assert re.search(rf"{re.escape(arg.split('=')[0])}\b", help_text), f"{arg} is not an option of: {command}"
+        if arg.startswith("--"):  # a list option's `--key+ VALUE` (add VALUE) is the option `--key`
+            option = arg.split("=")[0].removesuffix("+")
+            assert re.search(rf"{re.escape(option)}\b", help_text), f"{arg} is not an option of: {command}"
     if "--space" in args and words[0] != "ray":
         assert (ROOT / args[args.index("--space") + 1]).is_file(), command
 

@@ -10,8 +10,9 @@ import pyarrow as pa
 import pytest
 
 from psedual.results import tables
-from psedual.train import records
+from psedual.train import records, rows
 from psedual.train import tables as run_tables
+from analysis import guardrails
 from psedual.train.config import TrainConfig
 
 
@@ -84,11 +85,7 @@ def test_the_records_keep_every_column_older_tables_hold(table, old):
 def test_the_run_folder_files_are_the_tables_rows_without_the_trial():
     assert tables.SCHEMAS["epochs"].names == ["trial", *records.EPOCHS_SCHEMA.names]
     assert tables.SCHEMAS["predictions"].names == ["trial", *records.PREDICTIONS_SCHEMA.names]
-    kept = [f.name for f in records.columns(records.Trial)] + [n for n in records.METRICS_SCHEMA.names
-                                                                if n not in ("data_root", "llm.reexamine",
-                                                                             "llm.changed_to_right",
-                                                                             "llm.changed_to_wrong", "llm.cache_hits")]
-    assert records.RUNS_SCHEMA.names == kept
+    assert records.RUNS_SCHEMA.names == [f.name for f in records.columns(rows.Trial)] + records.METRICS_SCHEMA.names
     assert set(records.PREDICTIONS_SCHEMA.names) < set(records.LLM_PREDICTIONS_SCHEMA.names)
     assert "out_dir" not in records.METRICS_SCHEMA.names  # RunResult's one field that is no column
     assert len(set(records.RUNS_SCHEMA.names)) == len(records.RUNS_SCHEMA.names)
@@ -98,7 +95,7 @@ def test_every_record_field_has_a_docstring():
     import ast
     import inspect
 
-    tree = ast.parse(inspect.getsource(records))
+    tree = ast.parse(inspect.getsource(rows))
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
     assert {c.name for c in classes} >= {"Epoch", "Prediction", "LLMPrediction", "RunResult", "DataRecord", "Trial"}
     for c in classes:
@@ -128,3 +125,29 @@ def test_an_older_run_folder_file_reads_as_its_record(tmp_path):
     pq.write_table(pa.table({"test_value_acc": [0.5], "out_dir": ["/tmp/x"], "n_test": [4]}), tmp_path / "m.parquet")
     row, = records.read(tmp_path / "m.parquet", records.METRICS_SCHEMA)
     assert row["test_value_acc"] == 0.5 and row["n_test"] == 4 and row["data_kept"] is None and "out_dir" not in row
+
+
+# The runs columns other than the config that a claim's arms must share: each marked so in its record.
+SHARED = {"status", "code_version", "epochs_done", "variant", "llm.model", "llm.prompt_version", "llm.reexamine",
+          "llm.rounds", "llm.samples", "llm.temperature"}
+
+
+def test_the_arms_share_the_config_and_the_marked_columns_and_no_outcome():
+    compared = set(guardrails.config_columns(records.RUNS_SCHEMA.names, []))
+    assert compared == (set(TrainConfig.field_hints()) - set(rows.EXECUTION)) | SHARED
+    assert {"test_value_acc", "data_root", "data_kept", "llm.cache_hits", "llm.changed_to_right"} <= rows.NOT_COMPARED
+    # the arm's other names differ with it: comparing llm vs llm+reexamine compares llm.reexamine no more
+    assert "llm.reexamine" not in guardrails.config_columns(records.RUNS_SCHEMA.names, ["variant"])
+    assert "llm.reexamine" in guardrails.config_columns(records.RUNS_SCHEMA.names, ["psedual.fusion"])
+
+
+def test_a_new_outcome_field_of_a_record_is_never_compared():
+    @dataclass(frozen=True)
+    class Extended(rows.LLMRecord):
+        refusals: int = 0
+        """A new count of the model's replies: an outcome, unmarked."""
+        top_p: float = field(default=1.0, metadata=rows.COMPARED)
+        """A new sampling setting, marked as one."""
+
+    found = rows.not_compared(((Extended, "llm."),))
+    assert "llm.refusals" in found and "llm.top_p" not in found and "llm.model" not in found

@@ -210,10 +210,11 @@ def test_run_folders_join_the_result_tables_and_the_analysis(finished, finished_
     # the run's data summary reaches the runs table (the writer once dropped it unsaid)
     assert row["data_kept"] > 0 and row["n_test_unscored"] == 0 and row["test_seconds"] > 0
     assert row["test_value_acc"] == finished_psedual[0].test_value_acc
-    compare = ["analyze", "compare", "--root", root, "--experiment", "solo", "--treatment", "gcn", "--resamples", "200"]
+    compare = ["analyze", "compare", "--root", root, "--experiment+", "solo", "--treatment+", "gcn",
+               "--resamples", "200"]
     assert main(compare) == 2  # these two runs differ in epochs too (3 vs 2): refused unless allowed
     assert "epochs: base [3] vs gcn [2]" in capsys.readouterr().err
-    assert main([*compare, "--allow-diff", "epochs", "--allow-diff", "epochs_done"]) == 0
+    assert main([*compare, "--allow_diff+", "epochs", "--allow_diff+", "epochs_done"]) == 0
     claim = pl.read_parquet(tmp_path / "results" / "claims" / "compare_solo.parquet").row(0, named=True)
     assert (claim["n_examples"], claim["test"]) == (397, "mcnemar_exact")
     assert claim["base"] == pytest.approx(100 * finished[0].test_value_acc)

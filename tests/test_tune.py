@@ -156,7 +156,7 @@ def test_smoke_sweep_writes_the_three_tables(local_ray, tmp_path):
     # the analysis reads these very tables: one claim, GCN against base on fold 0's 397 problems
     from analysis.cli import main as analyze
 
-    assert analyze(["analyze", "table1", "--root", str(tmp_path), "--experiment", "smoke", "--resamples", "200"]) == 0
+    assert analyze(["analyze", "table1", "--root", str(tmp_path), "--experiment+", "smoke", "--resamples", "200"]) == 0
     claim = pl.read_parquet(tmp_path / "claims" / "table1_smoke.parquet").row(0, named=True)
     base = got["runs"].filter(pl.col("variant") == "base")["test_value_acc"][0]
     assert (claim["treatment_arm"], claim["n_examples"], claim["n_seeds"]) == ("gcn", 397, 1)
@@ -219,7 +219,8 @@ def test_the_main_job_runs_twice_and_refuses_a_taken_name_in_one_line(local_ray,
     assert "experiment smoke:" in out and "experiment smoke-2:" in out
     # each run ends with the significance check of its own arms, then the next commands
     verdict = out.split("experiment smoke-2:")[1]
-    assert f"psedual analyze compare --root {tmp_path} --experiment smoke-2 --arm variant --base base --treatment gcn" in verdict
+    assert (f"psedual analyze compare --root {tmp_path} --experiment+ smoke-2 --arm variant --base base "
+            f"--treatment+ gcn") in verdict
     row = next(line for line in verdict.splitlines() if "PseDual-GCN vs base" in line)
     assert "| 397 | 1 |" in row and "mcnemar_exact" in row  # one seed: examples paired, 397 of them
     assert (tmp_path / "claims" / "compare_smoke-2.parquet").exists()

@@ -39,8 +39,8 @@ from psedual.llm.client import CachedChat
 from psedual.llm.parse import Parsed, masked_text, parse_refill, parse_solution, problem_text
 from psedual.metrics import expression_correct, expression_correct_values, value_correct
 from psedual.train import tables
-from psedual.train.records import (LLM_PREDICTIONS_SCHEMA, METRICS_SCHEMA, DataRecord, LLMPrediction, LLMRecord,
-                                   RunCost, RunInfo, values)
+from psedual.train.records import LLM_PREDICTIONS_SCHEMA, METRICS_SCHEMA, values
+from psedual.train.rows import DataRecord, LLMPrediction, LLMRecord, RunCost, RunInfo
 
 PROMPT_VERSION = "v1"
 

@@ -15,8 +15,8 @@ from psedual.storage import DEFAULT_ROOT
 from psedual.train import records
 from psedual.train.config import TrainConfig
 from psedual.train.outcome import TrialOutcome
-from psedual.train.records import DataRecord, RunResult, Trial
 from psedual.train.resources import Resources
+from psedual.train.rows import DataRecord, RunResult, Trial
 from psedual.train.trainer import test_run
 
 
@@ -75,7 +75,7 @@ def add_run_folders(folders: list[str | Path], root: str, experiment: str) -> pl
         if "llm" not in saved:  # a trained run's config and arm, from its config.json (older metrics lack the arm)
             config = TrainConfig.from_dict(saved)
             metrics = {**metrics, **config.flat(), "variant": config.variant}
-        row = {**records.runs_row(metrics), **records.values(Trial(trial, "completed", None, version)),
+        row = {**metrics, **records.values(Trial(trial, "completed", None, version)),
                "epochs_done": len(epochs)}
         tables.write(root, "epochs", experiment, trial, [{"trial": trial, **e} for e in epochs])
         tables.write(root, "predictions", experiment, trial,
@@ -86,7 +86,7 @@ def add_run_folders(folders: list[str | Path], root: str, experiment: str) -> pl
     return _runs_frame(rows)
 
 
-TESTED = ("test_seconds", *(f.name for f in records.columns(DataRecord, runs=True)))
+TESTED = ("test_seconds", *(f.name for f in records.columns(DataRecord)))
 """What the runs table takes from a tested checkpoint's metrics besides the result."""
 
 

@@ -37,8 +37,8 @@ from psedual.solvers.batch import collate
 from psedual.solvers.config import inference
 from psedual.solvers.vocab import Vocab
 from psedual.train import checkpoint, setup, tables
-from psedual.train.records import (EPOCHS_SCHEMA, METRICS_SCHEMA, PREDICTIONS_SCHEMA, DataRecord, Prediction,
-                                   RunCost, RunInfo, RunResult, values)
+from psedual.train.records import EPOCHS_SCHEMA, METRICS_SCHEMA, PREDICTIONS_SCHEMA, values
+from psedual.train.rows import DataRecord, Prediction, RunCost, RunInfo, RunResult
 from psedual.train.best import best_epoch
 from psedual.train.config import TrainConfig
 from psedual.train.device import resolve

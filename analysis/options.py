@@ -1,0 +1,133 @@
+"""The options of each `psedual analyze` command: one typed config per command. `analysis.cli`
+generates the command line from them (one `--field` per field, its help the field's docstring,
+its choices the field's Literal type), as `psedual.typed_cli` does for every other command.
+
+A list option (`experiment`, `where`, `by`, `metric`, `allow_diff`, `treatment`) takes one value
+per `--key+ VALUE`, repeated to add more (`--treatment+ gru --treatment+ gcn`), or a whole list
+at once (`--treatment '[gru, gcn]'`); left out, it is empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Literal, get_args
+
+from analysis.claims import METRICS
+from analysis.multiple import METHODS, Correction
+from analysis.report import FORMATS, Format
+from psedual.reexamine.config import BASE
+from psedual.storage import DEFAULT_ROOT
+from psedual.train.best import SELECT_BY
+
+Slots = Literal["all", "used"]
+
+
+def _check(what: str, values: Sequence[str], valid: Sequence[str]) -> None:
+    unknown = [v for v in values if v not in valid]
+    if unknown:
+        raise ValueError(f"unknown {what} {', '.join(map(repr, unknown))}; valid: {', '.join(valid)}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnalyzeOptions:
+    """What every `analyze` command reads, and how it resamples."""
+
+    root: str = DEFAULT_ROOT
+    """Results storage: a folder or any URI Polars reads."""
+    experiment: Sequence[str] = ()
+    """Experiments to read (`--experiment+ NAME`, repeatable); none: all."""
+    where: Sequence[str] = ()
+    """Keep the runs whose columns match, each `KEY=VALUE` (`--where+ solver=gts --where+ fold=0`)."""
+    by: Sequence[str] = ()
+    """One cell per value of these config columns as well (`--by+ COLUMN`, repeatable)."""
+    format: Format = "markdown"
+    """How tables are printed."""
+    resamples: int = 10_000
+    """Bootstrap and permutation resamples."""
+    rng_seed: int = 0
+    """Seed of the resampling RNG."""
+    select_by: str = SELECT_BY
+    """The column whose highest value picks one trial per slot."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):  # a list option as a tuple: the options are immutable
+            if isinstance(getattr(self, f.name), list):
+                object.__setattr__(self, f.name, tuple(getattr(self, f.name)))
+        _check("format", [self.format], FORMATS)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClaimOptions(AnalyzeOptions):
+    """What every command that makes claims adds: which metrics, the correction, what may differ."""
+
+    metric: Sequence[str] = ()
+    """Per-example metrics to compare: `value`, `expression` (strict) or `expression_values` (the
+    published definition) (`--metric+ NAME`, repeatable); none: value."""
+    correction: Correction = "holm"
+    """Multiple-comparison correction over the family of this command's comparisons."""
+    allow_diff: Sequence[str] = ()
+    """Config columns the arms may differ in, each such claim flagged (`--allow_diff+ COLUMN`,
+    repeatable); any other difference is refused."""
+    name: str | None = None
+    """The family's name, and its claims file's; none: the command and the experiments."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check("metric", self.metric, tuple(METRICS))
+        _check("correction", [self.correction], METHODS)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Table1Options(ClaimOptions):
+    """Paper Table 1: test accuracy, solver × {base, each PseDual variant}."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Table3Options(ClaimOptions):
+    """Paper Table 3: teacher forcing vs scheduled fusion."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompareOptions(ClaimOptions):
+    """Any arm against a base, per cell (`by`; none: data.dataset and solver)."""
+
+    arm: str = "variant"
+    """The column whose values are the arms."""
+    base: str = BASE
+    """The reference arm."""
+    treatment: Sequence[str]
+    """The arms compared with `base` (`--treatment+ ARM`, repeatable)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.treatment or self.base in self.treatment:
+            raise ValueError(f"treatment {list(self.treatment)} must be non-empty and exclude base {self.base!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CurveOptions(ClaimOptions):
+    """The training-size figure (PNG): each arm's test accuracy against the training size."""
+
+    png: str = "training_size.png"
+    """The figure's path."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class InfillOptions(AnalyzeOptions):
+    """Infilling accuracy and perfect match per dataset, solver and variant."""
+
+    slots: Slots = "all"
+    """Score every masked slot, or only those the gold expression uses (`used`: the paper's Table 4)."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check("slots", [self.slots], get_args(Slots))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportOptions(ClaimOptions):
+    """The paper as one Markdown report: Tables 1-4 and Figure 1 beside the paper's figures."""
+
+    out: str
+    """Folder for report.md and figure1.png."""

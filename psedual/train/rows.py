@@ -1,0 +1,257 @@
+"""The typed record of each table row, and which of a runs row's columns the arms of a claim
+must share.
+
+A run folder holds `epochs.parquet` (one `Epoch` per epoch), `predictions.parquet` (one
+`Prediction` per test problem; an LLM run's are `LLMPrediction`s) and `metrics.parquet` (one
+row: the run's `RunInfo`, its config's flat keys, its `RunCost`, its `RunResult`, its
+`DataRecord` and, for an LLM run, its `LLMRecord` as `llm.*`). The result tables hold the same
+rows, each with its trial; a runs row is a `Trial` followed by the metrics row. The Arrow
+schemas are derived from these records in `psedual.train.records`.
+
+A runs row's record fields are outcomes (a score, a count, a time, the data a run read) unless
+marked `COMPARED` or `ARM`: `psedual analyze` compares only the config and those between the
+arms of a claim (`NOT_COMPARED`), so a new outcome field is never compared as if it were config.
+This module imports neither torch nor the config, so the analysis reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Annotated
+
+import pyarrow as pa
+
+Int32 = Annotated[int, pa.int32()]
+"""An int stored in 32 bits (epochs, slot indices, rounds), as the tables always held them."""
+
+COMPARED = {"compared": True}
+"""A field's metadata for a runs column that, like the config, the arms of a claim must share
+(a different code version or a run stopped early is a confound, not a result)."""
+ARM = {"compared": True, "arm": True}
+"""A field's metadata for a runs column that says which arm a run is, as `variant` does: when a
+claim's arm is one of them, the others differ with it by definition and are not compared."""
+EXECUTION = ("threads", "device")
+"""Config fields that change how a run executes, not what it is (the summation order and
+kernels; `precision` is compared): not compared between arms."""
+
+
+@dataclass(frozen=True)
+class Epoch:
+    """One epoch of a training run (`epochs.parquet`)."""
+
+    epoch: Int32
+    """1-based epoch number."""
+    train_loss: float
+    """Mean training loss over the epoch's problems (the solver's, plus PseDual's infilling loss)."""
+    lr: float
+    """The solver's learning rate at the epoch's end."""
+    valid_value_acc: float
+    """Validation value accuracy (the selection metric, `psedual.train.best`)."""
+    valid_expr_acc: float
+    """Validation expression accuracy (token for token)."""
+    seconds: float
+    """Wall time of the epoch's training and validation."""
+    infill_loss: float | None
+    """PseDual runs: mean infilling loss (else null)."""
+    epsilon: float | None
+    """PseDual runs: ε at the epoch's last step (else null)."""
+    tau: float | None
+    """PseDual runs that sample expressions: τ at the epoch's last step (else null)."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One test problem of a run (`predictions.parquet`)."""
+
+    id: str
+    """The problem's stable id (`mawps:3588`)."""
+    predicted: list[str]
+    """The predicted prefix expression over slots and constants (empty: nothing usable)."""
+    gold: list[str]
+    """The gold prefix expression."""
+    value_correct: bool
+    """The predicted expression's value equals the answer."""
+    expression_correct: bool
+    """Strict: equal to the gold token for token over slot names."""
+    expression_correct_values: bool
+    """The published definition: equal after slots are replaced by their numbers' values."""
+    infill_predicted: list[Int32] | None
+    """PseDual runs: each masked slot's filling from the gold expression, as canonical slots
+    (-1: unused); null where not scored."""
+    infill_gold: list[Int32] | None
+    """PseDual runs: each masked slot's right filling, as `infill_predicted`."""
+    unscored: str | None
+    """Why the problem was not decoded and so scored wrong (the solver cannot represent it:
+    more numbers than its slots, more subwords than its encoder's positions); null if decoded."""
+
+
+@dataclass(frozen=True)
+class LLMPrediction(Prediction):
+    """One test problem of a `psedual llm` run: a `Prediction` and how the model got there."""
+
+    reply: str | None
+    """The model's final reply, verbatim."""
+    failure: str | None
+    """Why the reply gave no usable expression; null if it did."""
+    reexamined: bool | None
+    """With reexamination: whether a usable solution was reexamined (else null)."""
+    rounds_used: Int32 | None
+    """With reexamination: re-solves used (else null)."""
+    changed: bool | None
+    """With reexamination: it changed the answer's value (else null)."""
+    first_value_correct: bool
+    """The first solution's value was right."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """Which arm a run is (a metrics or runs row's first column, before the config's)."""
+
+    variant: str = field(metadata=ARM)
+    """`base`, a PseDual expression encoder's name (`psedual.reexamine.config`), `llm` or `llm+reexamine`."""
+
+
+@dataclass(frozen=True)
+class RunCost:
+    """How far a run went and its test step's time (after the config's columns: the guardrails
+    name a differing config column before these)."""
+
+    epochs_done: int = field(metadata=COMPARED)
+    """Epochs trained (0 for an LLM run)."""
+    test_seconds: float | None
+    """Wall time of the test evaluation (null in run folders written before it was recorded)."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A run's tested result: the kept epoch's validation and its one test evaluation."""
+
+    best_epoch: int
+    """The kept epoch (best validation value accuracy); null for an LLM run."""
+    valid_value_acc: float
+    """Its validation value accuracy."""
+    valid_expr_acc: float
+    """Its validation expression accuracy."""
+    test_value_acc: float
+    """Test value accuracy."""
+    test_expr_acc: float
+    """Strict: token for token over slot names."""
+    test_expr_acc_values: float
+    """The published definition: equal after each slot is replaced by its number's value."""
+    test_infill_acc: float | None
+    """PseDual runs: share of all test slots filled right from the gold expression."""
+    test_perfect_match: float | None
+    """PseDual runs: share of test problems with every slot filled right."""
+    test_infill_acc_used: float | None
+    """PseDual runs: the same over the slots the gold expression uses (the paper's Table 4)."""
+    test_perfect_match_used: float | None
+    """PseDual runs: share of test problems whose used slots are all filled right."""
+    final_epsilon: float | None
+    """PseDual runs: ε at the run's last step."""
+    final_tau: float | None
+    """PseDual runs that sample expressions: τ at the run's last step."""
+    train_seconds: float
+    """Wall time of training (the epochs' sum); null for an LLM run."""
+    out_dir: str = field(default="", metadata={"column": False})
+    """The run folder (not a column: a sweep trial's is a temporary copy)."""
+
+
+@dataclass(frozen=True)
+class DataRecord:
+    """The data a run trained and was tested on (`psedual.data.identity`, `psedual.data.stats`);
+    null where a run has no such split or a table predates the column."""
+
+    n_train: int | None
+    """Training problems."""
+    n_valid: int | None
+    """Validation problems."""
+    n_test: int | None
+    """Test problems."""
+    n_test_infilled: int | None
+    """PseDual runs: test problems whose infilling was scored."""
+    data_key: str | None
+    """The cache key of the dataset's source files."""
+    data_train_hash: str | None
+    """Hash of the training split's ids and golds."""
+    data_test_hash: str | None
+    """Hash of the test split's ids and golds."""
+    n_test_unscored: int | None = None
+    """Test problems the solver could not represent (scored wrong)."""
+    data_root: str | None = None
+    """The folder the dataset was read from (it differs between machines)."""
+    data_kept: int | None = None
+    """Records kept when the dataset was read."""
+    data_skipped: int | None = None
+    """Records skipped as bad input."""
+    data_left_out: int | None = None
+    """Records the run's view left out (inconsistent golds, rare constants)."""
+    data_skipped_by_reason: str | None = None
+    """JSON: skipped records per reason."""
+    data_left_out_by_reason: str | None = None
+    """JSON: left-out records per reason."""
+
+
+@dataclass(frozen=True)
+class LLMRecord:
+    """A `psedual llm` run's settings and counts (columns `llm.<field>`; null for trained runs)."""
+
+    model: str = field(metadata=COMPARED)
+    """The endpoint's model name."""
+    prompt_version: str = field(metadata=COMPARED)
+    """The prompt files' version (`psedual.llm.run.PROMPT_VERSION`)."""
+    reexamine: bool = field(metadata=ARM)
+    """Whether solutions were reexamined (the arm `llm+reexamine`, as `variant` says)."""
+    rounds: int = field(metadata=COMPARED)
+    """Re-solves allowed per problem."""
+    samples: int = field(metadata=COMPARED)
+    """Candidate solutions drawn per problem."""
+    temperature: float = field(metadata=COMPARED)
+    """Sampling temperature."""
+    failures: int
+    """Replies without a usable expression."""
+    changed: int
+    """Answers whose value reexamination changed."""
+    changed_to_right: int
+    """Of those, wrong at first and right at the end."""
+    changed_to_wrong: int
+    """Of those, right at first and wrong at the end."""
+    calls: int
+    """Requests sent to the endpoint."""
+    cache_hits: int
+    """Requests answered from the run's cache."""
+    prompt_tokens: int
+    """Prompt tokens the endpoint counted."""
+    completion_tokens: int
+    """Completion tokens the endpoint counted."""
+
+
+@dataclass(frozen=True)
+class Trial:
+    """What the result tables add to a run's metrics row: which trial it was and how it ended."""
+
+    trial: str
+    """Tune's trial id, or the run folder's name (`psedual results add`)."""
+    status: str = field(metadata=COMPARED)
+    """`completed`, `stopped` (by ASHA before its last epoch) or `error`."""
+    error: str | None
+    """`Type: message` of the exception that ended the trial, or null."""
+    code_version: str = field(metadata=COMPARED)
+    """`git describe` of the code that wrote the row."""
+
+
+RUN_RECORDS = ((Trial, ""), (RunInfo, ""), (RunCost, ""), (RunResult, ""), (DataRecord, ""), (LLMRecord, "llm."))
+"""The records of a runs row besides the config, with their columns' prefixes."""
+
+
+def not_compared(records: tuple[tuple[type, str], ...] = RUN_RECORDS) -> frozenset[str]:
+    """The runs columns a claim's arms need not share: every field of `records` not marked
+    `COMPARED` or `ARM` (outcomes; the data identity, which `analysis.guardrails` checks pair by
+    pair; paths), and `EXECUTION`."""
+    return frozenset({prefix + f.name for record, prefix in records for f in fields(record)
+                      if f.metadata.get("column", True) and not f.metadata.get("compared")} | set(EXECUTION))
+
+
+NOT_COMPARED = not_compared()
+ARM_COLUMNS = frozenset(prefix + f.name for record, prefix in RUN_RECORDS for f in fields(record)
+                        if f.metadata.get("arm"))
+"""The columns that say which arm a run is (`variant`, `llm.reexamine`)."""
