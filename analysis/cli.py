@@ -24,8 +24,8 @@ from jsonargparse import ArgumentError, ArgumentParser, set_parsing_settings
 
 from analysis import paper_report, presets, report
 from analysis.errors import ERRORS, one_line
-from analysis.options import (AnalyzeOptions, CompareOptions, CurveOptions, InfillOptions, ReportOptions,
-                              Table1Options, Table3Options)
+from analysis.options import (LIST_OPTIONS, AnalyzeOptions, CompareOptions, CurveOptions, InfillOptions,
+                              ReportOptions, Table1Options, Table3Options)
 
 # The help of each option is the docstring under its field.
 set_parsing_settings(docstring_parse_attribute_docstrings=True)
@@ -106,6 +106,9 @@ def parser() -> ArgumentParser:
 def parse(words: list[str]) -> tuple[str, AnalyzeOptions]:
     """The command `words` name (`compare --treatment+ gcn ...`) and its options; a jsonargparse
     ArgumentError if they do not parse, a ValueError if its config refuses them."""
+    for key in LIST_OPTIONS:  # the last of two plain values would win, silently
+        if words.count(f"--{key}") > 1:
+            raise ValueError(f"--{key} given twice: add more with --{key}+ VALUE, or give --{key} '[A, B]'")
     cfg = parser().parse_args(words)
     options = COMMANDS[cfg.command][0]
     return cfg.command, options(**{f.name: cfg[cfg.command][f.name] for f in fields(options)})

@@ -3,15 +3,16 @@ generates the command line from them (one `--field` per field, its help the fiel
 its choices the field's Literal type), as `psedual.typed_cli` does for every other command.
 
 A list option (`experiment`, `where`, `by`, `metric`, `allow_diff`, `treatment`) takes one value
-per `--key+ VALUE`, repeated to add more (`--treatment+ gru --treatment+ gcn`), or a whole list
-at once (`--treatment '[gru, gcn]'`); left out, it is empty.
+(`--experiment NAME`), one more per `--key+ VALUE` (`--treatment+ gru --treatment+ gcn`), or a
+whole list at once (`--treatment '[gru, gcn]'`); left out, it is empty. A plain `--key` given twice
+is refused (`analysis.cli.parse`): jsonargparse would keep the last value only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
-from typing import Literal, get_args
+from typing import Literal, Union, get_args
 
 from analysis.claims import METRICS
 from analysis.multiple import METHODS, Correction
@@ -21,6 +22,10 @@ from psedual.storage import DEFAULT_ROOT
 from psedual.train.best import SELECT_BY
 
 Slots = Literal["all", "used"]
+Names = Union[str, Sequence[str]]
+"""A list option's type: one plain value, or a list (`+` appends)."""
+LIST_OPTIONS = ("experiment", "where", "by", "metric", "allow_diff", "treatment")
+"""The options of type `Names`."""
 
 
 def _check(what: str, values: Sequence[str], valid: Sequence[str]) -> None:
@@ -35,11 +40,11 @@ class AnalyzeOptions:
 
     root: str = DEFAULT_ROOT
     """Results storage: a folder or any URI Polars reads."""
-    experiment: Sequence[str] = ()
-    """Experiments to read (`--experiment+ NAME`, repeatable); none: all."""
-    where: Sequence[str] = ()
+    experiment: Names = ()
+    """Experiments to read (`--experiment NAME`; more: `--experiment+ NAME`); none: all."""
+    where: Names = ()
     """Keep the runs whose columns match, each `KEY=VALUE` (`--where+ solver=gts --where+ fold=0`)."""
-    by: Sequence[str] = ()
+    by: Names = ()
     """One cell per value of these config columns as well (`--by+ COLUMN`, repeatable)."""
     format: Format = "markdown"
     """How tables are printed."""
@@ -52,8 +57,11 @@ class AnalyzeOptions:
 
     def __post_init__(self) -> None:
         for f in fields(self):  # a list option as a tuple: the options are immutable
-            if isinstance(getattr(self, f.name), list):
-                object.__setattr__(self, f.name, tuple(getattr(self, f.name)))
+            value = getattr(self, f.name)
+            if f.name in LIST_OPTIONS and isinstance(value, str):
+                object.__setattr__(self, f.name, (value,))
+            elif isinstance(value, list):
+                object.__setattr__(self, f.name, tuple(value))
         _check("format", [self.format], FORMATS)
 
 
@@ -61,12 +69,12 @@ class AnalyzeOptions:
 class ClaimOptions(AnalyzeOptions):
     """What every command that makes claims adds: which metrics, the correction, what may differ."""
 
-    metric: Sequence[str] = ()
+    metric: Names = ()
     """Per-example metrics to compare: `value`, `expression` (strict) or `expression_values` (the
     published definition) (`--metric+ NAME`, repeatable); none: value."""
     correction: Correction = "holm"
     """Multiple-comparison correction over the family of this command's comparisons."""
-    allow_diff: Sequence[str] = ()
+    allow_diff: Names = ()
     """Config columns the arms may differ in, each such claim flagged (`--allow_diff+ COLUMN`,
     repeatable); any other difference is refused."""
     name: str | None = None
@@ -96,7 +104,7 @@ class CompareOptions(ClaimOptions):
     """The column whose values are the arms."""
     base: str = BASE
     """The reference arm."""
-    treatment: Sequence[str]
+    treatment: Names
     """The arms compared with `base` (`--treatment+ ARM`, repeatable)."""
 
     def __post_init__(self) -> None:

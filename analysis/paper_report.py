@@ -1,4 +1,4 @@
-"""`analyze report --experiment+ NAME --out DIR`: the paper as one Markdown report (and Figure 1 as PNG).
+"""`analyze report --experiment NAME --out DIR`: the paper as one Markdown report (and Figure 1 as PNG).
 
 A `paper` sweep writes each part as an experiment `NAME.<part>`: `table1` (solver × dataset ×
 {base, GRU, GCN} × seed; Table 4's infilling too), `table3` (teacher forcing vs scheduled fusion),
@@ -157,7 +157,7 @@ def write(args: ReportOptions) -> Path:
     """Write <out>/report.md (and <out>/figure1.png when Figure 1's part is there); returns the path."""
     if len(args.experiment or []) != 1:
         raise ValueError(f"analyze report reads one experiment, its parts NAME.{', NAME.'.join(PARTS)}: give one "
-                         f"--experiment+ NAME (got {list(args.experiment) or 'none'})")
+                         f"--experiment NAME (got {list(args.experiment) or 'none'})")
     name = args.experiment[0]
     everything = read.scan(args.root, "runs").select("experiment").unique().collect()["experiment"].to_list()
     present = {part: f"{name}.{part}" for part in PARTS if f"{name}.{part}" in everything}
@@ -230,7 +230,7 @@ def _document(args: ReportOptions, name: str, present: dict[str, str], runs: dic
               f"- commit: {code_commit()}; the runs' code versions: {versions}",
               f"- machine: {machine}",
               f"- trials: {every.height} ({statuses})",
-              f"- command: `psedual analyze report --experiment+ {name} --root {args.root} --out {args.out}` "
+              f"- command: `psedual analyze report --experiment {name} --root {args.root} --out {args.out}` "
               f"(correction {args.correction}, {args.resamples} resamples, RNG seed {args.rng_seed}, one trial per "
               f"slot by {args.select_by})",
               "- paper: Bin et al., Solving Math Word Problems with Reexamination (arXiv 2310.09590); its figures "

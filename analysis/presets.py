@@ -92,6 +92,6 @@ def curve(args: ClaimOptions, runs: pl.DataFrame, png: str) -> tuple[pl.DataFram
     points = summaries.size_points(runs, read.scan(args.root, "predictions", args.experiment), arm,
                                    [base, *treatments], list(by), built.rows)
     title = (f"{runs['solver'][0]} on {runs['data.dataset'][0]}: test value accuracy vs training size\n"
-             f"bands: 95% CI (t over seeds; Wilson for 1 seed); * / ** {args.correction}-adjusted p < .05 / .01, "
-             f"↑ better ↓ worse than base")
+             f"bands: 95% CI (t over seeds; Wilson for 1 seed)\n"
+             f"* / ** {args.correction}-adjusted p < .05 / .01, ↑ better ↓ worse than base")
     return points, built, report.figure(points, png, title)

@@ -10,7 +10,7 @@ from analysis.claims import FOLD, SEED
 from analysis.guardrails import GuardrailError
 from analysis.report import mark
 from analysis.selection import cell_label, select
-from analysis.stats import mean_ci, proportion_ci, ratio_ci
+from analysis.stats import percent_ci, proportion_ci, ratio_ci
 from psedual.data.expr import UNUSED
 from psedual.train.best import SELECT_BY
 
@@ -71,7 +71,7 @@ def infill(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, 
             pmr_ci = proportion_ci(int(part["perfect"].sum()), part.height)
             row |= {"infill_acc": per_seed["acc"][0], "infill_sd": None, "pmr": per_seed["pmr"][0], "pmr_sd": None}
         else:
-            acc_ci, pmr_ci = mean_ci(per_seed["acc"]), mean_ci(per_seed["pmr"])
+            acc_ci, pmr_ci = percent_ci(per_seed["acc"]), percent_ci(per_seed["pmr"])
             row |= {"infill_acc": per_seed["acc"].mean(), "infill_sd": per_seed["acc"].std(),
                     "pmr": per_seed["pmr"].mean(), "pmr_sd": per_seed["pmr"].std()}
         out.append(row | {"infill_low": acc_ci[0], "infill_high": acc_ci[1], "pmr_low": pmr_ci[0],
@@ -97,8 +97,8 @@ def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: l
         accs = (100 * per_seed["k"] / per_seed["n"]).to_list()
         if len(accs) == 1:
             low, high = proportion_ci(int(per_seed["k"][0]), int(per_seed["n"][0]))
-        else:  # a t interval over few seeds can pass the scale's ends: clip it to accuracies
-            low, high = (min(100.0, max(0.0, x)) for x in mean_ci(accs))
+        else:
+            low, high = percent_ci(accs)
         cell = cell_label(first, by)
         p_adj, delta = marks.get((cell, first[arm]), (None, 0.0))  # None for the base arm
         # the figure plots what its claim rows say, or nothing

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from psedual.job import TuneJob, run_spec, taken
 
-REPORT = "psedual analyze report --experiment+ {name} --out {out}"
+REPORT = "psedual analyze report --experiment {name} --out {out}"
 
 
 def paper_name(job: TuneJob, paper, profile: str) -> str:

@@ -117,6 +117,8 @@ def test_intervals():
     assert stats.mean_ci([1.0, 2.0, 3.0]) == pytest.approx((2 - sps.t.ppf(0.975, 2) / math.sqrt(3),
                                                             2 + sps.t.ppf(0.975, 2) / math.sqrt(3)))
     assert all(math.isnan(x) for x in stats.mean_ci([1.0]))
+    assert stats.percent_ci([91.0, 98.0, 84.0]) == pytest.approx((91 - sps.t.ppf(0.975, 2) * 7 / math.sqrt(3), 100.0))
+    assert all(math.isnan(x) for x in stats.percent_ci([50.0]))  # one seed: no interval, not a clipped 0
     assert stats.ratio_ci([2, 2], [2, 2]) == (100.0, 100.0)
 
 

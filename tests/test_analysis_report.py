@@ -186,12 +186,12 @@ def test_a_cell_without_runs_and_a_section_that_cannot_be_built_are_listed(tmp_p
 
 
 def test_a_bad_experiment_is_one_clear_line(full, tmp_path, capsys):
-    assert analyze(["analyze", "report", "--root", str(full), "--experiment+", "nope", "--out", str(tmp_path)]) == 2
+    assert analyze(["analyze", "report", "--root", str(full), "--experiment", "nope", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no part of experiment 'nope' (looked for nope.table1, nope.table3" in err
     assert "experiments present: X.figure1, X.table1, X.table3" in err
     assert analyze(["analyze", "report", "--root", str(full), "--out", str(tmp_path)]) == 2
-    assert "give one --experiment+ NAME" in capsys.readouterr().err
+    assert "give one --experiment NAME" in capsys.readouterr().err
     assert not (tmp_path / "report.md").exists()
 
 

@@ -127,7 +127,7 @@ def test_a_resumed_paper_run_skips_finished_parts_resumes_the_killed_one_and_sta
     assert calls == [("p-small.table3", True, 4), ("p-small.figure1", False, 2)]
     out = capsys.readouterr().out
     assert "p-small.table1: finished (2 trials): skipped" in out
-    assert "psedual analyze report --experiment+ p-small --out docs/p-small" in out
+    assert "psedual analyze report --experiment p-small --out docs/p-small" in out
     calls.clear()  # a fresh run takes the next free name; --only runs the parts named
     assert paper_job.run_paper(TuneJob(space=str(path), profile="small", only="figure1", storage=str(tmp_path))) == 0
     assert calls == [("p-small-2.figure1", False, 2)]
