@@ -122,7 +122,7 @@ def test_the_regime_is_said_and_a_near_teacher_forcing_run_is_warned():
     assert "over each epoch's 23 steps" in regime(PseDualConfig(tau_reset="epoch"), 23, 80)
     assert final(PseDualConfig(fusion="teacher_forcing"), 23, 80) == (1.0, None)
     message = warning(PseDualConfig(epsilon_schedule="step"), 23, 80)
-    assert "ends at ε = 0.982 > 0.9 after 1,840 steps" in message and "--epsilon-final" in message
+    assert "ends at ε = 0.982 > 0.9 after 1,840 steps" in message and "--psedual.epsilon_final E" in message
     assert warning(PseDualConfig(), 23, 80) is None
     assert warning(PseDualConfig(fusion="teacher_forcing"), 23, 80) is None  # asked for, not a trap
 

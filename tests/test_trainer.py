@@ -166,7 +166,7 @@ def test_psedual_outputs(finished_psedual, finished):
 
 def test_a_run_says_its_regime_and_warns_when_it_stays_near_teacher_forcing(tmp_path, capsys):
     literal = replace(TINY_PSEDUAL, epochs=1, psedual=PseDualConfig(epsilon_schedule="step"))
-    with pytest.warns(UserWarning, match=r"ends at ε = 1.000 > 0.9 after 3 steps.*--epsilon-final"):
+    with pytest.warns(UserWarning, match=r"ends at ε = 1.000 > 0.9 after 3 steps.*--psedual.epsilon_final E"):
         train(literal, tmp_path / "literal", test=False)
     assert "PseDual: ε 1 → 0.99998 over 3 steps (3 per epoch × 1 epochs" in capsys.readouterr().err
     with warnings.catch_warnings():
