@@ -110,3 +110,13 @@ def test_every_measured_figure_row_says_when_where_and_how():
     for row in rows[2:]:
         cells = [c.strip() for c in row.strip("|").split(" | ")]
         assert len(cells) == 5 and all(cells), row
+
+
+def test_ci_runs_the_test_command_the_readme_gives():
+    """CI checks what a new user runs: .ci/run's one command is the README's test command, the
+    one whose comment names .ci/run."""
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line.strip() and not line.lstrip().startswith(("#", "set ", "cd ", "start=", "trap "))]
+    readme = [c for c in commands(README.read_text()) if c.startswith("make ")]
+    said = [line.split("#")[0].strip() for line in README.read_text().splitlines() if "what CI runs: .ci/run" in line]
+    assert ci == ["make test"] and said == ["make test"] and "make test" in readme, (ci, said)
