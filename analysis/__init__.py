@@ -4,8 +4,8 @@ Reads the Parquet tables that `tune.py` writes (`<root>/{runs,epochs,predictions
 with Polars, tests differences with scipy, and prints Markdown/LaTeX tables and a PNG figure.
 It imports neither torch nor Ray, so it runs where only the tables are; of the `psedual` package
 it reads only what is plain Python: the registries (arm labels, datasets' folds), the atomic
-writer, the best-epoch rule and the row records, which say what is an outcome
-(tests/test_analysis.py checks the list).
+writer, the storage root and table names, the best-epoch rule, the data-identity hash, the unused-slot
+marker and the row records, which say what is an outcome (tests/test_analysis.py checks the list).
 
     read.py      lazy scans of the tables and selection by config
     stats.py     the paired, across-seed and interval computations (scipy)

@@ -195,7 +195,7 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
     select_by = read.column(cmp.select_by, runs.columns)
     runs = runs.filter(pl.col(arm).is_in([cmp.base, *cmp.treatments]))
     if runs.is_empty():
-        raise GuardrailError(f"no finished runs with {arm} in {[cmp.base, *cmp.treatments]}")
+        raise GuardrailError(f"no runs with {arm} in {[cmp.base, *cmp.treatments]}")
     slot = [*by, arm, SEED, FOLD]
     columns = list(dict.fromkeys(["value_correct", *(METRICS[m] for m in cmp.metrics)]))
     chosen = select(runs, epochs, predictions, slot, select_by, columns, notes)
@@ -238,10 +238,10 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
                       for a, layout in (("base", base), ("treat", other))}
             flags += [f for s in seeds for lay in (base, other) for f0 in folds
                       for f in run_flags.get(lay[s][f0], [])]
-            datasets = sorted({str(v) for v in cell_runs["data.dataset"].to_list()})
-            protocol = DATASETS[datasets[0]].folds if len(datasets) == 1 and datasets[0] in DATASETS else 0
+            dataset = str(first["data.dataset"])  # one per cell: `by` holds data.dataset
+            protocol = DATASETS[dataset].folds if dataset in DATASETS else 0
             if len(folds) < protocol:
-                flags.append(f"{datasets[0]} folds {folds} of {protocol}: not the {protocol}-fold protocol")
+                flags.append(f"{dataset} folds {folds} of {protocol}: not the {protocol}-fold protocol")
             budgets = {a: guardrails.budget(tuned, slots[a]) for a in arms}
             if budgets[cmp.base] != budgets[treat]:
                 flags.append(f"tuning budgets differ: {cmp.base} {budgets[cmp.base]} trial(s) per slot vs {treat} "
@@ -258,7 +258,7 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
             for metric in cmp.metrics:
                 row = _one(cmp, cell, metric, treat, seeds, folds, tables)
                 rows.append(row | {"cell": cell, "group": " / ".join(str(first[k]) for k in by if k != "data.dataset"),
-                                   "dataset": ",".join(datasets), "trainable": trainable,
+                                   "dataset": dataset, "trainable": trainable,
                                    "solver": ",".join(sorted(set(cell_runs["solver"].to_list()))),
                                    "arm": arm, "base_arm": cmp.base, "base_trials": trials["base"],
                                    "treatment_trials": trials["treat"], "flags": flags,

@@ -37,8 +37,8 @@ DATA_IDENTITY = ("n_train", "data_train_hash", "data_test_hash")
 
 
 class GuardrailError(ValueError):
-    """Two arms cannot be compared: their test examples, folds, seeds or configs do not line up,
-    or a run's predictions are incomplete."""
+    """Two arms cannot be compared: their test examples, folds, seeds, configs or data versions do
+    not line up, a slot holds replicates, a result is not finite, or a run's predictions are incomplete."""
 
 
 def _name(key: tuple[str, str]) -> str:

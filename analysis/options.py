@@ -24,8 +24,6 @@ from psedual.train.best import SELECT_BY
 Slots = Literal["all", "used"]
 Names = Union[str, Sequence[str]]
 """A list option's type: one plain value, or a list (`+` appends)."""
-LIST_OPTIONS = ("experiment", "where", "by", "metric", "allow_diff", "treatment")
-"""The options of type `Names`."""
 
 
 def _check(what: str, values: Sequence[str], valid: Sequence[str]) -> None:
@@ -58,7 +56,7 @@ class AnalyzeOptions:
     def __post_init__(self) -> None:
         for f in fields(self):  # a list option as a tuple: the options are immutable
             value = getattr(self, f.name)
-            if f.name in LIST_OPTIONS and isinstance(value, str):
+            if f.type == "Names" and isinstance(value, str):  # the annotation, as a string here
                 object.__setattr__(self, f.name, (value,))
             elif isinstance(value, list):
                 object.__setattr__(self, f.name, tuple(value))
@@ -138,4 +136,10 @@ class ReportOptions(ClaimOptions):
     """The paper as one Markdown report: Tables 1-4 and Figure 1 beside the paper's figures."""
 
     out: str
-    """Folder for report.md and figure1.png."""
+    """Folder for report.md and figure1.png (always Markdown: `format` is not read)."""
+
+
+LIST_OPTIONS = tuple(dict.fromkeys(f.name for options in (CompareOptions, CurveOptions, InfillOptions, ReportOptions,
+                                                             Table1Options, Table3Options)
+                                       for f in fields(options) if f.type == "Names"))
+"""The options typed `Names`, of every command: a plain one given twice is refused (`analysis.cli`)."""

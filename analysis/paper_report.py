@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis import paper, presets, read, report
+from analysis import paper, presets, read, report, selection
 from analysis.errors import ERRORS, one_line
 from analysis.options import ReportOptions
 from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
@@ -45,7 +45,7 @@ def code_commit() -> str:
 
 def _expected(runs: pl.DataFrame, cells: list[str], arm: str, arms: tuple[str, ...]) -> list[tuple]:
     """The (cell..., arm) combinations of the values these runs hold that no finished run fills."""
-    done = runs.filter((pl.col("status") != "error") & pl.col("test_value_acc").is_not_null())
+    done = runs.filter(selection.FINISHED)
     have = set(done.select(*cells, arm).rows())
     values = [runs[c].unique(maintain_order=True).to_list() for c in cells]
     return [(*c, a) for c in itertools.product(*values) for a in arms if (*c, a) not in have]
@@ -87,10 +87,11 @@ class Report:
         """A claims section: each arm's accuracy beside the paper's, then the claim rows (n, Δ, CI,
         p, adjusted p, verdict, flags) with the paper's base → treatment, then flags and notes."""
         rows = built.rows
-        body, beside = [], []
+        body, beside, shown = [], [], set()
         for r in rows.iter_rows(named=True):
-            arm_rows = [(r["base_arm"], r["base"], r["base_sd"], "–")] if r["treatment_arm"] == rows.filter(
-                (pl.col("cell") == r["cell"]) & (pl.col("metric") == r["metric"]))["treatment_arm"][0] else []
+            # the base arm's line once per cell and metric, before its first treatment
+            arm_rows = [] if (r["cell"], r["metric"]) in shown else [(r["base_arm"], r["base"], r["base_sd"], "–")]
+            shown.add((r["cell"], r["metric"]))
             delta = f"{r['delta']:+.2f}{report.mark(r['p_adjusted'])}".replace("-", "−")
             arm_rows.append((r["treatment_arm"], r["treatment"], r["treatment_sd"], delta))
             for arm, acc, sd, d in arm_rows:

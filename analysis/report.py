@@ -8,7 +8,7 @@ from typing import Literal, get_args
 
 import polars as pl
 
-from analysis.stats import MIN_TEST_EXAMPLES
+from analysis.stats import MIN_SEEDS, MIN_TEST_EXAMPLES
 from psedual.reexamine.config import VARIANT_LABELS
 
 Format = Literal["markdown", "latex"]
@@ -141,7 +141,7 @@ def footer(claims: pl.DataFrame, notes: list[str]) -> str:
              f"Tests: {', '.join(tests)} (mcnemar_exact: one seed, examples paired; paired_t_seeds: "
              f"seeds paired, ± is the sd over seeds). CIs: one seed, a paired bootstrap over examples "
              f"({r['n_resamples']} resamples, seed {r['rng_seed']}); several seeds, the t interval of the mean Δ "
-             f"(the t-test's own). Below 6 seeds (one seed too, for trained arms) a significant Δ reads "
+             f"(the t-test's own). Below {MIN_SEEDS} seeds (one seed too, for trained arms) a significant Δ reads "
              f"'inconclusive'; below {MIN_TEST_EXAMPLES} test examples there is no verdict (docs/analysis.md). "
              f"trials: the tuning budget, the most trials a slot (arm, seed, fold) held, base/treatment."]
     lines += [f"flag [{k}]: {f}" for f, k in _flag_numbers(claims).items()]

@@ -21,8 +21,12 @@ def cell_label(row: dict, keys: list[str]) -> str:
     return ", ".join(f"{k}={row[k]}" for k in keys)
 
 
+FINISHED = (pl.col("status") != "error") & pl.col("test_value_acc").is_not_null()
+"""A run with a test result to compare (a stopped trial's chosen checkpoint was tested too)."""
+
+
 def _usable(runs: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
-    bad = runs.filter((pl.col("status") == "error") | pl.col("test_value_acc").is_null())
+    bad = runs.filter(~FINISHED)
     if bad.height:
         names = ", ".join(f"{r['experiment']}/{r['trial']} ({r['status']})" for r in bad.iter_rows(named=True))
         notes.append(f"skipped {bad.height} run(s) with no test result: {names}")
