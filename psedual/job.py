@@ -97,20 +97,23 @@ def taken(storage: str, name: str) -> bool:
     return any(info.type != pafs.FileType.NotFound for info in fs.get_file_info(paths))
 
 
-def experiment_name(job: TuneJob, sweep_name: str) -> str:
+def experiment_name(job: TuneJob, base: str, used=None, what: str = "experiment") -> str:
+    """`--resume`'s name (which must be `used`), `--name` (which must not), or the first free
+    `<base>`, `<base>-2`, ...; `used(name)` defaults to `taken` (a paper run passes its parts')."""
+    used = used or (lambda name: taken(job.storage, name))
     if job.resume is not None:
-        if not taken(job.storage, job.resume):
-            raise ValueError(f"no experiment {job.resume!r} in {job.storage} to resume")
+        if not used(job.resume):
+            raise ValueError(f"no {what} {job.resume!r} in {job.storage} to resume")
         return job.resume
     if job.name is not None:
-        if taken(job.storage, job.name):
-            raise ValueError(f"{job.storage} holds experiment {job.name!r} already: --resume {job.name} continues "
+        if used(job.name):
+            raise ValueError(f"{job.storage} holds {what} {job.name!r} already: --resume {job.name} continues "
                              f"it; choose another --name, or leave --name out for a fresh one")
         return job.name
-    name, k = sweep_name, 1
-    while taken(job.storage, name):
+    name, k = base, 1
+    while used(name):
         k += 1
-        name = f"{sweep_name}-{k}"
+        name = f"{base}-{k}"
     return name
 
 

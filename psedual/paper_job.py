@@ -14,33 +14,18 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from psedual.job import TuneJob, run_spec, taken
+from psedual.job import TuneJob, experiment_name, run_spec, taken
 
 REPORT = "psedual analyze report --experiment {name} --out {out}"
 
 
 def paper_name(job: TuneJob, paper, profile: str) -> str:
-    """The paper run's name: `--resume`'s (which must exist), `--name` (which must not), or the
-    first free `<paper>-<profile>`, `-2`, `-3`, ... (free: no part of that name in the storage)."""
+    """The paper run's name, as an experiment's is chosen (`job.experiment_name`), from
+    `<paper>-<profile>`; a name is used when any part of it is in the storage."""
     from psedual.tune.paper import PARTS
 
-    def used(name: str) -> bool:
-        return any(taken(job.storage, f"{name}.{part}") for part in PARTS)
-
-    if job.resume is not None:
-        if not used(job.resume):
-            raise ValueError(f"no paper run {job.resume!r} in {job.storage} to resume")
-        return job.resume
-    if job.name is not None:
-        if used(job.name):
-            raise ValueError(f"{job.storage} holds paper run {job.name!r} already: --resume {job.name} continues it")
-        return job.name
-    base = f"{paper.name}-{profile}"
-    name, k = base, 1
-    while used(name):
-        k += 1
-        name = f"{base}-{k}"
-    return name
+    return experiment_name(job, f"{paper.name}-{profile}", what="paper run",
+                           used=lambda name: any(taken(job.storage, f"{name}.{part}") for part in PARTS))
 
 
 def finished_trials(storage: str, experiment: str) -> int:
@@ -168,7 +153,7 @@ def calibrate(paper, profile: str, parts: list[str]) -> None:
 
     from psedual.results.collect import code_version
     from psedual.tune.calibrate import distinct_shapes, measure_shapes
-    from psedual.tune.cost import PART, Figures, machine, sizes, trial_seconds, write_costs
+    from psedual.tune.cost import PART, Figures, machine, plan_part, write_costs
     from psedual.tune.space import load_spec, make_config
 
     flats, concurrency = [], 1
@@ -183,22 +168,18 @@ def calibrate(paper, profile: str, parts: list[str]) -> None:
     began = time.perf_counter()
     rows = measure_shapes(shapes, concurrency)
     print(f"  {time.perf_counter() - began:.0f} s", flush=True)
-    figures = {r["shape"]: Figures(r["start_s"], r["step_s"], r["eval_s"]) for r in rows}
+    where = machine()
+    figures = {(where, concurrency, r["shape"]): Figures(r["start_s"], r["step_s"], r["eval_s"]) for r in rows}
     with tempfile.TemporaryDirectory() as storage:
         began = time.perf_counter()
         run_spec(smoke, "calibrate", False, storage, None)
         wall = time.perf_counter() - began
-    from psedual.train.setup import steps_per_epoch
-    from psedual.tune.cost import shape
-
-    modelled = 0.0
-    for flat in smoke.trial_configs():
-        config = make_config(flat)
-        n = sizes(config)
-        modelled += trial_seconds(figures[shape(config)], config.epochs, steps_per_epoch(config, n.train), n)
+    # the smoke sweep's trials as the plan models them (its shapes were among those measured)
+    modelled = plan_part(smoke.name, [make_config(f) for f in smoke.trial_configs()], smoke.resources, figures,
+                         where).seconds
     part_s = max(0.0, wall - modelled / concurrency)
     print(f"a part's overhead: {wall:.1f} s for the {smoke.name} sweep, its trials modelled at "
           f"{modelled / concurrency:.1f} s: {part_s:.1f} s", flush=True)
     rows.append({"shape": PART, "start_s": round(part_s, 2), "step_s": 0, "eval_s": 0})
-    where, commit = machine(), code_version()
+    commit = code_version()
     write_costs([{**r, "machine": where, "commit": commit, "concurrency": concurrency} for r in rows])

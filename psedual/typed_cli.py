@@ -147,7 +147,7 @@ def _run_tune(cfg: Namespace) -> int:
     from psedual.paper_job import run_paper
     from psedual.tune.paper import is_paper_file
 
-    job = TuneJob(**{f.name: cfg[f.name] for f in fields(TuneJob)})
+    job = _build(TuneJob, cfg)
     return run_paper(job) if is_paper_file(job.space) else run_job(job)
 
 
@@ -168,7 +168,7 @@ def _run_llm(cfg: Namespace) -> None:
     from psedual.llm.client import LLMError
     from psedual.llm.run import LLMConfig, run
 
-    config = LLMConfig(**{f.name: cfg[f.name] for f in fields(LLMConfig)})
+    config = _build(LLMConfig, cfg)
     try:
         m = run(config, cfg.out, progress=sys.stderr.isatty())
     except LLMError as err:

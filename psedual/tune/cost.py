@@ -5,10 +5,10 @@ this code, `concurrency` trials at a time, and stores them in costs.tsv with the
 
     trial_s = start_s + epochs × (steps_per_epoch × step_s + n_valid × eval_s) + n_test × eval_s
 
-`start_s` is the trial's start (data, vocabulary, model) plus Ray's per-trial share, `step_s`
+`start_s` is the trial's start (data, vocabulary, model; measured outside Ray), `step_s`
 one optimiser step, `eval_s` one problem decoded with the trial's beam (validation each epoch,
-test once after the sweep). A part's wall time is `part_s` (Ray's start, the tests' workers,
-the comparison) plus the sum of its trials' seconds over the concurrency they were measured
+test once after the sweep). A part's wall time is `part_s` (Ray's start and its per-trial
+overhead, the tests' workers, the comparison: measured on a real sweep) plus the sum of its trials' seconds over the concurrency they were measured
 at (trials measured two at a time already carry the slowdown of sharing two cores). Hours
 are trial seconds × the CPUs (or GPUs) a trial holds; dollars are hours × the price given.
 A shape without a figure for the machine is reported as such, never guessed.
@@ -17,6 +17,7 @@ A shape without a figure for the machine is reported as such, never guessed.
 from __future__ import annotations
 
 import csv
+import functools
 import os
 import platform
 from dataclasses import dataclass
@@ -48,10 +49,8 @@ def machine() -> str:
 
 def shape(config) -> str:
     """A trial's shape key from its TrainConfig."""
-    from psedual.reexamine.config import BASE
-
     flat = config.flat()
-    flat["variant"] = config.psedual.expression_encoder if config.psedual else BASE
+    flat["variant"] = config.variant
     if not config.psedual:
         flat["psedual.fusion"] = "-"
     return " ".join(f"{k}={flat.get(k)}" for k in SHAPE_KEYS)
@@ -62,7 +61,7 @@ class Figures:
     """One calibration row."""
 
     start_s: float
-    """Seconds to start a trial (data, model, Ray's share); for the `part` row, per part."""
+    """Seconds to start a trial (data, vocabulary, model); for the `part` row, a part's overhead."""
     step_s: float
     """Seconds per optimiser step."""
     eval_s: float
@@ -71,18 +70,22 @@ class Figures:
 
 def read_costs(path: Path = COSTS) -> dict[tuple[str, int, str], Figures]:
     """(machine, concurrency, shape) → figures; an unreadable row names the file and line."""
-    if not path.exists():
-        return {}
     out = {}
-    with path.open() as f:
-        rows = csv.DictReader((line for line in f if not line.startswith("#")), delimiter="\t")
-        for i, row in enumerate(rows, 2):
-            try:
-                out[(row["machine"], int(row["concurrency"]), row["shape"])] = Figures(
-                    float(row["start_s"]), float(row["step_s"]), float(row["eval_s"]))
-            except (KeyError, TypeError, ValueError) as err:
-                raise ValueError(f"{path}: row {i}: {err}") from None
+    for i, row in enumerate(_rows(path), 2):
+        try:
+            out[(row["machine"], int(row["concurrency"]), row["shape"])] = Figures(
+                float(row["start_s"]), float(row["step_s"]), float(row["eval_s"]))
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"{path}: row {i}: {err}") from None
     return out
+
+
+def _rows(path: Path) -> list[dict]:
+    """The costs file's rows as mappings (none when it does not exist); `#` lines are comments."""
+    if not path.exists():
+        return []
+    with path.open() as f:
+        return list(csv.DictReader((line for line in f if not line.startswith("#")), delimiter="\t"))
 
 
 @dataclass(frozen=True)
@@ -96,10 +99,15 @@ class Sizes:
 
 def sizes(config) -> Sizes:
     """The trial's training, validation and test problem counts (from the data cache)."""
+    return _sizes(config.data)
+
+
+@functools.cache
+def _sizes(data) -> Sizes:
+    """Per DataConfig, once: a plan counts every trial, and most trials share their data."""
     from psedual.data.cache import load_dataset
     from psedual.data.splits import split_dataset
 
-    data = config.data
     splits = split_dataset(load_dataset(data.dataset, data.data_root, data.user_path), data)
     return Sizes(len(splits.train), len(splits.valid), len(splits.test))
 
@@ -140,7 +148,7 @@ def plan_part(part: str, configs: list, resources, costs: dict, where: str, size
     """A part's plan from its trials' TrainConfigs and the calibration of machine `where`."""
     from psedual.train.setup import steps_per_epoch
 
-    gpu = resources.use_gpu or resources.gpus_per_trial > 0
+    gpu = resources.gpus_per_worker > 0
     units = resources.num_workers * (resources.gpus_per_worker if gpu else resources.cpus_per_worker)
     plan = PartPlan(part, units=units, gpu=gpu, concurrency=resources.max_concurrent)
     part_fig = costs.get((where, plan.concurrency, PART))
@@ -152,9 +160,10 @@ def plan_part(part: str, configs: list, resources, costs: dict, where: str, size
         plan.trials += 1
         plan.epochs += config.epochs
         plan.steps += config.epochs * per_epoch
-        fig = costs.get((where, plan.concurrency, shape(config)))
+        key = shape(config)
+        fig = costs.get((where, plan.concurrency, key))
         if fig is None:
-            missing.add(shape(config))
+            missing.add(key)
         else:
             plan.seconds += trial_seconds(fig, config.epochs, per_epoch, n)
     plan.uncalibrated = tuple(sorted(missing))
@@ -200,10 +209,7 @@ def render(plans: list[PartPlan], where: str, price_cpu_hour: float, price_gpu_h
 
 def write_costs(rows: list[dict], path: Path = COSTS) -> None:
     """Add or replace calibration rows (keyed by machine, concurrency, shape), sorted."""
-    old = []
-    if path.exists():
-        with path.open() as f:
-            old = list(csv.DictReader((line for line in f if not line.startswith("#")), delimiter="\t"))
+    old = _rows(path)
     key = lambda r: (r["machine"], str(r["concurrency"]), r["shape"])  # noqa: E731
     new = {key(r): r for r in old}
     new.update({key(r): r for r in rows})
