@@ -71,8 +71,9 @@ def add_run_folders(folders: list[str | Path], root: str, experiment: str) -> pl
             raise FileNotFoundError(f"{folder}: not a finished run folder (missing {', '.join(missing)})")
         metrics, = records.read(folder / "metrics.parquet", records.METRICS_SCHEMA)
         trial = folder.name
-        epochs = [] if "llm" in saved else records.read(folder / "epochs.parquet", records.EPOCHS_SCHEMA)
-        if "llm" not in saved:  # a trained run's config and arm, from its config.json (older metrics lack the arm)
+        epochs = []
+        if "llm" not in saved:  # a trained run's epochs, config and arm (older metrics lack the arm)
+            epochs = records.read(folder / "epochs.parquet", records.EPOCHS_SCHEMA)
             config = TrainConfig.from_dict(saved)
             metrics = {**metrics, **config.flat(), "variant": config.variant}
         row = {**metrics, **records.values(Trial(trial, "completed", None, version)),

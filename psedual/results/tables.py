@@ -23,7 +23,7 @@ from psedual.train.records import RUNS_SCHEMA
 
 SCHEMAS = {"runs": RUNS_SCHEMA, "epochs": pa.schema([records.TRIAL_COLUMN, *records.EPOCHS_SCHEMA]),
            "predictions": pa.schema([records.TRIAL_COLUMN, *records.PREDICTIONS_SCHEMA])}
-EPOCHS_SCHEMA, PREDICTIONS_SCHEMA = SCHEMAS["epochs"], SCHEMAS["predictions"]
+EPOCHS_SCHEMA = SCHEMAS["epochs"]
 
 
 def write(root: str, table: str, experiment: str, trial: str, rows: list[dict]) -> str:

@@ -21,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import torch
 from torch import nn
 
@@ -37,14 +36,14 @@ from psedual.solvers.batch import collate
 from psedual.solvers.config import inference
 from psedual.solvers.vocab import Vocab
 from psedual.train import checkpoint, setup, tables
-from psedual.train.records import EPOCHS_SCHEMA, METRICS_SCHEMA, PREDICTIONS_SCHEMA, values
+from psedual.train.records import EPOCHS_SCHEMA, METRICS_SCHEMA, PREDICTIONS_SCHEMA, read, values
 from psedual.train.rows import DataRecord, Prediction, RunCost, RunInfo, RunResult
 from psedual.train.best import best_epoch
 from psedual.train.config import TrainConfig
 from psedual.train.device import resolve
 from psedual.train.distributed import all_sum, decode_split, gather, share, shard
 from psedual.train.step import CPU, train_step
-from psedual.train.unscored import decode_each, report_unscored, unrepresentable
+from psedual.train.unscored import decode_each, report_unscored
 
 
 def evaluate(model, problems, vocab: Vocab, beam_size: int, batch_size: int, device: torch.device = CPU,
@@ -76,10 +75,10 @@ def infill(model, reexaminer: Reexaminer, problems, vocab: Vocab, batch_size: in
            device: torch.device = CPU, undecoded: frozenset[str] = frozenset()) -> tuple[list, list]:
     """Predicted and right slot fillings of each problem, from its gold expression; None for
     a problem whose gold expression uses a constant outside the vocabulary, or that the
-    solver cannot represent (`unscored.unrepresentable`, or its id in `undecoded`): not scored."""
+    solver cannot represent (its id in `undecoded`: decoding it raised): not scored."""
     tokens = set(vocab.output_tokens)
     writable = [p for p in problems
-                if set(p.prefix) <= tokens and p.id not in undecoded and not unrepresentable(p, vocab)]
+                if set(p.prefix) <= tokens and p.id not in undecoded]
     fill: dict[str, tuple[list[int], list[int]]] = {}
     with inference(model), inference(reexaminer):
         for i in range(0, len(writable), batch_size):
@@ -214,7 +213,8 @@ def _train_epoch(run: setup.Run, epoch: int, show_bar: bool) -> dict:
                for j in range(0, len(train_set), config.batch_size)]
     bar = _bar(len(batches), f"epoch {epoch + 1}/{config.epochs}") if show_bar and run.main else None
     # summed on the device in float64 (the same operations as on the host), read once per epoch:
-    # reading a step's loss would make the host wait for the GPU every step
+    # reading a step's loss would make the host wait for the GPU every step (only the progress
+    # bar, on a terminal, reads it)
     total = total_infill = torch.zeros((), dtype=torch.float64, device=run.device)
     schedule: dict[str, float | None] = {"epsilon": None, "tau": None}
     for i, problems in enumerate(batches):
@@ -298,7 +298,7 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> R
     device = torch.device(device) if device is not None else resolve(config.device)
     splits, data_info = _view(config)
     train_set, valid_set, test_set, vocab = _sets(config, splits)
-    history = pq.read_table(out / "epochs.parquet").to_pylist()
+    history = read(out / "epochs.parquet", EPOCHS_SCHEMA)
     best = best_epoch(history)  # the epoch training kept in best.pt
     train_seconds = sum(row["seconds"] for row in history)
     best_path = out / "best.pt"

@@ -1,5 +1,5 @@
 """Test and validation problems a trained solver cannot represent: decoded as empty, so
-scored wrong, with the reason kept, instead of an exception that would lose a finished
+scored wrong (on test with the reason kept), instead of an exception that would lose a finished
 run's test step. What a solver cannot represent raises ValueError while its batch is built
 or encoded: more numbers than its slots (`Vocab.word_ids`), more subwords than a pretrained
 encoder's positions (`plm.WordAligner`). Any other error still stops the test; the run's
@@ -11,19 +11,9 @@ import sys
 from collections.abc import Callable, Sequence
 
 from psedual.data.record import Problem
-from psedual.solvers.vocab import Vocab
 
 Decoded = tuple[tuple[str, ...], str | None]
 MAX_REASON = 300
-
-
-def unrepresentable(problem: Problem, vocab: Vocab) -> str | None:
-    """Why the solver's vocabulary cannot hold `problem` (known before decoding), or None."""
-    try:
-        vocab.word_ids(problem)
-    except ValueError as err:
-        return str(err)
-    return None
 
 
 def decode_each(decode: Callable[[list[Problem]], list], chunk: list[Problem]) -> list[Decoded]:
