@@ -124,7 +124,7 @@ def evaluate_trials(outcomes: list[TrialOutcome], resources: Resources | None = 
         return {o.trial: evaluate_checkpoint(o.checkpoint) for o in todo}
     import ray
 
-    task = ray.remote(num_cpus=resources.cpus_per_worker, num_gpus=1 if resources.use_gpu else 0,
+    task = ray.remote(num_cpus=resources.cpus_per_worker, num_gpus=resources.gpus_per_worker,
                       max_retries=0)(evaluate_checkpoint)
     return dict(zip((o.trial for o in todo), ray.get([task.remote(o.checkpoint) for o in todo])))
 

@@ -74,7 +74,7 @@ def train_in_process(flat: dict) -> None:
 
 
 def train_worker(loop_config: dict) -> None:
-    """Ray Train worker: one DDP rank, on the device Ray assigned it (its GPU with `use_gpu`)."""
+    """Ray Train worker: one DDP rank, on the device Ray assigned it (its GPU, or share of one)."""
     from ray.train.torch import get_device
 
     config = make_config(loop_config["flat"])
