@@ -393,3 +393,24 @@ def test_two_ranks_stopped_and_resumed_end_as_two_ranks_never_stopped(tmp_path):
     run("stopped", resume=True)
     a, b = (pl.read_parquet(tmp_path / d / "epochs.parquet") for d in ("straight", "stopped"))
     assert a["train_loss"].to_list() == b["train_loss"].to_list()
+
+
+@pytest.mark.parametrize("resources, gpus", [(Resources(), 0.0), (Resources(use_gpu=True), 1.0),
+                                             (Resources(gpus_per_trial=0.25, max_concurrent=4), 0.25)])
+def test_a_trials_test_holds_what_one_of_its_workers_held(monkeypatch, resources, gpus):
+    import ray
+
+    from psedual.results import collect as collect_mod
+    from psedual.train.outcome import TrialOutcome
+
+    asked = {}
+
+    def remote(**kwargs):
+        asked.update(kwargs)
+        return lambda fn: type("Task", (), {"remote": staticmethod(lambda checkpoint: checkpoint)})
+
+    monkeypatch.setattr(ray, "remote", remote)
+    monkeypatch.setattr(ray, "get", lambda refs: ["tested"] * len(refs))
+    outcome = TrialOutcome("t0", {}, "completed", {}, "a checkpoint", None)
+    assert collect_mod.evaluate_trials([outcome], resources) == {"t0": "tested"}
+    assert (asked["num_cpus"], asked["num_gpus"]) == (1.0, gpus)  # a shared GPU's test shares it too
