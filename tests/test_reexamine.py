@@ -14,7 +14,7 @@ from psedual.reexamine import PseDualConfig, Reexaminer
 from psedual.reexamine import config as reexamine_config
 from psedual.reexamine.expression import batch_edge_index, expression_encoder_class, tree_edges
 from psedual.reexamine.module import GumbelNoise
-from psedual.reexamine.schedules import Clock, epsilon, final, regime, tau, warning
+from psedual.reexamine.schedules import Clock, epsilon, final, hold_steps, regime, tau, warning
 from psedual.reexamine.targets import UNUSED, allowed_targets, canonical_answers, used_slots
 from psedual.solvers import SOLVERS, get_solver
 from psedual.solvers.batch import collate
@@ -63,7 +63,7 @@ def test_config_names_match_the_registry_and_bad_values_fail():
 
 
 def test_epsilon_follows_its_formulas():
-    step = PseDualConfig(epsilon_schedule="step")
+    step = PseDualConfig(epsilon_schedule="step", epsilon_hold=0.0)
     assert epsilon(step, Clock(0, 10, 1)) == 1.0
     assert epsilon(step, Clock(1000, 100, 20)) == pytest.approx(math.exp(1000 * math.log(0.99999)), rel=1e-12)
     assert epsilon(replace(step, epsilon0=0.8), Clock(50_000, 1000, 60)) == pytest.approx(0.8 * 0.99999 ** 50_000)
@@ -76,7 +76,7 @@ def test_epsilon_follows_its_formulas():
 
 
 def test_horizon_epsilon_ends_where_it_says_on_any_run_length():
-    c = PseDualConfig(epsilon_final=0.1)
+    c = PseDualConfig(epsilon_final=0.1, epsilon_hold=0.0)
     for per_epoch, epochs in ((23, 80), (331, 80), (3, 2), (1, 1)):
         last = Clock(per_epoch * epochs - 1, per_epoch, epochs)
         assert epsilon(c, last) == 0.1
@@ -87,13 +87,32 @@ def test_horizon_epsilon_ends_where_it_says_on_any_run_length():
     ratios = [epsilon(c, Clock(t + 1, 23, 80)) / epsilon(c, Clock(t, 23, 80)) for t in (0, 500, 1800)]
     assert ratios == pytest.approx([0.1 ** (1 / 1839)] * 3, rel=1e-12)
     # the paper's literal rule ends where the run length puts it (the trap horizon avoids)
-    literal = PseDualConfig(epsilon_schedule="step")
+    literal = PseDualConfig(epsilon_schedule="step", epsilon_hold=0.0)
     assert final(literal, 23, 80)[0] == pytest.approx(0.98177, abs=1e-5)  # MAWPS fold 0, batch 64
     assert final(literal, 331, 80)[0] == pytest.approx(0.76736, abs=1e-5)  # Math23K
     with pytest.raises(ValueError, match="need 0 < epsilon_final <= epsilon0"):
         PseDualConfig(epsilon_final=0.0)
     with pytest.raises(ValueError, match="bad clock"):
         Clock(10, 5, 2)
+
+
+def test_epsilon_is_held_for_its_share_of_the_run_then_decays_to_its_end():
+    """The published code's hold: ε = epsilon0 (nothing sampled) for the first 20% of the steps."""
+    c = PseDualConfig()  # horizon, hold 0.2, 1 -> 0.5
+    per_epoch, epochs = 23, 80  # 1,840 steps: held for 368
+    assert hold_steps(c, Clock(0, per_epoch, epochs)) == 368
+    assert [epsilon(c, Clock(t, per_epoch, epochs)) for t in (0, 200, 367)] == [1.0, 1.0, 1.0]
+    assert epsilon(c, Clock(368, per_epoch, epochs)) == 1.0  # the decay's first step
+    assert epsilon(c, Clock(369, per_epoch, epochs)) == pytest.approx(0.5 ** (1 / 1471))
+    assert epsilon(c, Clock(1839, per_epoch, epochs)) == 0.5
+    step = PseDualConfig(epsilon_schedule="step", epsilon_hold=0.5)
+    assert epsilon(step, Clock(99, 10, 20)) == 1.0 and epsilon(step, Clock(110, 10, 20)) == pytest.approx(0.99999 ** 10)
+    # no hold is the decay from the first step; teacher forcing and `epoch` have no share-hold
+    assert epsilon(replace(c, epsilon_hold=0.0), Clock(1, per_epoch, epochs)) < 1.0
+    assert hold_steps(PseDualConfig(epsilon_schedule="epoch"), Clock(0, 23, 80)) == 0
+    assert hold_steps(PseDualConfig(fusion="teacher_forcing"), Clock(0, 23, 80)) == 0
+    with pytest.raises(ValueError, match=r"epsilon_hold is a share of the run in \[0, 1\), got 1.0"):
+        PseDualConfig(epsilon_hold=1.0)
 
 
 def test_tau_follows_its_formulas():
@@ -115,13 +134,19 @@ def test_tau_follows_its_formulas():
 
 
 def test_the_regime_is_said_and_a_near_teacher_forcing_run_is_warned():
-    assert regime(PseDualConfig(), 23, 80) == ("ε 1 → 0.5 over 1,840 steps (23 per epoch × 80 epochs; fusion scheduled, "
-                                                "schedule horizon); τ 1 → 0.5 over the run (schedule horizon, "
-                                                "Q_pred straight_through)")
+    assert regime(PseDualConfig(), 23, 80) == ("ε 1 held for 368 steps (20%), then → 0.5 over 1,840 steps (23 per epoch "
+                                                "× 80 epochs; fusion scheduled, schedule horizon); τ 1 → 0.5 over the run "
+                                                "(schedule horizon, Q_pred straight_through); quantity keys anonymous, "
+                                                "loss averaged per problem")
+    assert regime(PseDualConfig(epsilon_hold=0.0, quantity_keys="named", control="other_problem"), 23, 80).startswith(
+        "ε 1 held for 0 steps, then → 0.5")
+    assert regime(PseDualConfig(quantity_keys="named", control="other_problem"), 23, 80).endswith(
+        "quantity keys named, control other_problem, loss averaged per problem")
+    assert "held for 460 steps (100%), then → 1 over 460 steps" in regime(PseDualConfig(epsilon_schedule="epoch"), 23, 20)
     assert "τ is unused" in regime(PseDualConfig(fusion="teacher_forcing"), 23, 80)
     assert "over each epoch's 23 steps" in regime(PseDualConfig(tau_reset="epoch"), 23, 80)
     assert final(PseDualConfig(fusion="teacher_forcing"), 23, 80) == (1.0, None)
-    message = warning(PseDualConfig(epsilon_schedule="step"), 23, 80)
+    message = warning(PseDualConfig(epsilon_schedule="step", epsilon_hold=0.0), 23, 80)
     assert "ends at ε = 0.982 > 0.9 after 1,840 steps" in message and "--psedual.epsilon_final E" in message
     assert warning(PseDualConfig(), 23, 80) is None
     assert warning(PseDualConfig(fusion="teacher_forcing"), 23, 80) is None  # asked for, not a trap
@@ -243,7 +268,7 @@ def test_tau_shapes_the_gradient_straight_through_and_the_tokens_when_soft(mawps
     assert torch.equal(l1, l4)
     assert g1.any() and differ(g1, g4) > 0.2
     # soft: the infiller reads the relaxed rows, so τ changes what it reads; τ → 0 is the hard read
-    (s1, sl1), (s4, sl4), (_, sl0) = at(1.0, "soft"), at(0.25, "soft"), at(1e-3, "soft")
+    (s1, sl1), (s4, sl4), (_, sl0) = at(1.0, "soft"), at(0.25, "soft"), at(1e-5, "soft")
     assert not torch.allclose(sl1, sl4, atol=1e-3)
     assert torch.allclose(sl0, l1, atol=5e-3)
     assert s1.any() and differ(s1, s4) > 0.2
@@ -343,12 +368,13 @@ def test_separate_problem_encoder_has_its_own_weights(mawps, vocab):
     assert solver.encoder.embed.weight.grad is None  # the solver's encoder is not used
 
 
-# Solver loss + infilling loss of two seeded Adam steps (GCN, ε decaying by half per step so
+# Solver loss + infilling loss of two seeded Adam steps (GCN with anonymous quantity keys, the
+# infilling loss averaged per problem, ε decaying by half per step so
 # sampled expressions count from the first step; 32 MAWPS problems, dropout 0.5). Compared with
 # a relative tolerance of 1e-6: other torch builds may sum in another order.
-PINNED = {"gts": [3.5174882411956787, 3.4680919647216797], "dns": [3.551985263824463, 3.5208349227905273],
-          "graph2tree": [3.7677674293518066, 3.5120131969451904], "bert_tree": [3.54543399810791, 3.3635430335998535],
-          "re_deduction": [6.995087146759033, 6.831480503082275]}
+PINNED = {"gts": [3.543135643005371, 3.437819719314575], "dns": [3.5651330947875977, 3.479318141937256],
+          "graph2tree": [3.689779758453369, 3.4294240474700928], "bert_tree": [3.56416654586792, 3.372182607650757],
+          "re_deduction": [7.165670394897461, 6.782881259918213]}
 
 
 @pytest.mark.parametrize("name", ALL)
