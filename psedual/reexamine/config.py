@@ -23,7 +23,7 @@ EXPRESSION_ENCODERS = {
     "gru": ExpressionEncoderEntry("psedual.reexamine.expression:GRUExpressionEncoder", "PseDual-GRU",
                                   "a bidirectional GRU over the expression's prefix tokens"),
     "gcn": ExpressionEncoderEntry("psedual.reexamine.expression:GCNExpressionEncoder", "PseDual-GCN",
-                                  "two GCN layers over the expression tree"),
+                                  "two GCN layers over the expression tree, left and right operands told apart"),
 }
 """The expression encoders, by name. The CLI's `--variant` choices, the sweep validation, the
 analysis labels and comparisons, and the README's table (`make readme`) are derived from it:

@@ -3,10 +3,9 @@
 A quantity's slot name `N_k` is the infilling answer for slot k, so a task that shows names can
 be solved without reading the expression. These functions make the checks that tell: a rule
 with no model (`name_rule`), the gold expression scrambled (`scrambled`: operators redrawn,
-leaves shuffled; the quantities used stay the same, so the right fillings do), its slots renamed
-(`renamed`), and how often the leaves already list the quantities in text order
-(`in_text_order`: a second, weaker shortcut, "first leaf, first slot"). Pure functions of the
-records: no torch.
+leaves shuffled; the quantities used stay the same, so the right fillings do), and how often
+the leaves already list the quantities in text order (`in_text_order`: a second, weaker
+shortcut, "first leaf, first slot"). Pure functions of the records: no torch.
 """
 
 from __future__ import annotations
@@ -50,13 +49,6 @@ def scrambled(prefix: Sequence[str], operators: Sequence[str], rng: random.Rando
     rng.shuffle(leaves)
     it = iter(leaves)
     return tuple(rng.choice(operators) if t in ops else next(it) for t in prefix)
-
-
-def renamed(prefix: Sequence[str], n_slots: int, rng: random.Random) -> tuple[str, ...]:
-    """The expression with its quantities' names permuted at random among the problem's slots."""
-    perm = list(range(n_slots))
-    rng.shuffle(perm)
-    return tuple(t if _slot(t) is None else f"N{perm[_slot(t)]}" for t in prefix)
 
 
 def in_text_order(prefix: Sequence[str]) -> bool:
