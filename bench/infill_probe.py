@@ -7,7 +7,9 @@ test split from the gold expression and from the gold scrambled (operators redra
 shuffled: the right fillings are unchanged), and the rule with no model ("slot i gets N_i if the
 gold uses N_i"), as infilling accuracy over every masked slot / perfect match / accuracy over the
 slots the gold uses, in %. An infiller that needs the expression falls when it is scrambled; one
-that reads the quantities' names (`--psedual.quantity_keys named`) hardly moves.
+that reads the quantities' names (`--psedual.quantity_keys named`) hardly moves. The last columns
+split the gold's score by whether the gold lists its quantities in text order ("first leaf,
+first slot" answers those): a gap between them measures how much the infiller leans on leaf order.
 """
 
 from __future__ import annotations
@@ -26,12 +28,12 @@ def main() -> None:
     parser.add_argument("runs", nargs="+", help="PseDual run folders (each with config.json and best.pt)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the scrambles")
     args = parser.parse_args()
-    print("| run | quantity keys | test problems | gold | scrambled | no-model rule | in text order |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| run | quantity keys | test problems | gold | scrambled | no-model rule | in text order (%) | gold, in order | gold, not in order |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for run in args.runs:
         p = probe_run(run, args.seed)
         print(f"| {p.run} | {p.quantity_keys} | {p.n} | {_cell(p.gold)} | {_cell(p.scrambled)} | "
-              f"{_cell(p.rule)} | {100 * p.in_text_order:.1f} |")
+              f"{_cell(p.rule)} | {100 * p.in_text_order:.1f} | {_cell(p.gold_in_order)} | {_cell(p.gold_out_of_order)} |")
     print("(each cell: infilling accuracy over every masked slot / perfect match / accuracy over the used slots, %)")
 
 

@@ -520,3 +520,31 @@ def test_the_probes_known_answers(mawps):
     assert sorted(t for t in s if t not in "+-*/") == ["3", "N1", "N2"]
     assert in_text_order(("*", "N0", "+", "N1", "N0")) and not in_text_order(("-", "N1", "N0"))
     assert in_text_order(("+", "N2", "N12"))  # N12 is slot 12, after slot 2
+
+
+def test_shuffled_leaf_order_swaps_only_commutative_operands(vocab):
+    from psedual.reexamine.expression import swap_operands
+
+    ids = vocab.output_ids(["*", "+", "N0", "N1", "-", "N2", "N3"])
+    commutative = {vocab.operators.index("+"), vocab.operators.index("*")}
+    flips = iter([True, True])  # `*`, then `+`: `-` is never asked
+    assert swap_operands(ids, len(vocab.operators), commutative, lambda: next(flips)) == \
+        vocab.output_ids(["*", "-", "N2", "N3", "+", "N1", "N0"])
+    assert swap_operands(ids, len(vocab.operators), commutative, lambda: False) == ids
+    cut = vocab.output_ids(["+", "N0"])  # incomplete: left as it is
+    assert swap_operands(cut, len(vocab.operators), commutative, lambda: True) == cut
+
+
+def test_shuffled_leaf_order_reads_other_golds_in_training_only(mawps, vocab):
+    problems = [q for q in mawps.train if len(q.numbers) >= 2][:16]
+    batch = collate(problems, vocab)
+    solver, written = build("gts", vocab, fusion="teacher_forcing")
+    _, shuffled = build("gts", vocab, fusion="teacher_forcing", leaf_order="shuffled")
+    shuffled.load_state_dict(written.state_dict())
+    with inference(solver), inference(written), inference(shuffled):
+        torch.manual_seed(3)
+        a = written(solver, batch, solver.encode(batch), AT)
+        b = shuffled(solver, batch, solver.encode(batch), AT)
+        assert not torch.allclose(a.logits, b.logits, atol=1e-4)  # some `+` / `*` operands were swapped
+        assert torch.equal(a.allowed, b.allowed)  # the same right answers
+        assert written.infill_gold(solver, batch) == shuffled.infill_gold(solver, batch)  # tests read the gold as written

@@ -48,6 +48,7 @@ ProblemEncoder = Literal["shared", "separate"]
 QuantityKeys = Literal["anonymous", "value", "named"]
 Control = Literal["none", "other_problem"]
 InfillAverage = Literal["problem", "slot"]
+LeafOrder = Literal["written", "shuffled"]
 ExpressionEncoder = Literal[tuple(EXPRESSION_ENCODERS)]
 FUSIONS = get_args(Fusion)
 EPSILON_SCHEDULES = get_args(EpsilonSchedule)
@@ -58,6 +59,7 @@ PROBLEM_ENCODERS = get_args(ProblemEncoder)
 QUANTITY_KEYS = get_args(QuantityKeys)
 CONTROLS = get_args(Control)
 INFILL_AVERAGES = get_args(InfillAverage)
+LEAF_ORDERS = get_args(LeafOrder)
 
 
 def _choose(name: str, value: str, valid: tuple[str, ...]) -> None:
@@ -135,6 +137,13 @@ class PseDualConfig:
     (sign, magnitude, integer or not), never its index or position in the problem; `named`: one
     embedding per slot name `N_k`, which *is* the infilling answer (the task is then solved by
     reading names: kept to measure what that leak does)."""
+    leaf_order: LeafOrder = "written"
+    """The gold expression the infiller reads in training. `written`: as the data writes it;
+    `shuffled`: the operands of every `+` and `*` swapped at random (a fresh draw per step and
+    problem; the same value and the same quantities). Most golds list their quantities in text
+    order, so with names hidden "first leaf, first slot" is a second shortcut; shuffling the
+    commutative operands takes it away where order carries no meaning. Tests read the gold as
+    written."""
     control: Control = "none"
     """`other_problem`: a control arm that keeps the infilling loss and drops its meaning: each
     problem's slots are filled from the keys of another problem's expressions (the next one in the
@@ -163,6 +172,7 @@ class PseDualConfig:
         _choose("quantity keys", self.quantity_keys, QUANTITY_KEYS)
         _choose("control", self.control, CONTROLS)
         _choose("infill average", self.infill_average, INFILL_AVERAGES)
+        _choose("leaf order", self.leaf_order, LEAF_ORDERS)
         if not 0.0 <= self.epsilon_hold < 1.0:
             raise ValueError(f"epsilon_hold is a share of the run in [0, 1), got {self.epsilon_hold}")
         for name in ("epsilon0", "epsilon_decay", "epsilon_epoch_decay"):

@@ -32,6 +32,29 @@ def tree_edges(tokens: list[int], n_ops: int) -> list[tuple[int, int]]:
     return edges
 
 
+def swap_operands(tokens: list[int], n_ops: int, commutative: set[int], flip) -> list[int]:
+    """The prefix expression `tokens` with the two operands of each operator in `commutative`
+    swapped where `flip()` says so (called once per such operator, in prefix order). An
+    incomplete expression is returned as it is."""
+    def subtree(pos: int) -> tuple[list[int], int]:
+        """(the subtree's tokens with its operands swapped, the position after it)."""
+        if pos >= len(tokens):
+            raise IndexError
+        tok = tokens[pos]
+        if tok >= n_ops:
+            return [tok], pos + 1
+        swap = tok in commutative and flip()
+        left, pos = subtree(pos + 1)
+        right, pos = subtree(pos)
+        return [tok, *(right + left if swap else left + right)], pos
+
+    try:
+        out, end = subtree(0)
+    except IndexError:
+        return list(tokens)
+    return out + list(tokens[end:])
+
+
 ROOT, LEFT, RIGHT = 0, 1, 2
 """A node's place under its parent (a root, or a node cut loose, is ROOT)."""
 

@@ -40,7 +40,7 @@ from torch import nn
 from psedual.reexamine import schedules
 from psedual.reexamine.config import PseDualConfig
 from psedual.reexamine.schedules import Clock
-from psedual.reexamine.expression import expression_encoder_class
+from psedual.reexamine.expression import expression_encoder_class, swap_operands
 from psedual.reexamine.targets import allowed_targets, canonical_answers
 from psedual.solvers.batch import Batch
 from psedual.solvers.config import SolverConfig
@@ -138,7 +138,8 @@ class Reexaminer(nn.Module):
         slots = self.slot_states(solver, batch, enc)
         parts = []
         if eps > 0:
-            parts.append((eps, *self.keys(gold_rollout(batch, V), S, batch.problems)))
+            gold = gold_rollout(batch, V) if self.config.leaf_order == "written" else self._shuffled_gold(batch, V)
+            parts.append((eps, *self.keys(gold, S, batch.problems)))
         if eps < 1:
             max_length = self.config.max_length_factor * batch.targets.shape[1] + 1
             noise = GumbelNoise([p.id for p in batch.problems], max_length, V, slots.device)
@@ -174,6 +175,24 @@ class Reexaminer(nn.Module):
             return None
         n = sum(1 for p in problems if p.num_pos)
         return to_device(torch.tensor([1 / (len(p.num_pos) * n) for p in problems for _ in p.num_pos]), device)
+
+    def _shuffled_gold(self, batch: Batch, V: int) -> Rollout:
+        """The gold expressions with `+` and `*` operands swapped at random: each problem's draws
+        its own (seeded by one draw of torch's RNG and its id, as `GumbelNoise`), so a problem
+        reads the same expression in any batch, order or DDP shard."""
+        base = int(torch.randint(0, 2 ** 62, (1,)).item())
+        ops = self.vocab.operators
+        commutative = {ops.index(o) for o in ("+", "*") if o in ops}
+        rows = batch.ids if batch.ids is not None else [[t for t in r if t >= 0] for r in batch.targets.tolist()]
+        swapped = []
+        for p, row in zip(batch.problems, rows):
+            g = torch.Generator().manual_seed(_seed(f"{base}/{p.id}/leaves"))
+            swapped.append(swap_operands(row, len(ops), commutative,
+                                         lambda: bool(torch.randint(0, 2, (1,), generator=g).item())))
+        tokens = torch.full(batch.targets.shape, -1, dtype=torch.long)
+        for b, row in enumerate(swapped):
+            tokens[b, :len(row)] = torch.tensor(row, dtype=torch.long)
+        return hard_rollout(to_device(tokens, batch.targets.device), V, swapped)
 
     def _used(self, tokens: torch.Tensor, S: int) -> torch.Tensor:
         """[B, S] whether each slot occurs among the output ids `tokens` [B, L]."""
@@ -221,8 +240,7 @@ class GumbelNoise:
         self.table = to_device(torch.stack([_gumbel(self._seed(i), (length, V)) for i in ids]), device)
 
     def _seed(self, problem_id: str, position: int | None = None) -> int:
-        key = f"{self.base}/{problem_id}" + ("" if position is None else f"/{position}")
-        return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little") >> 1
+        return _seed(f"{self.base}/{problem_id}" + ("" if position is None else f"/{position}"))
 
     def __call__(self, rows: torch.Tensor, position: int, options: int) -> torch.Tensor:
         """[len(rows), options] noise for problems `rows` at choice `position`."""
@@ -230,6 +248,11 @@ class GumbelNoise:
             return self.table[rows, position, :options]
         return torch.stack([_gumbel(self._seed(self.ids[r], position), (options,))
                             for r in rows.tolist()]).to(self.device)
+
+
+def _seed(key: str) -> int:
+    """A generator seed from a string (stable across processes, unlike `hash`)."""
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "little") >> 1
 
 
 def _gumbel(seed: int, shape: tuple[int, ...]) -> torch.Tensor:

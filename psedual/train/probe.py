@@ -53,6 +53,10 @@ class InfillProbe:
     """The rule with no model: slot i gets N_i if the gold uses N_i, else unused."""
     in_text_order: float
     """Share of the scored problems whose gold lists its distinct quantities in text order."""
+    gold_in_order: Score
+    """`gold` over those problems only ("first leaf, first slot" would answer them)."""
+    gold_out_of_order: Score
+    """`gold` over the other problems (leaf order misleads there)."""
 
 
 def _score(pred, right) -> Score:
@@ -85,7 +89,13 @@ def probe_run(run_dir: str | Path, seed: int = 0) -> InfillProbe:
     gold = infill(model, reexaminer, test_set, vocab, config.batch_size, device)
     scored = [p for p, r in zip(test_set, gold[1]) if r is not None]
     rule = [probe.name_rule(p) for p in scored]
+    order = [probe.in_text_order(p.prefix) for p in test_set]
+
+    def where(keep: bool) -> Score:
+        return _score(*([x for x, o in zip(column, order) if o == keep] for column in gold))
+
     return InfillProbe(str(out), config.psedual.quantity_keys, len(scored), _score(*gold),
                        run(lambda p: scrambles[p.id]),
                        _score([a for a, _ in rule], [b for _, b in rule]),
-                       sum(probe.in_text_order(p.prefix) for p in scored) / max(len(scored), 1))
+                       sum(probe.in_text_order(p.prefix) for p in scored) / max(len(scored), 1),
+                       where(True), where(False))
