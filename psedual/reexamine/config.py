@@ -146,9 +146,10 @@ class PseDualConfig:
     written."""
     control: Control = "none"
     """`other_problem`: a control arm that keeps the infilling loss and drops its meaning: each
-    problem's slots are filled from the keys of another problem's expressions (the next one in the
-    batch), so any gain it gives comes from an auxiliary gradient at the number slots, not from
-    reexamining. `none`: each problem reads its own expressions."""
+    problem's slots are filled from the keys of another problem's expressions (the previous one in the
+    batch; a batch, or DDP shard, of one problem reads its own), so any gain it gives comes from an
+    auxiliary gradient at the number slots, not from reexamining. `none`: each problem reads its
+    own expressions."""
     infill_average: InfillAverage = "problem"
     """`problem`: the infilling loss is each problem's mean over its masked numbers, then the mean
     over problems (the published code's); `slot`: one mean over every slot of the batch (a problem

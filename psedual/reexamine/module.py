@@ -17,7 +17,7 @@ Forward pass, for a batch the solver has just encoded:
    enters the encoder through what cannot name its slot (`quantity_keys`: one shared
    embedding, or that plus its value's features): `N_k` is the infilling answer, so an
    embedding per name lets the infiller answer by reading names (the `named` option keeps
-   that leak, to measure it). The `other_problem` control reads the next problem's keys.
+   that leak, to measure it). The `other_problem` control reads the previous problem's keys.
 4. An additive pointer scores, for every masked slot, each quantity present in either
    expression and a learned "unused" key; targets come from the gold expression
    (`targets.allowed_targets`). Loss: cross-entropy, each problem's mean over its slots then
@@ -146,7 +146,8 @@ class Reexaminer(nn.Module):
             rollout = solver.rollout(batch, enc, self._pick(tau, noise), max_length)
             parts.append((1 - eps, *self.keys(rollout, S, batch.problems)))
         if self.config.control == "other_problem":
-            # each problem reads the next one's expressions (its own sample still takes the gradient)
+            # each problem reads the previous one's expressions (the first reads the last; its own sample
+            # still takes the gradient)
             parts = [(w, k.roll(1, 0), u.roll(1, 0)) for w, k, u in parts]
         keys = sum(w * k for w, k, _ in parts)
         # a gold quantity the sample lacks keeps a (zero) key: it is still the right answer
