@@ -134,15 +134,15 @@ def test_tau_follows_its_formulas():
 
 
 def test_the_regime_is_said_and_a_near_teacher_forcing_run_is_warned():
-    assert regime(PseDualConfig(), 23, 80) == ("ε 1 held for 368 steps (20%), then → 0.5 over 1,840 steps (23 per epoch "
-                                                "× 80 epochs; fusion scheduled, schedule horizon); τ 1 → 0.5 over the run "
-                                                "(schedule horizon, Q_pred straight_through); quantity keys anonymous, "
-                                                "loss averaged per problem")
+    assert regime(PseDualConfig(), 23, 80) == ("ε 1 for the first 368 steps (20%), then → 0.5 by the last of 1,840 steps "
+                                                "(23 per epoch × 80 epochs; fusion scheduled, schedule horizon); τ 1 → 0.5 "
+                                                "over the run (schedule horizon, Q_pred straight_through); quantity keys "
+                                                "anonymous, loss averaged per problem")
     assert regime(PseDualConfig(epsilon_hold=0.0, quantity_keys="named", control="other_problem"), 23, 80).startswith(
-        "ε 1 held for 0 steps, then → 0.5")
+        "ε 1 for the first 0 steps (0%), then → 0.5 by the last of 1,840 steps")
     assert regime(PseDualConfig(quantity_keys="named", control="other_problem"), 23, 80).endswith(
         "quantity keys named, control other_problem, loss averaged per problem")
-    assert "held for 460 steps (100%), then → 1 over 460 steps" in regime(PseDualConfig(epsilon_schedule="epoch"), 23, 20)
+    assert "for the first 460 steps (100%), then → 1 by the last of 460 steps" in regime(PseDualConfig(epsilon_schedule="epoch"), 23, 20)
     assert "τ is unused" in regime(PseDualConfig(fusion="teacher_forcing"), 23, 80)
     assert "over each epoch's 23 steps" in regime(PseDualConfig(tau_reset="epoch"), 23, 80)
     assert final(PseDualConfig(fusion="teacher_forcing"), 23, 80) == (1.0, None)

@@ -114,10 +114,13 @@ def regime(config: PseDualConfig, steps_per_epoch: int, epochs: int) -> str:
     hold = hold_steps(config, first)
     if config.fusion == "scheduled" and config.epsilon_schedule == "epoch":
         hold = min(config.epsilon_hold_epochs, epochs) * steps_per_epoch
-    held = (f"held for {hold:,} steps ({hold / first.total:.0%}), then " if hold else
-            "held for 0 steps, then " if config.fusion == "scheduled" else "")
-    eps = (f"ε {epsilon(config, first):.5g} {held}→ {epsilon(config, last):.5g} over {first.total:,} steps "
-           f"({steps_per_epoch} per epoch × {epochs} epochs; fusion {config.fusion}"
+    start, end = f"ε {epsilon(config, first):.5g}", f"{epsilon(config, last):.5g}"
+    if config.fusion == "scheduled":
+        span = (f"{start} for the first {hold:,} steps ({hold / first.total:.0%}), then → {end} by the last of "
+                f"{first.total:,} steps")
+    else:
+        span = f"{start} → {end} over {first.total:,} steps"
+    eps = (f"{span} ({steps_per_epoch} per epoch × {epochs} epochs; fusion {config.fusion}"
            f"{', schedule ' + config.epsilon_schedule if config.fusion == 'scheduled' else ''})")
     task = (f"; quantity keys {config.quantity_keys}"
             f"{', control ' + config.control if config.control != 'none' else ''}, loss averaged per "
