@@ -94,7 +94,7 @@ def test_the_readme_registry_tables_are_rendered_from_the_registries():
         "| variant | label in tables | the infiller reads the solver's expression with |", "| --- | --- | --- |",
         "| `base` | base | (no reexamining module) |",
         "| `gru` | PseDual-GRU | a bidirectional GRU over the expression's prefix tokens |",
-        "| `gcn` | PseDual-GCN | two GCN layers over the expression tree |"]
+        "| `gcn` | PseDual-GCN | two GCN layers over the expression tree, left and right operands told apart |"]
     assert [row.split(" | ")[0] for row in readme.TABLES["datasets"]()[2:]] == [f"| `{name}`" for name in DATASETS]
     assert [row.split(" | ")[0] for row in readme.TABLES["solvers"]()[2:]] == [f"| `{name}`" for name in SOLVERS]
     assert readme.TABLES["solvers"]()[2] == "| `gts` | GTS, the goal-driven tree-structured solver (Xie & Sun, IJCAI 2019). |"
