@@ -73,6 +73,10 @@ class TuneJob:
     $OPENAI_API_KEY); without it table2 is skipped."""
     llm_model: str | None = None
     """A paper file's table2: the endpoint's model name."""
+    verbose: bool = False
+    """Ray's own output on this terminal: every trial's log (each epoch, Ray Train's checkpoint and
+    reporting lines) and Tune's status table. Without it, one line per trial start, epoch and
+    end, and Ray's output stays in /tmp/ray/session_latest/logs."""
 
     def __post_init__(self) -> None:
         if self.name is not None and self.resume is not None:
@@ -127,7 +131,7 @@ def run_job(job: TuneJob) -> int:
     spec = load_spec(job.space)
     name = experiment_name(job, spec.name)
     print(f"experiment {name}: {job.space} ({'resumed' if job.resume else 'new'}), storage {job.storage}", flush=True)
-    code = run_spec(spec, name, job.resume is not None, job.storage, job.address)
+    code = run_spec(spec, name, job.resume is not None, job.storage, job.address, job.verbose)
     if code == 0:
         print("\nNext:")
         for what, command in NEXT:
@@ -135,7 +139,7 @@ def run_job(job: TuneJob) -> int:
     return code
 
 
-def run_spec(spec, name: str, resume: bool, storage: str, address: str | None) -> int:
+def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, verbose: bool = False) -> int:
     """One experiment: the sweep (or its resumption), each trial's test, the runs table, and the
     comparison of its arms; 1 if a trial ended in error."""
     if address is None:  # a Ray started here, for this process only: no token to manage
@@ -148,8 +152,7 @@ def run_spec(spec, name: str, resume: bool, storage: str, address: str | None) -
 
     began = time.perf_counter()
     ours = not ray.is_initialized()  # a Ray this job starts (not a caller's) is stopped when its work is done
-    outcomes = run_sweep(spec, storage, name=name, resume=resume, address=address,
-                         verbose=0 if os.environ.get("CI") else 1)
+    outcomes = run_sweep(spec, storage, name=name, resume=resume, address=address, verbose=verbose)
     runs = collect(outcomes, storage, name, spec.resources)  # tests run as parallel Ray tasks
     if ours:  # else the trials' last log lines, relayed late, would print after the verdicts
         ray.shutdown()

@@ -16,6 +16,7 @@ import ray.tune
 from ray.train import Checkpoint
 
 from psedual.storage import storage_uri
+from psedual.tune.progress import RAY_LOGS, Progress, quiet_tune_logs
 from psedual.train.best import SELECT_BY
 from psedual.train.config import TrainConfig
 from psedual.reexamine.config import BASE
@@ -91,23 +92,32 @@ def _draw(search: dict, variant: str, trial) -> None:
             variant = value
 
 
-def ensure_ray(address: str | None, train_workers: bool = False) -> None:
+def ensure_ray(address: str | None, train_workers: bool = False, log_to_driver: bool = True) -> None:
     """Attach to `address`, or start a local Ray in-process (the default: never a running cluster
     by accident). A local Ray whose trials drive Ray Train workers gets its dashboard: it serves
     the State API, without which Train's placement-group cleaner cannot see a stopped trial's
-    controller (its group stays reserved, and the cleaner logs a warning every few seconds)."""
+    controller (its group stays reserved, and the cleaner logs a warning every few seconds).
+    `log_to_driver`: the workers' output on this terminal (never under CI); else in Ray's logs."""
     if not ray.is_initialized():
         local = dict(include_dashboard=train_workers, dashboard_host="127.0.0.1") if not address else {}
-        ray.init(address=address or "local", log_to_driver=os.environ.get("CI") is None, configure_logging=True,
-                 **local)
+        ray.init(address=address or "local", log_to_driver=log_to_driver and os.environ.get("CI") is None,
+                 configure_logging=True, **local)
 
 
 def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bool = False,
-              address: str | None = None, verbose: int = 1) -> list[TrialOutcome]:
-    """Run (or `resume`) the sweep as experiment `name` (default: the sweep's own name)."""
+              address: str | None = None, verbose: bool = False) -> list[TrialOutcome]:
+    """Run (or `resume`) the sweep as experiment `name` (default: the sweep's own name).
+    `verbose`: Ray's own output on the terminal (the trials' logs, Tune's status table); else
+    one line per trial and epoch (`progress.Progress`), and Ray's output in its logs."""
     name = name or spec.name
     check_ray_default()
-    ensure_ray(address, spec.resources.uses_train_workers)
+    loud = verbose and os.environ.get("CI") is None
+    ensure_ray(address, spec.resources.uses_train_workers, log_to_driver=loud)
+    callbacks = [] if loud else [Progress(spec, max_epochs(spec))]
+    if not loud:
+        quiet_tune_logs(Path(RAY_LOGS) / "psedual-driver.log")
+        print(f"Ray's own output (each trial's log, Train's checkpoint lines, Tune's status) goes to {RAY_LOGS}; "
+              f"--verbose shows it here", flush=True)
     if address in (None, "local"):
         check_fits(spec.resources, ray.cluster_resources())
     storage = storage_uri(storage)
@@ -122,7 +132,7 @@ def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bo
             raise ValueError(f"{path} holds a sweep already: --resume {name}, or choose another name")
         tuner = ray.tune.Tuner(fn, param_space=param_space(spec), tune_config=_tune_config(spec),
                                run_config=ray.tune.RunConfig(
-                                   name=name, storage_path=storage, verbose=verbose,
+                                   name=name, storage_path=storage, verbose=1 if loud else 0, callbacks=callbacks,
                                    failure_config=ray.tune.FailureConfig(max_failures=spec.resources.max_failures),
                                    checkpoint_config=ray.tune.CheckpointConfig(num_to_keep=2)))
     grid = tuner.fit()

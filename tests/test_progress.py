@@ -1,0 +1,37 @@
+"""A sweep's terminal view without --verbose: one line per trial start, epoch and end."""
+
+from __future__ import annotations
+
+import io
+from types import SimpleNamespace
+
+from psedual.job import TuneJob
+from psedual.tune.progress import Progress, varied
+from psedual.tune.space import ARM, SweepSpec
+
+
+def test_progress_names_each_trial_by_what_varies_and_prints_its_epochs():
+    spec = SweepSpec(name="s", mode="grid", fixed={"solver": "gts", "epochs": 5},
+                     arms=[{"variant": "base"}, {"variant": "gcn", "psedual.fusion": "teacher_forcing"}],
+                     grid={"seed": [0, 1]})
+    assert varied(spec) == ["seed", "variant", "psedual.fusion"]
+    out = io.StringIO()
+    progress = Progress(spec, 5, out)
+    trial = SimpleNamespace(trial_id="abc_00001", config={"solver": "gts", "seed": 1,
+                                                           ARM: {"variant": "gcn", "psedual.fusion": "teacher_forcing"}})
+    progress.on_trial_start(0, [], trial)
+    progress.on_trial_result(0, [], trial, {"epoch": 2, "train_loss": 1.23456, "infill_loss": 0.5,
+                                            "valid_value_acc": 0.4567})
+    progress.on_trial_result(0, [], trial, {"done": True})  # Tune's last result has no epoch: no line
+    progress.on_trial_complete(0, [], trial)
+    progress.on_trial_error(0, [], trial)
+    name = "trial abc_00001 (seed 1, variant gcn, psedual.fusion teacher_forcing)"
+    assert out.getvalue().splitlines() == [
+        f"{name} started",
+        f"{name} epoch 2/5: loss 1.2346, infilling loss 0.5000, valid value 45.7%",
+        f"{name} done",
+        f"{name} FAILED (its log: /tmp/ray/session_latest/logs)"]
+
+
+def test_verbose_is_an_option_of_the_tune_job():
+    assert TuneJob().verbose is False and TuneJob(verbose=True).verbose is True
