@@ -150,12 +150,26 @@ def max_epochs(spec: SweepSpec) -> int:
     return int(spec.fixed.get("epochs", TrainConfig().epochs))
 
 
+OBJECTIVE = f"best_{SELECT_BY}"
+"""What the searcher (TPE), ASHA's rungs and the Tuner's `best_result` rank trials by: each
+trial's best validation score so far, the score of the checkpoint it keeps and is tested with
+(`psedual.train.best`). The last epoch's score would teach TPE a number no trial is judged by."""
+
+
+def trial_name(trial) -> str:
+    """A trial's name and folder: `<variant>-s<seed>-<id>` (Ray's default embeds the whole config
+    and is cut off)."""
+    config = expand(trial.config)
+    return f"{config.get('variant', BASE)}-s{config.get('seed', 0)}-{trial.trial_id}"
+
+
 def _tune_config(spec: SweepSpec) -> ray.tune.TuneConfig:
     # An in-process trial's actor is reused for the next trial: a new actor is a new Python
     # process, and importing torch and the package there cost ~3 s per trial (bench/ray_overhead.py)
-    common = dict(metric=SELECT_BY, mode="max", num_samples=spec.num_samples,
+    common = dict(metric=OBJECTIVE, mode="max", num_samples=spec.num_samples,
                   max_concurrent_trials=spec.resources.max_concurrent,
-                  reuse_actors=not spec.resources.uses_train_workers)
+                  reuse_actors=not spec.resources.uses_train_workers,
+                  trial_name_creator=trial_name, trial_dirname_creator=trial_name)
     if spec.mode == "grid":
         return ray.tune.TuneConfig(**common)
     from ray.tune.schedulers import ASHAScheduler
@@ -165,7 +179,7 @@ def _tune_config(spec: SweepSpec) -> ray.tune.TuneConfig:
 
     # a define-by-run space leaves Tune's param_space without search keys, so the searcher is
     # told the metric and mode itself
-    search = OptunaSearch(define_by_run(spec), metric=SELECT_BY, mode="max", points_to_evaluate=spec.points or None,
+    search = OptunaSearch(define_by_run(spec), metric=OBJECTIVE, mode="max", points_to_evaluate=spec.points or None,
                           sampler=optuna.samplers.TPESampler(seed=spec.seed))
     asha = dict(time_attr="epoch", max_t=max_epochs(spec), grace_period=spec.grace_period,
                 reduction_factor=spec.reduction_factor)
