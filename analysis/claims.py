@@ -197,11 +197,10 @@ def _check_keys(arm: str, by: list[str]) -> None:
 
 def _typed(runs: pl.DataFrame, arm: str, value: str, option: str):
     """An arm's value as the arm column holds it (`--arm lr --base 0.001`: a Float64)."""
-    dtype = runs.schema[arm]
     try:
-        return pl.Series([value]).cast(dtype, strict=True)[0]
-    except pl.exceptions.PolarsError as err:
-        raise GuardrailError(f"{option} {value!r}: not a {dtype} value of {arm}") from err
+        return read.typed(value, runs.schema[arm], f"{option} {value!r}")
+    except ValueError as err:
+        raise GuardrailError(f"{err} of {arm}") from err
 
 
 def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, cmp: Comparison) -> Claims:

@@ -20,14 +20,14 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis import paper, presets, read, report, selection
+from analysis import guardrails, paper, presets, read, report, selection
 from analysis.errors import ERRORS, one_line
 from analysis.options import ReportOptions
 from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
 
 PARTS = {"table1": "Table 1", "table3": "Table 3", "figure1": "Figure 1", "table2": "Table 2"}
 """the sweep's parts, in the report's order (Table 4 is read from `table1`)"""
-LLM_ARMS = ("llm", "llm+reexamine")
+LLM_ARMS = guardrails.LLM_VARIANTS
 COMPLETED = "completed"
 FIGURE = "figure1.png"
 

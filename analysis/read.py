@@ -112,13 +112,20 @@ def select(lf: pl.LazyFrame, where: dict[str, object]) -> pl.LazyFrame:
             if v is None or v == "null":
                 match = match | pl.col(name).is_null()
                 continue
-            try:
-                typed = pl.Series([v]).cast(schema[name], strict=True)[0]
-            except pl.exceptions.InvalidOperationError as err:
-                raise ValueError(f"{key}={v!r}: not a {schema[name]} value") from err
-            match = match | (pl.col(name) == typed).fill_null(False)
+            match = match | (pl.col(name) == typed(v, schema[name], f"{key}={v!r}")).fill_null(False)
         lf = lf.filter(match)
     return lf
+
+
+def typed(value: str, dtype: pl.DataType, said: str):
+    """A value typed on the command line as a column of `dtype` holds it (`0.001` for `lr`, `true`
+    for a flag); a ValueError starting with `said` if it is none."""
+    if dtype == pl.Boolean and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    try:
+        return pl.Series([value]).cast(dtype, strict=True)[0]
+    except pl.exceptions.PolarsError as err:
+        raise ValueError(f"{said}: not a {dtype} value") from err
 
 
 def for_trials(lf: pl.LazyFrame, trials: pl.DataFrame) -> pl.LazyFrame:

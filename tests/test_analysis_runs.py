@@ -11,21 +11,11 @@ import numpy as np
 import polars as pl
 import pytest
 
+import crafted_runs as crafted
 from analysis import claims, guardrails, read, stats, summaries
 from analysis.cli import main as analyze
+from crafted_runs import N, seeds
 from test_analysis_checks import GOLD, WRONG, _build, _effect, _ids, _preds, _write
-
-N = 400
-
-
-def _seeds(n_seeds: int, **kw) -> list[tuple[dict, list[dict]]]:
-    """Base and gcn runs of `n_seeds` seeds with a real effect (gcn fixes far more than it breaks)."""
-    runs = []
-    for s in range(n_seeds):
-        a, b = _effect(seed=s)
-        runs += [({"trial": f"b{s}", "variant": "base", "seed": s, **kw}, _preds(_ids(N), a)),
-                 ({"trial": f"g{s}", "variant": "gcn", "seed": s, **kw}, _preds(_ids(N), b))]
-    return runs
 
 
 def _cli(capsys, *words: str) -> tuple[int, str, str]:
@@ -35,45 +25,26 @@ def _cli(capsys, *words: str) -> tuple[int, str, str]:
 
 
 def test_a_runs_row_whose_validation_score_is_not_its_epochs_tables_is_refused(tmp_path):
-    # four tuned trials per slot and no effect at all; gcn's runs rows hold their test accuracy as
+    # six tuned trials per slot and no effect at all; gcn's runs rows hold their test accuracy as
     # valid_value_acc (their epochs tables say 0.5 at the kept epoch), so the runs column picks the
     # luckiest on test. Before: "better", flagged only as tuned.
-    rng = np.random.default_rng(5)
-    runs, curves = [], {}
-    for s in range(8):
-        for arm in ("b", "g"):
-            for k in range(4):
-                c = rng.random(N) < 0.6
-                trial = f"{arm}{s}-{k}"
-                valid = float(c.mean()) if arm == "g" else float(rng.random())
-                runs.append(({"trial": trial, "variant": "base" if arm == "b" else "gcn", "seed": s,
-                              "lr": 0.001 * (k + 1), "valid_value_acc": valid}, _preds(_ids(N), c)))
-                if arm == "g":
-                    curves[trial] = [0.5, 0.4]
-    _write(tmp_path, runs, epochs=curves)
+    crafted.selected_on_test(tmp_path)
     with pytest.raises(claims.GuardrailError, match=r"x/g0-\d: valid_value_acc 0\.\d+ in the runs table but 0\.5 at "
                                                     r"its best_epoch 1 in its epochs table"):
         _build(tmp_path)
-    # the same runs, their rows true to their epochs tables: no effect to claim
-    _write(tmp_path, [(r, p) for r, p in runs if r["trial"].startswith("g")],
-           epochs={t: [float(np.mean([p["value_correct"] for p in ps])), 0.1]
-                   for t, ps in ((r["trial"], p) for r, p in runs if r["trial"].startswith("g"))})
-    assert _build(tmp_path).rows["verdict"][0] != "better"
 
 
 def test_seeds_with_identical_predictions_are_refused_as_one_seed(tmp_path):
     # 3 real seeds, copied under seeds 3-5: before, 6 seeds read "better" (3 read "inconclusive")
-    runs = _seeds(3)
-    copies = [({**r, "trial": f"{r['trial'][0]}{r['seed'] + 3}", "seed": r["seed"] + 3}, p) for r, p in runs]
-    _write(tmp_path, runs)
-    assert _build(tmp_path).rows["verdict"][0] == "inconclusive (3 seeds)"
-    _write(tmp_path, copies)
+    _write(tmp_path / "three", seeds(3))
+    assert _build(tmp_path / "three").rows["verdict"][0] == "inconclusive (3 seeds)"
+    crafted.seed_copies(tmp_path)
     with pytest.raises(claims.GuardrailError, match=r"x/b0 \(seed 0\) and x/b3 \(seed 3\) hold identical predictions"):
         _build(tmp_path)
 
 
 def test_identical_training_curves_are_refused_as_one_seed(tmp_path):
-    runs = _seeds(2)
+    runs = seeds(2)
     _write(tmp_path, runs, epochs={"g0": [0.5, 0.4, 0.3], "g1": [0.5, 0.4, 0.3]})
     assert _build(tmp_path).rows.height == 1  # validation curves may tie: only a loss curve is a fingerprint
     root = tmp_path / "loss"
@@ -89,9 +60,7 @@ def test_identical_training_curves_are_refused_as_one_seed(tmp_path):
 
 def test_a_config_column_missing_from_one_arm_is_a_confound(tmp_path):
     # the base runs' files lack epochs, hidden size, beam and code version: before, "better"
-    _write(tmp_path, [(r | ({"epochs": None, "model.hidden_size": None, "beam_size": None, "code_version": None}
-                            if r["variant"] == "base" else {"epochs": 80, "model.hidden_size": 512, "beam_size": 5,
-                                                             "code_version": "v2"}), p) for r, p in _seeds(6)])
+    crafted.config_missing(tmp_path)
     with pytest.raises(claims.GuardrailError, match=r"the arms differ in more than base vs gcn: code_version: base "
                                                     r"\[None\] vs gcn \['v2'\]; epochs: base \[None\] vs gcn \[80\]; "
                                                     r"beam_size: .*; model.hidden_size: "):
@@ -100,12 +69,12 @@ def test_a_config_column_missing_from_one_arm_is_a_confound(tmp_path):
 
 def test_the_pseudual_fields_are_absent_by_design_on_base_runs_only(tmp_path):
     psedual = {"psedual.fusion": "scheduled", "psedual.alpha": 1.0}
-    runs = [(r | (psedual if r["variant"] == "gcn" else {}), p) for r, p in _seeds(6)]
+    runs = [(r | (psedual if r["variant"] == "gcn" else {}), p) for r, p in seeds(6)]
     _write(tmp_path / "base", runs)
     assert _build(tmp_path / "base").rows["verdict"][0] == "better"
     # gru's files predate psedual.alpha: between two PseDual arms that is a confound
     _write(tmp_path / "gru", [(r | ({"variant": "gru", "psedual.fusion": "scheduled"} if r["variant"] == "base"
-                                    else psedual), p) for r, p in _seeds(6)])
+                                    else psedual), p) for r, p in seeds(6)])
     with pytest.raises(claims.GuardrailError, match=r"psedual.alpha: gru \[None\] vs gcn \[1.0\]"):
         _build(tmp_path / "gru", base="gru")
 
@@ -116,23 +85,15 @@ def test_the_pseudual_fields_are_absent_by_design_on_base_runs_only(tmp_path):
 def test_failed_runs_never_make_a_claim(tmp_path, failure, who):
     # before: "better" from six runs of each arm that failed, or from six gcn runs that recorded an
     # error (status error: skipped, as before)
-    _write(tmp_path, [(r | (failure if r["variant"] in who else {}), p) for r, p in _seeds(6)])
+    crafted.failing(failure, who)(tmp_path)
     with pytest.raises(claims.GuardrailError, match=r"x/(b|g)0 \((status failed|error: RuntimeError: CUDA out of "
                                                     r"memory|status error)\)"):
         _build(tmp_path)
 
 
 def test_expression_correctness_is_checked_against_the_expressions(tmp_path):
-    # the value accuracy is the same; gcn's rows mark 32 wrong expressions as right
-    runs = []
-    for s in range(6):
-        a = np.random.default_rng(s).random(N) < 0.6
-        lie = a | (np.arange(N) % 12 == 1)
-        marked = [{**p, "expression_correct": bool(x), "expression_correct_values": bool(x)}
-                  for p, x in zip(_preds(_ids(N), a), lie)]
-        runs += [({"trial": f"b{s}", "variant": "base", "seed": s}, _preds(_ids(N), a)),
-                 ({"trial": f"g{s}", "variant": "gcn", "seed": s}, marked)]
-    _write(tmp_path, runs)
+    # the value accuracy is the same; gcn's rows mark wrong expressions as right
+    crafted.expression_marked(tmp_path)
     with pytest.raises(claims.GuardrailError, match=r"x/g0: \d+ test example\(s\) marked expression_correct .* not "
                                                     r"the gold expression: \['mawps:"):
         _build(tmp_path, metrics=("value", "expression"))  # before: expression "better" at value Δ 0
@@ -155,10 +116,7 @@ def test_a_runs_expression_accuracy_must_be_its_predictions(tmp_path):
 
 
 def test_an_empty_llm_model_is_no_llm_run(tmp_path):
-    a, b = _effect()
-    # trained runs without a validation split, posing as zero-shot LLM runs with llm.model ''
-    _write(tmp_path, [({"trial": "b0", "variant": "base", "llm.model": "", "n_valid": 0}, _preds(_ids(N), a)),
-                      ({"trial": "g0", "variant": "gcn", "llm.model": "", "n_valid": 0}, _preds(_ids(N), b))])
+    crafted.empty_llm_model(tmp_path)
     r = _build(tmp_path).rows.row(0, named=True)
     assert r["verdict"] == "inconclusive (1 seed)"  # before: "better"
     assert "test-selected? x/g0 has no validation split" in r["flags"]  # before: no flag
@@ -167,23 +125,14 @@ def test_an_empty_llm_model_is_no_llm_run(tmp_path):
 def test_a_required_field_left_empty_is_refused(tmp_path):
     blank = pl.DataFrame({"experiment": ["x"], "trial": ["g0"], "llm.model": ["  "], "solver": [""]})
     assert guardrails.blank_strings(blank).row(0) == ("x", "g0", None, "")  # the config's own strings: as written
-    _write(tmp_path, [(r | ({"variant": ""} if r["trial"] == "b1" else {}), p) for r, p in _seeds(2)])
+    _write(tmp_path, [(r | ({"variant": ""} if r["trial"] == "b1" else {}), p) for r, p in seeds(2)])
     with pytest.raises(claims.GuardrailError, match=r"x/b1: variant is an empty string"):
         _build(tmp_path)
 
 
 def test_no_pooling_across_a_config_column(tmp_path):
-    # each arm and seed ran two solvers; validation picks gts for base and g2t (the better solver) for
-    # gcn: before, the solver's difference read as PseDual's ("better", flagged "tuned")
-    runs = []
-    for s in range(6):
-        a, b = _effect(seed=s)
-        for arm in ("base", "gcn"):
-            for solver, c, valid in (("gts", a, 0.6 if arm == "base" else 0.5),
-                                     ("g2t", b, 0.5 if arm == "base" else 0.6)):
-                runs.append(({"trial": f"{arm}-{solver}-{s}", "variant": arm, "seed": s, "solver": solver,
-                              "valid_value_acc": valid}, _preds(_ids(N), c)))
-    _write(tmp_path, runs)
+    # before: the solver's difference read as PseDual's ("better", flagged "tuned")
+    crafted.two_solvers(tmp_path)
     with pytest.raises(claims.GuardrailError, match=r"data.dataset=mawps: its runs pool over solver \['g2t', 'gts'\]"
                                                     r".* --by\+ solver"):
         _build(tmp_path, by=("data.dataset",))
@@ -192,18 +141,16 @@ def test_no_pooling_across_a_config_column(tmp_path):
 
 
 def test_a_null_seed_or_fold_is_one_line(tmp_path, capsys):
-    runs = _seeds(2)
-    _write(tmp_path / "seed", [(r | ({"seed": None} if r["trial"] == "g1" else {}), p) for r, p in runs])
+    crafted.with_null("seed")(tmp_path / "seed")
     code, _, err = _cli(capsys, "table1", "--root", str(tmp_path / "seed"), "--resamples", "200")
     assert code == 2 and err.count("\n") == 1 and "x/g1: no seed" in err  # before: TypeError traceback
-    _write(tmp_path / "fold", [(r | ({"data.fold": None} if r["trial"] == "g1" else {}), p) for r, p in runs])
+    crafted.with_null("data.fold")(tmp_path / "fold")
     code, _, err = _cli(capsys, "table1", "--root", str(tmp_path / "fold"), "--resamples", "200")
     assert code == 2 and err.count("\n") == 1 and "x/g1 has no fold but mawps runs beside it have folds" in err
 
 
 def test_an_experiment_named_like_a_partition_is_read(tmp_path, capsys):
-    _write(tmp_path, _seeds(1), experiment="solver=gts")
-    _write(tmp_path, _seeds(1), experiment="plain")
+    crafted.partition_name(tmp_path)
     code, out, err = _cli(capsys, "table1", "--root", str(tmp_path), "--experiment", "solver=gts", "--resamples",
                           "200")
     assert (code, err) == (0, "") and "claims/table1_solver=gts.parquet" in out  # before: no command read this root
@@ -218,15 +165,13 @@ def test_an_experiment_named_like_a_partition_is_read(tmp_path, capsys):
     (["--arm", "lr", "--base", "0.001", "--treatment+", "abc"], "--treatment 'abc': not a Float64 value of lr"),
 ])
 def test_odd_by_and_arm_values_are_one_line(tmp_path, capsys, words, said):
-    _write(tmp_path, _seeds(2))
+    crafted.two_seeds(tmp_path)
     code, _, err = _cli(capsys, "compare", "--root", str(tmp_path), "--resamples", "200", *words)
     assert code == 2 and err.count("\n") == 1 and said in err, err
 
 
 def test_a_numeric_arm_is_compared(tmp_path, capsys):
-    a, b = _effect()
-    _write(tmp_path, [({"trial": "b0", "variant": "gcn"}, _preds(_ids(N), a)),
-                      ({"trial": "g0", "variant": "gcn", "lr": 0.002}, _preds(_ids(N), b))])
+    crafted.two_lrs(tmp_path)
     code, out, err = _cli(capsys, "compare", "--root", str(tmp_path), "--resamples", "200", "--arm", "lr", "--base",
                           "0.001", "--treatment+", "0.002")
     assert (code, err) == (0, "") and "0.002" in out  # before: a Polars error (String vs Float64)
@@ -246,11 +191,7 @@ def test_the_example_permutation_test_runs_in_bounded_memory():
 
 
 def test_infill_refuses_runs_without_a_reexamining_module(tmp_path, capsys):
-    fill = [[0, 1]] * N
-    _write(tmp_path, [({"trial": "b0", "variant": "base", "test_infill_acc": 0.9, "n_test_infilled": N},
-                       _preds(_ids(N), np.ones(N, bool), infill=fill)),
-                      ({"trial": "g0", "variant": "gcn", "test_infill_acc": 1.0, "n_test_infilled": N},
-                       _preds(_ids(N), np.ones(N, bool), infill=fill))])
+    crafted.infilling_base(tmp_path)
     code, out, err = _cli(capsys, "infill", "--root", str(tmp_path), "--resamples", "200")
     assert code == 2 and "x/b0: variant base has no reexamining module, but its row holds test_infill_acc 0.9" in err
     with pytest.raises(claims.GuardrailError, match="x/b0: variant base has no reexamining module"):
