@@ -217,7 +217,7 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
     runs = runs.filter(pl.col(arm).is_in(list(typed.values())))
     if runs.is_empty():
         raise GuardrailError(f"no runs with {arm} in {[cmp.base, *cmp.treatments]}")
-    slot = [*by, arm, SEED, FOLD]
+    slot = list(dict.fromkeys([*by, arm, SEED, FOLD]))  # `--by data.fold`: one cell per fold
     columns = list(dict.fromkeys(["value_correct", *(METRICS[m] for m in cmp.metrics)]))
     chosen = select(runs, epochs, predictions, slot, select_by, columns, notes)
     runs, preds, run_flags, tuned, compared = (chosen.runs, chosen.preds, chosen.flags, chosen.tuned,

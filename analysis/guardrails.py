@@ -340,20 +340,28 @@ def _same(x, y) -> bool:
     return abs(x - y) <= 1e-9
 
 
-def check_validation(runs: pl.DataFrame, epochs: pl.DataFrame) -> None:
+def check_validation(runs: pl.DataFrame, epochs: pl.DataFrame, competing: set[tuple[str, str]]) -> None:
     """Each trained run's validation scores in the runs table are its epochs table's at its
     `best_epoch`: a runs row whose `valid_value_acc` is anything else (a copy of its test accuracy)
-    would win its slot on what it was not selected by. Runs without epochs rows are flagged
-    (`selection`), not checked here."""
+    would win its slot on what it was not selected by. A run without epochs rows is refused where
+    it competes for its slot (`competing`: slots of several trials), flagged (`selection`) where it
+    is its slot's only run."""
     scores = [c for c in ("valid_value_acc", "valid_expr_acc") if c in runs.columns and c in epochs.columns]
     tables = epochs.partition_by(["experiment", "trial"], as_dict=True) if epochs.height else {}
     for r in runs.iter_rows(named=True):
-        rows = tables.get((r["experiment"], r["trial"]))
-        if rows is None or r.get("llm.model") is not None or r.get("best_epoch") is None:
+        key = (r["experiment"], r["trial"])
+        rows = tables.get(key)
+        if r.get("llm.model") is not None:
+            continue
+        if rows is None and key in competing:
+            raise GuardrailError(f"{_name(key)}: no epochs rows, and it competes with other trials of its slot by its "
+                                 f"runs row's validation score: that score cannot be checked; add its epochs table "
+                                 f"or leave it out with --where+")
+        if rows is None or r.get("best_epoch") is None:
             continue
         kept = rows.filter(pl.col("epoch") == r["best_epoch"])
         if kept.is_empty():
-            raise GuardrailError(f"{_name((r['experiment'], r['trial']))}: best_epoch {r['best_epoch']} has no row in "
+            raise GuardrailError(f"{_name(key)}: best_epoch {r['best_epoch']} has no row in "
                                  f"its epochs table (epochs {sorted(rows['epoch'].to_list())}): its validation score "
                                  f"cannot be checked")
         for col in scores:

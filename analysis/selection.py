@@ -142,7 +142,8 @@ def select(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, 
     tuned = guardrails.tuning(runs, slot, compared)
     # every candidate's validation score is its epochs table's before one is picked by it
     epoch_rows = read.for_trials(epochs, runs).collect()
-    guardrails.check_validation(runs, epoch_rows)
+    several = runs.filter(pl.len().over(slot) > 1).select(read.KEY).rows()
+    guardrails.check_validation(runs, epoch_rows, set(several))
     selected: dict[tuple[str, str], list[str]] = {}
     runs = keep_one_per_slot(runs, slot, select_by, notes, selected)
     epoch_rows = epoch_rows.join(runs.select(read.KEY), on=list(read.KEY), how="semi")

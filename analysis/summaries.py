@@ -63,16 +63,17 @@ def infill(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, 
         raise GuardrailError(f"{bad['experiment'][0]}/{bad['trial'][0]}: test_infill_acc is "
                              f"{bad['test_infill_acc'][0]}: not a result; leave it out with --where+")
     # one run per (cell, seed, fold), as the claims keep: a sweep's trials are not extra data
-    chosen = select(runs, epochs, predictions, [*by, SEED, FOLD], select_by, ["value_correct"], notes,
+    slot = list(dict.fromkeys([*by, SEED, FOLD]))
+    chosen = select(runs, epochs, predictions, slot, select_by, ["value_correct"], notes,
                     extra=("infill_predicted", "infill_gold"))
     runs = chosen.runs
     for part in runs.partition_by(by, maintain_order=True):
-        slots = [tuple(r[k] for k in [*by, SEED, FOLD]) for r in part.iter_rows(named=True)]
+        slots = [tuple(r[k] for k in slot) for r in part.iter_rows(named=True)]
         guardrails.check_pooled(cell_label(part.row(0, named=True), by), part, chosen.compared,
                                 set().union(*(chosen.tuned[k][1] for k in slots)), set())
     preds = pl.concat(list(chosen.preds.values()))
     ex = _per_example_infill(preds, used_only)
-    ex = ex.join(runs.select(*read.KEY, *by, SEED, FOLD), on=list(read.KEY))
+    ex = ex.join(runs.select(*read.KEY, *slot), on=list(read.KEY))
     out = []
     for part in ex.partition_by(by, maintain_order=True):
         first = part.row(0, named=True)

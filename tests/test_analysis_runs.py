@@ -203,3 +203,15 @@ def test_the_crafted_predictions_are_consistent():
     # the fixture itself: a wrong answer's expression is not the gold one
     rows = _preds(_ids(2), [True, False])
     assert [r["predicted"] for r in rows] == [GOLD, WRONG]
+
+
+def test_a_trial_without_epochs_rows_cannot_compete_for_its_slot(tmp_path):
+    crafted.selected_on_test(tmp_path)
+    for f in (tmp_path / "epochs" / "experiment=x").glob("g*.parquet"):
+        f.unlink()  # nothing left to check the copied scores against
+    with pytest.raises(claims.GuardrailError, match=r"x/g0-0: no epochs rows, and it competes with other trials"):
+        _build(tmp_path)
+    one = tmp_path / "one"
+    _write(one, seeds(1))
+    (one / "epochs" / "experiment=x" / "g0.parquet").unlink()  # its slot's only run: flagged, as before
+    assert any("x/g0 has no epochs rows" in f for f in _build(one).rows["flags"][0])
