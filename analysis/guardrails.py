@@ -12,6 +12,13 @@
 - Slots: the trials of one slot may differ only in what a sweep searched; trials that differ
   in their data are refused (add the column to the cell), and replicates (the same config and
   seed) are refused rather than the luckiest kept.
+- Runs (issue 39): a runs row's validation score is its epochs table's at its best_epoch; its
+  expression correctness is its predicted expression's being the gold one, and its test
+  accuracies its predictions' means; an empty optional string is missing (`blank_strings`); every
+  run has a seed, and a fold where its dataset's other runs have one; two seeds of one arm with
+  identical predictions or loss curves are one seed (`check_seed_replicates`).
+- Pooling: the runs of one arm of a cell share their config but for numbers searched within the
+  slots (`check_pooled`); a choice column picked per arm by validation is refused with `--by`.
 - Configs: the two arms of a claim may differ in the arm and nothing else. Every runs column
   but the records' outcomes and the execution details (`psedual.train.rows.NOT_COMPARED`) is
   compared between the arms' runs: hyperparameters, epochs, training size and subset seed,
@@ -19,7 +26,8 @@
   column that names the arm (`variant`, `llm.reexamine`), the others differ with it and are
   not compared. A difference is refused, unless the column was searched within the slots (a
   tuned sweep: then it is flagged, with the tuning budget) or the user allowed it
-  (`--allow_diff`: then it is flagged on that claim).
+  (`--allow_diff`: then it is flagged on that claim). A column null throughout one arm is that
+  arm's not having the setting only where `ABSENT_BY_DESIGN` says so (`psedual.*` on base runs).
 """
 
 from __future__ import annotations
@@ -247,9 +255,10 @@ def config_flags(cell: str, base_arm: str, treat: str, base: pl.DataFrame, other
         else:
             refused.append(said)
     if refused:
+        first = refused[0].split(":")[0]
         raise GuardrailError(f"{cell}: the arms differ in more than {base_arm} vs {treat}: {'; '.join(refused)}; "
-                             f"compare runs that differ in the arm only, or pass --allow_diff+ {refused[0].split(':')[0]} "
-                             f"to compare anyway (the claim is then flagged)")
+                             f"compare runs that differ in the arm only, or pass --allow_diff+ {first} to compare "
+                             f"anyway (the claim is then flagged)")
     if pooled:
         check_pooled(cell, pl.concat([base, other], how="diagonal_relaxed"), pooled, set(), set())
     return flags

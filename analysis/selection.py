@@ -1,9 +1,12 @@
 """The one path from the runs table to checked runs (`select`), for every claim, table and figure.
 
-Each (arm, seed, fold) slot keeps one run: non-finite scores never win, replicates and slots of
-mixed data are refused, a sweep's several trials are reduced to the best by a validation metric
-(picking by a test metric is flagged), and every kept run's predictions are checked against the
-test split it recorded (`guardrails`). `claims` builds its comparisons on what this returns.
+Each (arm, seed, fold) slot keeps one run: failed runs are left out (an unknown status refused),
+every run must have a seed, every candidate's validation score must be its epochs table's,
+non-finite scores never win, replicates and slots of mixed data are refused, a sweep's several
+trials are reduced to the best by a validation metric (picking by a test metric is flagged), every
+kept run's predictions are checked against the test split it recorded and against its own scores,
+and two seeds of one arm that are one run twice are refused (`guardrails`). `claims` builds its
+comparisons on what this returns.
 """
 
 from __future__ import annotations

@@ -226,6 +226,7 @@ def ratio_ci(num, den, n_resamples: int = 10_000, seed: int = 0) -> tuple[float,
         value = 100.0 * num.sum() / den.sum()
         return value, value
     boot = stats.bootstrap((num, den), lambda x, y, axis=-1: x.sum(axis) / y.sum(axis), paired=True,
-                           vectorized=True, n_resamples=n_resamples, confidence_level=CONFIDENCE, batch=_batch(num.size),
+                           vectorized=True, n_resamples=n_resamples, confidence_level=CONFIDENCE,
+                           batch=_batch(num.size),
                            method="percentile", rng=np.random.default_rng(seed))
     return 100.0 * boot.confidence_interval.low, 100.0 * boot.confidence_interval.high

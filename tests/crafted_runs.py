@@ -207,7 +207,8 @@ def outcome(case: Case, root: Path) -> str:
     verdicts = [f"{r['treatment_arm']}/{r['metric']} Δ {r['delta']:+.2f} p {r['p']:.2g}: {r['verdict']}"
                 for c in claims for r in pl.read_parquet(c).iter_rows(named=True)]
     shown = "; ".join(verdicts) or out.getvalue().strip().splitlines()[2][:200]
-    return f"exit 0 ({seconds:.1f} s, max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB): {shown}"
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # the process's peak so far
+    return f"exit 0 ({seconds:.1f} s, max RSS {rss:.2f} GiB): {shown}"
 
 
 def main(out: str, only: str = "") -> None:
