@@ -27,10 +27,10 @@ from psedual.solvers.config import SolverConfig
 from psedual.solvers.vocab import Vocab
 from psedual.train.step import StepLoss, train_step
 
-# scheduled: the `step` rule at steps 1000+ (ε ≈ 0.99), so every step samples an expression
+# scheduled: the `step` rule at steps 1000+ with no hold (ε ≈ 0.99), so every step samples an expression
 VARIANTS = {"base": None,
-            "gcn scheduled": PseDualConfig(expression_encoder="gcn", epsilon_schedule="step"),
-            "gru scheduled": PseDualConfig(expression_encoder="gru", epsilon_schedule="step"),
+            "gcn scheduled": PseDualConfig(expression_encoder="gcn", epsilon_schedule="step", epsilon_hold=0.0),
+            "gru scheduled": PseDualConfig(expression_encoder="gru", epsilon_schedule="step", epsilon_hold=0.0),
             "gcn teacher_forcing": PseDualConfig(expression_encoder="gcn", fusion="teacher_forcing")}
 
 

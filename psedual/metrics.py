@@ -5,8 +5,8 @@ Expression accuracy comes in two definitions, both kept: strict (token for token
 slot names, `N0` ≠ `N1` even when both hold 0.25) and by values (the published code's:
 the expressions are equal after each slot is replaced by its number). Infilling accuracy
 and perfect match likewise: over every masked slot (a slot the expression does not use
-must be filled "unused"), or over the slots the gold expression uses (the paper's
-Table 4). Plain Python over problems and predictions (no torch), so the
+must be filled "unused"; the paper's Table 4 "Acc", "over all the masked numbers in the
+dataset"), or over the slots the gold expression uses. Plain Python over problems and predictions (no torch), so the
 trainer and `psedual llm` share them; `analysis/summaries.py` applies the same definitions to
 the predictions table.
 
@@ -104,7 +104,7 @@ def _slot_pairs(predicted: Sequence[Sequence[int]], gold: Sequence[Sequence[int]
 def infilling_accuracy(predicted: Sequence[Sequence[int]], gold: Sequence[Sequence[int]],
                        used_only: bool = False) -> Accuracy:
     """Share of masked number slots filled with the right quantity, over all slots of all
-    problems, or (`used_only`) over the slots the gold expression uses (the paper's Table 4)."""
+    problems (the paper's Table 4), or (`used_only`) over the slots the gold expression uses."""
     pairs = [pair for problem in _slot_pairs(predicted, gold, used_only) for pair in problem]
     return Accuracy(sum(a == b for a, b in pairs), len(pairs))
 

@@ -14,7 +14,7 @@ from psedual.reexamine import PseDualConfig, Reexaminer
 from psedual.reexamine import config as reexamine_config
 from psedual.reexamine.expression import batch_edge_index, expression_encoder_class, tree_edges
 from psedual.reexamine.module import GumbelNoise
-from psedual.reexamine.schedules import Clock, epsilon, final, regime, tau, warning
+from psedual.reexamine.schedules import Clock, epsilon, final, hold_steps, regime, tau, warning
 from psedual.reexamine.targets import UNUSED, allowed_targets, canonical_answers, used_slots
 from psedual.solvers import SOLVERS, get_solver
 from psedual.solvers.batch import collate
@@ -63,7 +63,7 @@ def test_config_names_match_the_registry_and_bad_values_fail():
 
 
 def test_epsilon_follows_its_formulas():
-    step = PseDualConfig(epsilon_schedule="step")
+    step = PseDualConfig(epsilon_schedule="step", epsilon_hold=0.0)
     assert epsilon(step, Clock(0, 10, 1)) == 1.0
     assert epsilon(step, Clock(1000, 100, 20)) == pytest.approx(math.exp(1000 * math.log(0.99999)), rel=1e-12)
     assert epsilon(replace(step, epsilon0=0.8), Clock(50_000, 1000, 60)) == pytest.approx(0.8 * 0.99999 ** 50_000)
@@ -76,7 +76,7 @@ def test_epsilon_follows_its_formulas():
 
 
 def test_horizon_epsilon_ends_where_it_says_on_any_run_length():
-    c = PseDualConfig(epsilon_final=0.1)
+    c = PseDualConfig(epsilon_final=0.1, epsilon_hold=0.0)
     for per_epoch, epochs in ((23, 80), (331, 80), (3, 2), (1, 1)):
         last = Clock(per_epoch * epochs - 1, per_epoch, epochs)
         assert epsilon(c, last) == 0.1
@@ -87,13 +87,32 @@ def test_horizon_epsilon_ends_where_it_says_on_any_run_length():
     ratios = [epsilon(c, Clock(t + 1, 23, 80)) / epsilon(c, Clock(t, 23, 80)) for t in (0, 500, 1800)]
     assert ratios == pytest.approx([0.1 ** (1 / 1839)] * 3, rel=1e-12)
     # the paper's literal rule ends where the run length puts it (the trap horizon avoids)
-    literal = PseDualConfig(epsilon_schedule="step")
+    literal = PseDualConfig(epsilon_schedule="step", epsilon_hold=0.0)
     assert final(literal, 23, 80)[0] == pytest.approx(0.98177, abs=1e-5)  # MAWPS fold 0, batch 64
     assert final(literal, 331, 80)[0] == pytest.approx(0.76736, abs=1e-5)  # Math23K
     with pytest.raises(ValueError, match="need 0 < epsilon_final <= epsilon0"):
         PseDualConfig(epsilon_final=0.0)
     with pytest.raises(ValueError, match="bad clock"):
         Clock(10, 5, 2)
+
+
+def test_epsilon_is_held_for_its_share_of_the_run_then_decays_to_its_end():
+    """The published code's hold: ε = epsilon0 (nothing sampled) for the first 20% of the steps."""
+    c = PseDualConfig()  # horizon, hold 0.2, 1 -> 0.5
+    per_epoch, epochs = 23, 80  # 1,840 steps: held for 368
+    assert hold_steps(c, Clock(0, per_epoch, epochs)) == 368
+    assert [epsilon(c, Clock(t, per_epoch, epochs)) for t in (0, 200, 367)] == [1.0, 1.0, 1.0]
+    assert epsilon(c, Clock(368, per_epoch, epochs)) == 1.0  # the decay's first step
+    assert epsilon(c, Clock(369, per_epoch, epochs)) == pytest.approx(0.5 ** (1 / 1471))
+    assert epsilon(c, Clock(1839, per_epoch, epochs)) == 0.5
+    step = PseDualConfig(epsilon_schedule="step", epsilon_hold=0.5)
+    assert epsilon(step, Clock(99, 10, 20)) == 1.0 and epsilon(step, Clock(110, 10, 20)) == pytest.approx(0.99999 ** 10)
+    # no hold is the decay from the first step; teacher forcing and `epoch` have no share-hold
+    assert epsilon(replace(c, epsilon_hold=0.0), Clock(1, per_epoch, epochs)) < 1.0
+    assert hold_steps(PseDualConfig(epsilon_schedule="epoch"), Clock(0, 23, 80)) == 0
+    assert hold_steps(PseDualConfig(fusion="teacher_forcing"), Clock(0, 23, 80)) == 0
+    with pytest.raises(ValueError, match=r"epsilon_hold is a share of the run in \[0, 1\), got 1.0"):
+        PseDualConfig(epsilon_hold=1.0)
 
 
 def test_tau_follows_its_formulas():
@@ -115,13 +134,19 @@ def test_tau_follows_its_formulas():
 
 
 def test_the_regime_is_said_and_a_near_teacher_forcing_run_is_warned():
-    assert regime(PseDualConfig(), 23, 80) == ("ε 1 → 0.5 over 1,840 steps (23 per epoch × 80 epochs; fusion scheduled, "
-                                                "schedule horizon); τ 1 → 0.5 over the run (schedule horizon, "
-                                                "Q_pred straight_through)")
+    assert regime(PseDualConfig(), 23, 80) == ("ε 1 for the first 368 steps (20%), then → 0.5 by the last of 1,840 steps "
+                                                "(23 per epoch × 80 epochs; fusion scheduled, schedule horizon); τ 1 → 0.5 "
+                                                "over the run (schedule horizon, Q_pred straight_through); quantity keys "
+                                                "anonymous, loss averaged per problem")
+    assert regime(PseDualConfig(epsilon_hold=0.0, quantity_keys="named", control="other_problem"), 23, 80).startswith(
+        "ε 1 for the first 0 steps (0%), then → 0.5 by the last of 1,840 steps")
+    assert regime(PseDualConfig(quantity_keys="named", control="other_problem"), 23, 80).endswith(
+        "quantity keys named, control other_problem, loss averaged per problem")
+    assert "for the first 460 steps (100%), then → 1 by the last of 460 steps" in regime(PseDualConfig(epsilon_schedule="epoch"), 23, 20)
     assert "τ is unused" in regime(PseDualConfig(fusion="teacher_forcing"), 23, 80)
     assert "over each epoch's 23 steps" in regime(PseDualConfig(tau_reset="epoch"), 23, 80)
     assert final(PseDualConfig(fusion="teacher_forcing"), 23, 80) == (1.0, None)
-    message = warning(PseDualConfig(epsilon_schedule="step"), 23, 80)
+    message = warning(PseDualConfig(epsilon_schedule="step", epsilon_hold=0.0), 23, 80)
     assert "ends at ε = 0.982 > 0.9 after 1,840 steps" in message and "--psedual.epsilon_final E" in message
     assert warning(PseDualConfig(), 23, 80) is None
     assert warning(PseDualConfig(fusion="teacher_forcing"), 23, 80) is None  # asked for, not a trap
@@ -243,7 +268,7 @@ def test_tau_shapes_the_gradient_straight_through_and_the_tokens_when_soft(mawps
     assert torch.equal(l1, l4)
     assert g1.any() and differ(g1, g4) > 0.2
     # soft: the infiller reads the relaxed rows, so τ changes what it reads; τ → 0 is the hard read
-    (s1, sl1), (s4, sl4), (_, sl0) = at(1.0, "soft"), at(0.25, "soft"), at(1e-3, "soft")
+    (s1, sl1), (s4, sl4), (_, sl0) = at(1.0, "soft"), at(0.25, "soft"), at(1e-5, "soft")
     assert not torch.allclose(sl1, sl4, atol=1e-3)
     assert torch.allclose(sl0, l1, atol=5e-3)
     assert s1.any() and differ(s1, s4) > 0.2
@@ -343,12 +368,13 @@ def test_separate_problem_encoder_has_its_own_weights(mawps, vocab):
     assert solver.encoder.embed.weight.grad is None  # the solver's encoder is not used
 
 
-# Solver loss + infilling loss of two seeded Adam steps (GCN, ε decaying by half per step so
+# Solver loss + infilling loss of two seeded Adam steps (GCN with anonymous quantity keys, the
+# infilling loss averaged per problem, ε decaying by half per step so
 # sampled expressions count from the first step; 32 MAWPS problems, dropout 0.5). Compared with
 # a relative tolerance of 1e-6: other torch builds may sum in another order.
-PINNED = {"gts": [3.5174882411956787, 3.4680919647216797], "dns": [3.551985263824463, 3.5208349227905273],
-          "graph2tree": [3.7677674293518066, 3.5120131969451904], "bert_tree": [3.54543399810791, 3.3635430335998535],
-          "re_deduction": [6.995087146759033, 6.831480503082275]}
+PINNED = {"gts": [3.543135643005371, 3.437819719314575], "dns": [3.5651330947875977, 3.479318141937256],
+          "graph2tree": [3.689779758453369, 3.4294240474700928], "bert_tree": [3.56416654586792, 3.372182607650757],
+          "re_deduction": [7.165670394897461, 6.782881259918213]}
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -364,3 +390,161 @@ def test_loss_of_two_seeded_psedual_steps_is_pinned(mawps, vocab, name):
     step = StepLoss(solver, reexaminer, 1.0)
     losses = [train_step(step, opt, batch, Clock(i, 2, 1)).loss.item() for i in range(2)]
     assert losses == pytest.approx(PINNED[name], rel=1e-6), losses
+
+
+# --- what the infiller may read (issue 41) ------------------------------------------------
+
+def _ids(vocab, *prefixes):
+    rows = [vocab.output_ids(p) for p in prefixes]
+    out = torch.full((len(rows), max(map(len, rows))), -1, dtype=torch.long)
+    for r, row in enumerate(rows):
+        out[r, :len(row)] = torch.tensor(row)
+    return out
+
+
+def _keys(reexaminer, vocab, problems, *prefixes):
+    from psedual.reexamine.module import hard_rollout
+
+    with inference(reexaminer):
+        return reexaminer.keys(hard_rollout(_ids(vocab, *prefixes), len(vocab.output_tokens)), 3, problems)[0]
+
+
+@pytest.mark.parametrize("encoder", ["gru", "gcn"])
+def test_default_keys_do_not_change_when_the_quantities_are_renamed(mawps, vocab, encoder):
+    """N_k is the answer for slot k: on the default the encoder never sees k, so renaming the
+    quantities (N0 -> N2, N1 -> N0, N2 -> N1) moves each key to its new name unchanged."""
+    p = [q for q in mawps.train if len(q.numbers) == 3][0]
+    original, renamed = ("*", "+", "N0", "N1", "N2"), ("*", "+", "N2", "N0", "N1")
+    _, reexaminer = build("gts", vocab, expression_encoder=encoder)
+    keys = _keys(reexaminer, vocab, [p, p], original, renamed)
+    assert torch.allclose(keys[0, [0, 1, 2]], keys[1, [2, 0, 1]], atol=1e-6)
+    assert not torch.allclose(keys[0, 0], keys[0, 1], atol=1e-3)  # the structure still tells them apart
+    _, named = build("gts", vocab, expression_encoder=encoder, quantity_keys="named")
+    keys = _keys(named, vocab, [p, p], original, renamed)
+    assert not torch.allclose(keys[0, [0, 1, 2]], keys[1, [2, 0, 1]], atol=1e-3)  # the leak the default closes
+
+
+def test_gcn_keys_tell_the_left_operand_from_the_right(mawps, vocab):
+    p = [q for q in mawps.train if len(q.numbers) == 3][0]
+    _, reexaminer = build("gts", vocab, expression_encoder="gcn")
+    keys = _keys(reexaminer, vocab, [p, p], ("-", "N0", "N1"), ("-", "N1", "N0"))
+    assert not torch.allclose(keys[0, 0], keys[1, 0], atol=1e-3)  # N0 as minuend, then as subtrahend
+    assert torch.allclose(keys[0, 0], keys[1, 1], atol=1e-6)  # the left operand's key, whatever its name
+    with torch.no_grad():
+        reexaminer.expression.place.weight.zero_()  # without the place, GCNConv's edges have no order
+    keys = _keys(reexaminer, vocab, [p, p], ("-", "N0", "N1"), ("-", "N1", "N0"))
+    assert torch.allclose(keys[0, 0], keys[1, 0], atol=1e-6)
+
+
+def test_value_keys_read_the_value_not_the_slot(mawps, vocab):
+    from psedual.reexamine.module import value_features
+
+    p = replace(mawps.train[0], numbers=("3", "0.5", "3", "-12"), number_texts=("3", "0.5", "3", "-12"),
+                num_pos=(0, 1, 2, 3), prefix=("+", "N0", "N1"))
+    expected = [[1, math.log10(3), 1, 0], [1, math.log10(0.5), 0, 1], [1, math.log10(3), 1, 0],
+                [-1, math.log10(12), 1, 0], [0, 0, 0, 0]]
+    assert torch.allclose(value_features([p], 5)[0], torch.tensor(expected))
+    _, reexaminer = build("gts", vocab, expression_encoder="gru", quantity_keys="value")
+    keys = _keys(reexaminer, vocab, [p, p, p], ("*", "N0", "N1"), ("*", "N2", "N1"), ("*", "N1", "N0"))
+    assert torch.allclose(keys[0, 0], keys[1, 2], atol=1e-6)  # N0 and N2 both hold 3: the same key
+    assert not torch.allclose(keys[0, 0], keys[2, 1], atol=1e-3)  # 0.5 in N0's place: another key
+
+
+def test_the_infilling_loss_is_each_problems_mean_then_the_batch_mean(mawps, vocab):
+    one = [q for q in mawps.train if len(q.numbers) == 1][0]
+    three = [q for q in mawps.train if len(q.numbers) == 3][0]
+    batch = collate([one, three], vocab)
+    losses = {}
+    for average in ("problem", "slot"):
+        solver, reexaminer = build("gts", vocab, fusion="teacher_forcing", infill_average=average)
+        with inference(solver), inference(reexaminer):
+            out = reexaminer(solver, batch, solver.encode(batch), AT)
+        target = out.logits.masked_fill(~out.allowed, float("-inf")).argmax(-1)
+        ce = torch.nn.functional.cross_entropy(out.logits.flatten(0, 1), target.flatten(), reduction="none").view(2, -1)
+        losses[average] = (out.loss.item(), ce)
+        assert reexaminer.loss_terms([one, three]) == (2 if average == "problem" else 4)
+    loss, ce = losses["problem"]
+    assert loss == pytest.approx((ce[0, 0].item() + ce[1, :3].mean().item()) / 2, rel=1e-6)
+    loss, ce = losses["slot"]
+    assert loss == pytest.approx((ce[0, 0].item() + ce[1, :3].sum().item()) / 4, rel=1e-6)
+
+
+def test_the_control_fills_each_problem_from_the_next_problems_expression(mawps, vocab):
+    problems = [q for q in mawps.train if len(q.numbers) >= 2][:4]
+    batch = collate(problems, vocab)
+    solver, control = build("gts", vocab, fusion="teacher_forcing", control="other_problem")
+    with inference(solver), inference(control):
+        enc = solver.encode(batch)
+        out = control(solver, batch, enc, AT)
+        from psedual.reexamine.module import gold_rollout
+
+        keys, _ = control.keys(gold_rollout(batch, len(vocab.output_tokens)), batch.num_mask.shape[1], batch.problems)
+        expected = control.pointer(control.slot_states(solver, batch, enc), keys.roll(1, 0), batch.num_mask.bool())
+    assert torch.allclose(out.logits, expected, atol=1e-6)  # problem b reads problem b-1's keys
+    assert torch.equal(out.allowed, allowed_targets(problems, batch.targets, control.slot0, batch.num_mask.shape[1]))
+
+
+def test_scrambling_the_gold_costs_a_trained_default_infiller_20_points(mawps, vocab):
+    """A goal of issue 41: on the default the infiller needs the expression. (That it cannot read
+    names is `test_default_keys_do_not_change_when_the_quantities_are_renamed`; a named infiller
+    trained like this one also learns the structure of so small a set, so this test alone would
+    not tell them apart: bench/infill_probe.py on real runs does, docs/psedual.md.)"""
+    import random
+
+    from psedual.reexamine.probe import scrambled
+
+    problems = [p for p in mawps.train if 2 <= len(p.numbers) <= 3][:64]
+    batch = collate(problems, vocab)
+    rng = random.Random(0)
+    shown = _ids(vocab, *(scrambled(p.prefix, vocab.operators, rng) for p in problems))
+    solver, reexaminer = build("gts", vocab, fusion="teacher_forcing")
+    opt = torch.optim.Adam([*solver.parameters(), *reexaminer.parameters()], 1e-2)
+    for _ in range(60):
+        optimise(reexaminer(solver, batch, solver.encode(batch), AT).loss, opt)
+    with inference(solver), inference(reexaminer):
+        gold, scrambled_ = [infilling_accuracy(*reexaminer.infill_gold(solver, batch, s)).value for s in (None, shown)]
+    assert gold > 0.9 and gold - scrambled_ >= 0.2, (gold, scrambled_)
+
+
+def test_the_probes_known_answers(mawps):
+    import random
+
+    from psedual.reexamine.probe import in_text_order, name_rule, scrambled
+
+    p = replace(mawps.train[0], numbers=("3", "5", "3", "7"), number_texts=("3", "5", "3", "7"), num_pos=(0, 1, 2, 3),
+                prefix=("*", "N2", "+", "N1", "N1"))
+    # slot 0 holds 3 like the used N2: the rule says "unused", the right filling is 2
+    assert name_rule(p) == ([UNUSED, 1, 2, UNUSED], [2, 1, 2, UNUSED])
+    s = scrambled(("*", "N2", "+", "N1", "3"), ("+", "-", "*", "/"), random.Random(1))
+    assert [t in "+-*/" for t in s] == [True, False, True, False, False]
+    assert sorted(t for t in s if t not in "+-*/") == ["3", "N1", "N2"]
+    assert in_text_order(("*", "N0", "+", "N1", "N0")) and not in_text_order(("-", "N1", "N0"))
+    assert in_text_order(("+", "N2", "N12"))  # N12 is slot 12, after slot 2
+
+
+def test_shuffled_leaf_order_swaps_only_commutative_operands(vocab):
+    from psedual.reexamine.expression import swap_operands
+
+    ids = vocab.output_ids(["*", "+", "N0", "N1", "-", "N2", "N3"])
+    commutative = {vocab.operators.index("+"), vocab.operators.index("*")}
+    flips = iter([True, True])  # `*`, then `+`: `-` is never asked
+    assert swap_operands(ids, len(vocab.operators), commutative, lambda: next(flips)) == \
+        vocab.output_ids(["*", "-", "N2", "N3", "+", "N1", "N0"])
+    assert swap_operands(ids, len(vocab.operators), commutative, lambda: False) == ids
+    cut = vocab.output_ids(["+", "N0"])  # incomplete: left as it is
+    assert swap_operands(cut, len(vocab.operators), commutative, lambda: True) == cut
+
+
+def test_shuffled_leaf_order_reads_other_golds_in_training_only(mawps, vocab):
+    problems = [q for q in mawps.train if len(q.numbers) >= 2][:16]
+    batch = collate(problems, vocab)
+    solver, written = build("gts", vocab, fusion="teacher_forcing")
+    _, shuffled = build("gts", vocab, fusion="teacher_forcing", leaf_order="shuffled")
+    shuffled.load_state_dict(written.state_dict())
+    with inference(solver), inference(written), inference(shuffled):
+        torch.manual_seed(3)
+        a = written(solver, batch, solver.encode(batch), AT)
+        b = shuffled(solver, batch, solver.encode(batch), AT)
+        assert not torch.allclose(a.logits, b.logits, atol=1e-4)  # some `+` / `*` operands were swapped
+        assert torch.equal(a.allowed, b.allowed)  # the same right answers
+        assert written.infill_gold(solver, batch) == shuffled.infill_gold(solver, batch)  # tests read the gold as written

@@ -135,8 +135,9 @@ def test_psedual_outputs(finished_psedual, finished):
     result, out = finished_psedual
     epochs = pl.read_parquet(out / "epochs.parquet")
     metrics = pl.read_parquet(out / "metrics.parquet").row(0, named=True)
-    # 96 training problems in batches of 32: 3 steps per epoch, 6 in all; ε and τ at each epoch's last step
-    assert epochs["epsilon"].to_list() == pytest.approx([0.25 ** (2 / 5), 0.25])
+    # 96 training problems in batches of 32: 3 steps per epoch, 6 in all; ε and τ at each epoch's last step.
+    # ε is held for int(0.2 · 6) = 1 step, then decays over the other 5 (step 2 is the decay's second)
+    assert epochs["epsilon"].to_list() == pytest.approx([0.25 ** (1 / 4), 0.25])
     assert epochs["tau"].to_list() == pytest.approx([0.5 ** (2 / 5), 0.5]) and (epochs["infill_loss"] > 0).all()
     assert (metrics["final_epsilon"], metrics["final_tau"]) == (0.25, 0.5)
     preds = pl.read_parquet(out / "predictions.parquet")
@@ -168,11 +169,11 @@ def test_a_run_says_its_regime_and_warns_when_it_stays_near_teacher_forcing(tmp_
     literal = replace(TINY_PSEDUAL, epochs=1, psedual=PseDualConfig(epsilon_schedule="step"))
     with pytest.warns(UserWarning, match=r"ends at ε = 1.000 > 0.9 after 3 steps.*--psedual.epsilon_final E"):
         train(literal, tmp_path / "literal", test=False)
-    assert "PseDual: ε 1 → 0.99998 over 3 steps (3 per epoch × 1 epochs" in capsys.readouterr().err
+    assert "PseDual: ε 1 for the first 0 steps (0%), then → 0.99998 by the last of 3 steps (3 per epoch × 1 epochs" in capsys.readouterr().err
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # this horizon ends at 0.25: no warning
         train(replace(TINY_PSEDUAL, epochs=1), tmp_path / "horizon", test=False)
-    assert "PseDual: ε 1 → 0.25 over 3 steps" in capsys.readouterr().err
+    assert "PseDual: ε 1 for the first 0 steps (0%), then → 0.25 by the last of 3 steps" in capsys.readouterr().err  # int(0.2 · 3) = 0
 
 
 def test_psedual_cli_flags_need_psedual(tmp_path, capsys):

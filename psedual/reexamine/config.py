@@ -23,7 +23,7 @@ EXPRESSION_ENCODERS = {
     "gru": ExpressionEncoderEntry("psedual.reexamine.expression:GRUExpressionEncoder", "PseDual-GRU",
                                   "a bidirectional GRU over the expression's prefix tokens"),
     "gcn": ExpressionEncoderEntry("psedual.reexamine.expression:GCNExpressionEncoder", "PseDual-GCN",
-                                  "two GCN layers over the expression tree"),
+                                  "two GCN layers over the expression tree, left and right operands told apart"),
 }
 """The expression encoders, by name. The CLI's `--variant` choices, the sweep validation, the
 analysis labels and comparisons, and the README's table (`make readme`) are derived from it:
@@ -45,6 +45,10 @@ TauSchedule = Literal["horizon", "step"]
 TauReset = Literal["none", "epoch"]
 QPGradient = Literal["straight_through", "soft", "none"]
 ProblemEncoder = Literal["shared", "separate"]
+QuantityKeys = Literal["anonymous", "value", "named"]
+Control = Literal["none", "other_problem"]
+InfillAverage = Literal["problem", "slot"]
+LeafOrder = Literal["written", "shuffled"]
 ExpressionEncoder = Literal[tuple(EXPRESSION_ENCODERS)]
 FUSIONS = get_args(Fusion)
 EPSILON_SCHEDULES = get_args(EpsilonSchedule)
@@ -52,6 +56,10 @@ TAU_SCHEDULES = get_args(TauSchedule)
 TAU_RESETS = get_args(TauReset)
 QP_GRADIENTS = get_args(QPGradient)
 PROBLEM_ENCODERS = get_args(ProblemEncoder)
+QUANTITY_KEYS = get_args(QuantityKeys)
+CONTROLS = get_args(Control)
+INFILL_AVERAGES = get_args(InfillAverage)
+LEAF_ORDERS = get_args(LeafOrder)
 
 
 def _choose(name: str, value: str, valid: tuple[str, ...]) -> None:
@@ -81,8 +89,14 @@ class PseDualConfig:
     for the first `epsilon_hold_epochs` epochs, then multiplied by `epsilon_epoch_decay` every epoch."""
     epsilon0: float = 1.0
     """ε at the first step."""
+    epsilon_hold: float = 0.2
+    """`horizon` and `step`: the share of the run's steps during which ε stays at epsilon0 (no
+    expression is sampled) before it decays; the published code holds ε = 1 for its first 20 of
+    100 epochs, because early predicted expressions mislead the infiller. 0: decay from the first
+    step (this platform's behaviour before the hold). The `epoch` schedule holds for
+    `epsilon_hold_epochs` instead."""
     epsilon_final: float = 0.5
-    """`horizon`: ε at the last step. 0.5 is where the published code's schedule ends after its
+    """`horizon`: ε at the last step (the decay runs from the hold's end to the last step). 0.5 is where the published code's schedule ends after its
     80 epochs (0.99^60 = 0.547), reached here on every dataset."""
     epsilon_decay: float = 0.99999
     """Per-step decay r of the `step` schedule."""
@@ -116,6 +130,30 @@ class PseDualConfig:
     published code (τ then changes nothing)."""
     alpha: float = 1.0
     """Weight of the infilling loss: L = L_solve + alpha · L_infill."""
+    quantity_keys: QuantityKeys = "anonymous"
+    """What the expression encoder sees of a quantity token `N_k`. `anonymous`: one embedding
+    shared by every quantity, so only the expression's structure can tell the infiller which
+    slot a quantity fills; `value`: that shared embedding plus features of the quantity's value
+    (sign, magnitude, integer or not), never its index or position in the problem; `named`: one
+    embedding per slot name `N_k`, which *is* the infilling answer (the task is then solved by
+    reading names: kept to measure what that leak does)."""
+    leaf_order: LeafOrder = "written"
+    """The gold expression the infiller reads in training. `written`: as the data writes it;
+    `shuffled`: the operands of every `+` and `*` swapped at random (a fresh draw per step and
+    problem; the same value and the same quantities). Most golds list their quantities in text
+    order, so with names hidden "first leaf, first slot" is a second shortcut; shuffling the
+    commutative operands takes it away where order carries no meaning. Tests read the gold as
+    written."""
+    control: Control = "none"
+    """`other_problem`: a control arm that keeps the infilling loss and drops its meaning: each
+    problem's slots are filled from the keys of another problem's expressions (the previous one in the
+    batch; a batch, or DDP shard, of one problem reads its own), so any gain it gives comes from an
+    auxiliary gradient at the number slots, not from reexamining. `none`: each problem reads its
+    own expressions."""
+    infill_average: InfillAverage = "problem"
+    """`problem`: the infilling loss is each problem's mean over its masked numbers, then the mean
+    over problems (the published code's); `slot`: one mean over every slot of the batch (a problem
+    with many numbers weighs more)."""
     problem_encoder: ProblemEncoder = "shared"
     """`shared`: the masked problem is read through the solver's own encoder pass; `separate`: a
     second word encoder of the same shape, owned by the reexamining module."""
@@ -132,6 +170,12 @@ class PseDualConfig:
         _choose("tau reset", self.tau_reset, TAU_RESETS)
         _choose("qp_gradient", self.qp_gradient, QP_GRADIENTS)
         _choose("problem encoder", self.problem_encoder, PROBLEM_ENCODERS)
+        _choose("quantity keys", self.quantity_keys, QUANTITY_KEYS)
+        _choose("control", self.control, CONTROLS)
+        _choose("infill average", self.infill_average, INFILL_AVERAGES)
+        _choose("leaf order", self.leaf_order, LEAF_ORDERS)
+        if not 0.0 <= self.epsilon_hold < 1.0:
+            raise ValueError(f"epsilon_hold is a share of the run in [0, 1), got {self.epsilon_hold}")
         for name in ("epsilon0", "epsilon_decay", "epsilon_epoch_decay"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")

@@ -32,18 +32,56 @@ def tree_edges(tokens: list[int], n_ops: int) -> list[tuple[int, int]]:
     return edges
 
 
-def batch_edge_index(tokens: torch.Tensor, n_ops: int, ids: list[list[int]] | None = None) -> torch.Tensor:
-    """[2, E] edges of a batch's trees, both directions, over nodes numbered b·L + position.
+def swap_operands(tokens: list[int], n_ops: int, commutative: set[int], flip) -> list[int]:
+    """The prefix expression `tokens` with the two operands of each operator in `commutative`
+    swapped where `flip()` says so (called once per such operator, in prefix order). An
+    incomplete expression is returned as it is."""
+    def subtree(pos: int) -> tuple[list[int], int]:
+        """(the subtree's tokens with its operands swapped, the position after it)."""
+        if pos >= len(tokens):
+            raise IndexError
+        tok = tokens[pos]
+        if tok >= n_ops:
+            return [tok], pos + 1
+        swap = tok in commutative and flip()
+        left, pos = subtree(pos + 1)
+        right, pos = subtree(pos)
+        return [tok, *(right + left if swap else left + right)], pos
+
+    try:
+        out, end = subtree(0)
+    except IndexError:
+        return list(tokens)
+    return out + list(tokens[end:])
+
+
+ROOT, LEFT, RIGHT = 0, 1, 2
+"""A node's place under its parent (a root, or a node cut loose, is ROOT)."""
+
+
+def batch_tree(tokens: torch.Tensor, n_ops: int, ids: list[list[int]] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The batch's trees: [2, E] edges, both directions, over nodes numbered b·L + position, and
+    [B·L] each node's place (ROOT, LEFT or RIGHT child: `- a b` and `- b a` differ only here).
     `ids`: the same expressions on the host, where the caller has them (saves reading `tokens`
     back from the device)."""
     B, L = tokens.shape
-    pairs = []
+    pairs, roles = [], [ROOT] * (B * L)
     for b, row in enumerate(ids if ids is not None else tokens.tolist()):
-        pairs += [(b * L + p, b * L + c) for p, c in tree_edges([t for t in row if t >= 0], n_ops)]
+        seen: set[int] = set()
+        for p, c in tree_edges([t for t in row if t >= 0], n_ops):
+            pairs.append((b * L + p, b * L + c))
+            roles[b * L + c] = RIGHT if p in seen else LEFT  # an operator's first child is its left
+            seen.add(p)
+    role = to_device(torch.tensor(roles, dtype=torch.long), tokens.device)
     if not pairs:
-        return torch.zeros(2, 0, dtype=torch.long, device=tokens.device)
+        return torch.zeros(2, 0, dtype=torch.long, device=tokens.device), role
     e = torch.tensor(pairs, dtype=torch.long).t()
-    return to_device(torch.cat([e, e.flip(0)], 1), tokens.device)
+    return to_device(torch.cat([e, e.flip(0)], 1), tokens.device), role
+
+
+def batch_edge_index(tokens: torch.Tensor, n_ops: int, ids: list[list[int]] | None = None) -> torch.Tensor:
+    """[2, E] edges of a batch's trees (see `batch_tree`)."""
+    return batch_tree(tokens, n_ops, ids)[0]
 
 
 class GRUExpressionEncoder(nn.Module):
@@ -76,7 +114,9 @@ class GRUExpressionEncoder(nn.Module):
 
 class GCNExpressionEncoder(nn.Module):
     """Two GCN layers over the expression tree: parent-child edges in both directions, self
-    loops and symmetric normalisation (GCNConv's defaults), ReLU and dropout between."""
+    loops and symmetric normalisation (GCNConv's defaults), ReLU and dropout between. Each node's
+    input adds an embedding of its place (root, left or right child): GCNConv's messages carry no
+    edge order, so without it `- a b` and `- b a` would give the same states."""
 
     def __init__(self, embedding_size: int, hidden_size: int, n_ops: int, dropout: float) -> None:
         super().__init__()
@@ -87,14 +127,15 @@ class GCNExpressionEncoder(nn.Module):
             warnings.simplefilter("ignore", DeprecationWarning)
             from torch_geometric.nn import GCNConv
         self.n_ops = n_ops
+        self.place = nn.Embedding(3, embedding_size)
         self.conv1, self.conv2 = GCNConv(embedding_size, hidden_size), GCNConv(hidden_size, hidden_size)
         self.drop = nn.Dropout(dropout)
 
     def forward(self, embedded: torch.Tensor, tokens: torch.Tensor, ids: list[list[int]] | None = None) -> torch.Tensor:
         """Node states [B, L, H] of the expressions `tokens` [B, L] (`ids`: the same on the host)."""
         B, L, _ = embedded.shape
-        edges = batch_edge_index(tokens, self.n_ops, ids)
-        x = self.drop(embedded).reshape(B * L, -1)  # padding positions are isolated nodes
+        edges, place = batch_tree(tokens, self.n_ops, ids)
+        x = self.drop(embedded.reshape(B * L, -1) + self.place(place))  # padding positions are isolated nodes
         x = self.drop(torch.relu(self.conv1(x, edges)))
         return self.conv2(x, edges).view(B, L, -1)
 

@@ -50,11 +50,21 @@ def _horizon(start: float, end: float, t: int, steps: int) -> float:
     return start * (end / start) ** (t / (steps - 1))
 
 
-def epsilon(config: PseDualConfig, clock: Clock) -> float:
-    """Weight of the gold expression in Q = ε·Q_gold + (1−ε)·Q_pred.
+def hold_steps(config: PseDualConfig, clock: Clock) -> int:
+    """Steps at epsilon0 before a `horizon` or `step` decay starts: `epsilon_hold` of the run's
+    steps, rounded down (0 for the `epoch` schedule, which holds by epochs)."""
+    if config.fusion != "scheduled" or config.epsilon_schedule == "epoch":
+        return 0
+    return int(config.epsilon_hold * clock.total)
 
-    scheduled, `horizon`: ε = epsilon0 · (epsilon_final / epsilon0) ** (t / (T − 1)), T the run's steps
-    scheduled, `step`:    ε = epsilon0 · epsilon_decay ** t
+
+def epsilon(config: PseDualConfig, clock: Clock) -> float:
+    """Weight of the gold expression in Q = ε·Q_gold + (1−ε)·Q_pred. H = `hold_steps`: ε stays at
+    epsilon0 for the first H steps, then
+
+    scheduled, `horizon`: ε = epsilon0 · (epsilon_final / epsilon0) ** ((t − H) / (T − H − 1)), T the
+                          run's steps (exactly epsilon_final at the last step)
+    scheduled, `step`:    ε = epsilon0 · epsilon_decay ** (t − H)
     scheduled, `epoch`:   ε = epsilon0 · epsilon_epoch_decay ** max(0, epoch − epsilon_hold_epochs + 1)
                           (published: 1.0 for epochs 0-19, 0.99 at epoch 20, 0.99² at 21, ...)
     teacher_forcing: 1; predicted: 0.
@@ -63,10 +73,13 @@ def epsilon(config: PseDualConfig, clock: Clock) -> float:
         return 1.0
     if config.fusion == "predicted":
         return 0.0
+    hold = hold_steps(config, clock)
+    if config.epsilon_schedule != "epoch" and clock.step < hold:
+        return config.epsilon0
     if config.epsilon_schedule == "horizon":
-        return _horizon(config.epsilon0, config.epsilon_final, clock.step, clock.total)
+        return _horizon(config.epsilon0, config.epsilon_final, clock.step - hold, clock.total - hold)
     if config.epsilon_schedule == "step":
-        return config.epsilon0 * config.epsilon_decay ** clock.step
+        return config.epsilon0 * config.epsilon_decay ** (clock.step - hold)
     return config.epsilon0 * config.epsilon_epoch_decay ** max(0, clock.epoch - config.epsilon_hold_epochs + 1)
 
 
@@ -94,18 +107,30 @@ def samples(config: PseDualConfig) -> bool:
 
 
 def regime(config: PseDualConfig, steps_per_epoch: int, epochs: int) -> str:
-    """One line: ε and τ from → to over how many steps, for the start of a run's log."""
+    """One line: ε (its hold) and τ from → to over how many steps, and what the infiller reads of a
+    quantity, for the start of a run's log."""
     first = Clock(0, steps_per_epoch, epochs)
     last = first.last
-    eps = (f"ε {epsilon(config, first):.5g} → {epsilon(config, last):.5g} over {first.total:,} steps "
-           f"({steps_per_epoch} per epoch × {epochs} epochs; fusion {config.fusion}"
+    hold = hold_steps(config, first)
+    if config.fusion == "scheduled" and config.epsilon_schedule == "epoch":
+        hold = min(config.epsilon_hold_epochs, epochs) * steps_per_epoch
+    start, end = f"ε {epsilon(config, first):.5g}", f"{epsilon(config, last):.5g}"
+    if config.fusion == "scheduled":
+        span = (f"{start} for the first {hold:,} steps ({hold / first.total:.0%}), then → {end} by the last of "
+                f"{first.total:,} steps")
+    else:
+        span = f"{start} → {end} over {first.total:,} steps"
+    eps = (f"{span} ({steps_per_epoch} per epoch × {epochs} epochs; fusion {config.fusion}"
            f"{', schedule ' + config.epsilon_schedule if config.fusion == 'scheduled' else ''})")
+    task = (f"; quantity keys {config.quantity_keys}"
+            f"{', control ' + config.control if config.control != 'none' else ''}, loss averaged per "
+            f"{config.infill_average}")
     if not samples(config):
-        return f"{eps}; no expression is sampled, so τ is unused"
+        return f"{eps}; no expression is sampled, so τ is unused{task}"
     span = f"each epoch's {steps_per_epoch} steps" if config.tau_reset == "epoch" else "the run"
     end = Clock(steps_per_epoch - 1, steps_per_epoch, epochs) if config.tau_reset == "epoch" else last
     return (f"{eps}; τ {tau(config, first):.5g} → {tau(config, end):.5g} over {span} "
-            f"(schedule {config.tau_schedule}, Q_pred {config.qp_gradient})")
+            f"(schedule {config.tau_schedule}, Q_pred {config.qp_gradient}){task}")
 
 
 def final(config: PseDualConfig, steps_per_epoch: int, epochs: int) -> tuple[float, float | None]:

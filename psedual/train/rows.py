@@ -139,11 +139,12 @@ class RunResult:
     test_expr_acc_values: float
     """The published definition: equal after each slot is replaced by its number's value."""
     test_infill_acc: float | None
-    """PseDual runs: share of all test slots filled right from the gold expression."""
+    """PseDual runs: share of all test slots filled right from the gold expression (the paper's
+    Table 4 "Acc", over all masked numbers)."""
     test_perfect_match: float | None
     """PseDual runs: share of test problems with every slot filled right."""
     test_infill_acc_used: float | None
-    """PseDual runs: the same over the slots the gold expression uses (the paper's Table 4)."""
+    """PseDual runs: the same over the slots the gold expression uses only."""
     test_perfect_match_used: float | None
     """PseDual runs: share of test problems whose used slots are all filled right."""
     final_epsilon: float | None

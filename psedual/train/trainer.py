@@ -72,10 +72,13 @@ def _accuracies(predicted, problems) -> tuple[float, float]:
 
 
 def infill(model, reexaminer: Reexaminer, problems, vocab: Vocab, batch_size: int,
-           device: torch.device = CPU, undecoded: frozenset[str] = frozenset()) -> tuple[list, list]:
+           device: torch.device = CPU, undecoded: frozenset[str] = frozenset(),
+           show: Callable[[object], tuple[str, ...]] | None = None) -> tuple[list, list]:
     """Predicted and right slot fillings of each problem, from its gold expression; None for
     a problem whose gold expression uses a constant outside the vocabulary, or that the
-    solver cannot represent (its id in `undecoded`: decoding it raised): not scored."""
+    solver cannot represent (its id in `undecoded`: decoding it raised): not scored.
+    `show(problem)`: the expression the infiller reads in place of the gold (a probe, see
+    `reexamine.probe`); the right fillings stay the gold's."""
     tokens = set(vocab.output_tokens)
     writable = [p for p in problems
                 if set(p.prefix) <= tokens and p.id not in undecoded]
@@ -83,8 +86,14 @@ def infill(model, reexaminer: Reexaminer, problems, vocab: Vocab, batch_size: in
     with inference(model), inference(reexaminer):
         for i in range(0, len(writable), batch_size):
             chunk = writable[i:i + batch_size]
-            fill.update(zip((p.id for p in chunk),
-                            zip(*reexaminer.infill_gold(model, collate(chunk, vocab).to(device)))))
+            batch = collate(chunk, vocab).to(device)
+            shown = None
+            if show is not None:
+                rows = [vocab.output_ids(show(p), p.id) for p in chunk]
+                shown = torch.full((len(rows), max(map(len, rows))), -1, dtype=torch.long)
+                for r, row in enumerate(rows):
+                    shown[r, :len(row)] = torch.tensor(row)
+            fill.update(zip((p.id for p in chunk), zip(*reexaminer.infill_gold(model, batch, shown))))
     return [fill[p.id][0] if p.id in fill else None for p in problems], \
         [fill[p.id][1] if p.id in fill else None for p in problems]
 
