@@ -37,6 +37,7 @@ from dataclasses import fields
 
 import polars as pl
 
+from psedual.data.expr import SLOT
 from psedual.data.identity import split_hash
 from psedual.reexamine.config import BASE
 from psedual.train.rows import ARM_COLUMNS, NOT_COMPARED, RUN_RECORDS
@@ -114,6 +115,27 @@ def _check_expressions(key: tuple[str, str], table: pl.DataFrame) -> None:
         if bad:
             raise GuardrailError(f"{_name(key)}: {len(bad)} test example(s) strictly expression_correct but not "
                                  f"expression_correct_values: {bad[:SHOWN_IDS]}")
+    if {"predicted", "gold", "expression_correct_values"} <= set(table.columns):
+        marked = table.filter(pl.col("expression_correct_values"))
+        bad = [i for i, p, g in marked.select("id", "predicted", "gold").rows() if not _same_skeleton(p, g)]
+        if bad:
+            raise GuardrailError(f"{_name(key)}: {len(bad)} test example(s) marked expression_correct_values where "
+                                 f"the predicted expression's operators or constants are not the gold's: "
+                                 f"{sorted(bad)[:SHOWN_IDS]}")
+    if {"predicted", "value_correct"} <= set(table.columns):
+        bad = table.filter(pl.col("value_correct") & (pl.col("predicted").list.len().fill_null(0) == 0))["id"]
+        if bad.len():
+            raise GuardrailError(f"{_name(key)}: {bad.len()} test example(s) marked value_correct with no predicted "
+                                 f"expression: {bad.sort().to_list()[:SHOWN_IDS]}")
+
+
+def _same_skeleton(predicted: list[str] | None, gold: list[str] | None) -> bool:
+    """Whether two prefix expressions can be equal once their slots are replaced by numbers (the
+    published expression accuracy, `psedual.metrics.expression_correct_values`): as long, and equal
+    wherever neither holds a slot. Without the problem's numbers this is as far as it can be checked."""
+    if predicted is None or gold is None or len(predicted) != len(gold):
+        return False
+    return all(p == g or SLOT.fullmatch(p) or SLOT.fullmatch(g) for p, g in zip(predicted, gold))
 
 
 def _check_split(key: tuple[str, str], r: dict, table: pl.DataFrame) -> None:

@@ -215,3 +215,23 @@ def test_a_trial_without_epochs_rows_cannot_compete_for_its_slot(tmp_path):
     _write(one, seeds(1))
     (one / "epochs" / "experiment=x" / "g0.parquet").unlink()  # its slot's only run: flagged, as before
     assert any("x/g0 has no epochs rows" in f for f in _build(one).rows["flags"][0])
+
+
+def test_expression_correct_by_values_and_value_correct_are_checked_where_they_can_be(tmp_path):
+    ok = _preds(_ids(N), np.arange(N) % 2 == 0)
+    by_values = [{**p, "expression_correct_values": True} for p in ok]  # odd rows: `* N0 N1` for gold `+ N0 N1`
+    _write(tmp_path / "values", [({"trial": "b0", "variant": "base"}, ok), ({"trial": "g0", "variant": "gcn"},
+                                                                         by_values)])
+    with pytest.raises(claims.GuardrailError, match=r"x/g0: 200 test example\(s\) marked expression_correct_values "
+                                                    r"where the predicted expression's operators"):
+        _build(tmp_path / "values", metrics=("expression_values",))
+    # a slot for a slot, or a slot for a constant, is as far as the check can tell: not refused
+    swapped = [{**p, "predicted": ["+", "N1", "N0"], "expression_correct": False, "expression_correct_values": True}
+               if i % 2 else p for i, p in enumerate(ok)]
+    _write(tmp_path / "slots", [({"trial": "b0", "variant": "base"}, ok), ({"trial": "g0", "variant": "gcn"}, swapped)])
+    assert _build(tmp_path / "slots", metrics=("expression_values",)).rows.height == 1
+    empty = [{**p, "predicted": [], "value_correct": True} if i == 3 else p for i, p in enumerate(ok)]
+    _write(tmp_path / "empty", [({"trial": "b0", "variant": "base"}, ok), ({"trial": "g0", "variant": "gcn"}, empty)])
+    with pytest.raises(claims.GuardrailError, match=r"x/g0: 1 test example\(s\) marked value_correct with no "
+                                                    r"predicted expression: \['mawps:3'\]"):
+        _build(tmp_path / "empty")
