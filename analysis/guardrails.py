@@ -388,7 +388,12 @@ def check_validation(runs: pl.DataFrame, epochs: pl.DataFrame, competing: set[tu
             raise GuardrailError(f"{_name(key)}: no epochs rows, and it competes with other trials of its slot by its "
                                  f"runs row's validation score: that score cannot be checked; add its epochs table "
                                  f"or leave it out with --where+")
-        if rows is None or r.get("best_epoch") is None:
+        if rows is None:
+            continue
+        if rows["epoch"].null_count():
+            raise GuardrailError(f"{_name(key)}: {rows['epoch'].null_count()} epochs row(s) without an epoch number: "
+                                 f"which epoch it kept cannot be checked")
+        if r.get("best_epoch") is None:
             continue
         kept = rows.filter(pl.col("epoch") == r["best_epoch"])
         if kept.is_empty():
