@@ -27,7 +27,7 @@ import polars as pl
 from analysis import guardrails, read
 from analysis.guardrails import SHOWN_IDS, GuardrailError
 from analysis.multiple import METHODS, adjust
-from analysis.selection import cell_label, select
+from analysis.selection import FOLD, SEED, cell_label, select
 from analysis.stats import MIN_SEEDS, MIN_TEST_EXAMPLES, across_seeds, paired, seed_warning
 from psedual.atomic import write_parquet
 from psedual.data.registry import DATASETS
@@ -38,7 +38,6 @@ from psedual.train.best import SELECT_BY
 # names), and expression accuracy by values (the published definition)
 METRICS = {"value": "value_correct", "expression": "expression_correct",
            "expression_values": "expression_correct_values"}
-FOLD, SEED = "data.fold", "seed"
 
 CLAIMS_SCHEMA = {
     "family": pl.String, "correction": pl.String, "n_family": pl.Int64, "cell": pl.String, "group": pl.String,
@@ -186,17 +185,39 @@ def _one(cmp: Comparison, cell: str, metric: str, treat: str, seeds: list[int], 
     return row
 
 
+def _check_keys(arm: str, by: list[str]) -> None:
+    """The arm and the cells are config columns other than what a claim pairs by, and apart."""
+    for option, col in (("--arm", arm), *(("--by", k) for k in by)):
+        if col in (SEED, FOLD) and not (option == "--by" and col == FOLD):
+            raise GuardrailError(f"{option} {col}: a claim pairs its arms over the seeds and folds (and pools the "
+                                 f"folds); compare over another column")
+    if arm in by:
+        raise GuardrailError(f"--by {arm}: it is the arm (--arm {arm}); a cell holds every arm")
+
+
+def _typed(runs: pl.DataFrame, arm: str, value: str, option: str):
+    """An arm's value as the arm column holds it (`--arm lr --base 0.001`: a Float64)."""
+    try:
+        return read.typed(value, runs.schema[arm], f"{option} {value!r}")
+    except ValueError as err:
+        raise GuardrailError(f"{err} of {arm}") from err
+
+
 def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, cmp: Comparison) -> Claims:
     """Every claim of `cmp` over the given runs (rows of the runs table, any experiments)."""
     notes: list[str] = []
+    runs = guardrails.blank_strings(runs)
     arm = read.column(cmp.arm, runs.columns)
     # a cell never spans datasets: their examples, folds and data versions differ
     by = list(dict.fromkeys(["data.dataset", *(read.column(k, runs.columns) for k in cmp.by)]))
+    _check_keys(arm, by)
     select_by = read.column(cmp.select_by, runs.columns)
-    runs = runs.filter(pl.col(arm).is_in([cmp.base, *cmp.treatments]))
+    typed = {name: _typed(runs, arm, name, option) for name, option in
+             ((cmp.base, "--base"), *((t, "--treatment") for t in cmp.treatments))}
+    runs = runs.filter(pl.col(arm).is_in(list(typed.values())))
     if runs.is_empty():
         raise GuardrailError(f"no runs with {arm} in {[cmp.base, *cmp.treatments]}")
-    slot = [*by, arm, SEED, FOLD]
+    slot = list(dict.fromkeys([*by, arm, SEED, FOLD]))  # `--by data.fold`: one cell per fold
     columns = list(dict.fromkeys(["value_correct", *(METRICS[m] for m in cmp.metrics)]))
     chosen = select(runs, epochs, predictions, slot, select_by, columns, notes)
     runs, preds, run_flags, tuned, compared = (chosen.runs, chosen.preds, chosen.flags, chosen.tuned,
@@ -207,9 +228,9 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
     for cell_runs in runs.partition_by(by, maintain_order=True):
         first = cell_runs.row(0, named=True)
         cell = cell_label(first, by)
-        base = _arm_layout(cell_runs.filter(pl.col(arm) == cmp.base))
+        base = _arm_layout(cell_runs.filter(pl.col(arm) == typed[cmp.base]))
         for treat in cmp.treatments:
-            other = _arm_layout(cell_runs.filter(pl.col(arm) == treat))
+            other = _arm_layout(cell_runs.filter(pl.col(arm) == typed[treat]))
             if not base or not other:
                 notes.append(f"{cell}: no {cmp.base if not base else treat} runs; {treat} vs {cmp.base} skipped")
                 continue
@@ -222,9 +243,12 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
                 notes.append(f"{cell}: {treat} and {cmp.base} share no seed; skipped")
                 continue
             folds = _check_folds(cell, cmp.base, treat, {s: base[s] for s in seeds}, {s: other[s] for s in seeds})
-            arms = {a: cell_runs.filter((pl.col(arm) == a) & pl.col(SEED).is_in(seeds)) for a in (cmp.base, treat)}
+            arms = {a: cell_runs.filter((pl.col(arm) == typed[a]) & pl.col(SEED).is_in(seeds))
+                    for a in (cmp.base, treat)}
             slots = {a: [tuple(r[k] for k in slot) for r in arms[a].iter_rows(named=True)] for a in arms}
             searched = set().union(*(tuned[k][1] for a in arms for k in slots[a]))
+            for a in arms:
+                guardrails.check_pooled(f"{cell}, {arm}={a}", arms[a], compared, searched, set(cmp.allow_diff))
             flags += guardrails.config_flags(cell, cmp.base, treat, arms[cmp.base], arms[treat], compared, searched,
                                              set(cmp.allow_diff))
             flags += guardrails.data_flags(cell, [(by_key[base[s][f]], by_key[other[s][f]]) for s in seeds

@@ -12,6 +12,13 @@
 - Slots: the trials of one slot may differ only in what a sweep searched; trials that differ
   in their data are refused (add the column to the cell), and replicates (the same config and
   seed) are refused rather than the luckiest kept.
+- Runs (issue 39): a runs row's validation score is its epochs table's at its best_epoch; its
+  expression correctness is its predicted expression's being the gold one, and its test
+  accuracies its predictions' means; an empty optional string is missing (`blank_strings`); every
+  run has a seed, and a fold where its dataset's other runs have one; two seeds of one arm with
+  identical predictions or loss curves are one seed (`check_seed_replicates`).
+- Pooling: the runs of one arm of a cell share their config but for numbers searched within the
+  slots (`check_pooled`); a choice column picked per arm by validation is refused with `--by`.
 - Configs: the two arms of a claim may differ in the arm and nothing else. Every runs column
   but the records' outcomes and the execution details (`psedual.train.rows.NOT_COMPARED`) is
   compared between the arms' runs: hyperparameters, epochs, training size and subset seed,
@@ -19,17 +26,21 @@
   column that names the arm (`variant`, `llm.reexamine`), the others differ with it and are
   not compared. A difference is refused, unless the column was searched within the slots (a
   tuned sweep: then it is flagged, with the tuning budget) or the user allowed it
-  (`--allow_diff`: then it is flagged on that claim).
+  (`--allow_diff`: then it is flagged on that claim). A column null throughout one arm is that
+  arm's not having the setting only where `ABSENT_BY_DESIGN` says so (`psedual.*` on base runs).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import fields
 
 import polars as pl
 
+from psedual.data.expr import SLOT
 from psedual.data.identity import split_hash
-from psedual.train.rows import ARM_COLUMNS, NOT_COMPARED
+from psedual.reexamine.config import BASE
+from psedual.train.rows import ARM_COLUMNS, NOT_COMPARED, RUN_RECORDS
 
 SHOWN_IDS = 5
 DATA_IDENTITY = ("n_train", "data_train_hash", "data_test_hash")
@@ -72,12 +83,59 @@ def check_predictions(runs: pl.DataFrame, preds: dict[tuple[str, str], pl.DataFr
         if n_test is not None and table.height != n_test:
             raise GuardrailError(f"{_name(key)}: {table.height} prediction rows but the run tested {n_test} "
                                  f"examples: the predictions are truncated or padded")
-        if "value_correct" in table.columns and r.get("test_value_acc") is not None:
-            acc = table["value_correct"].mean()
-            if abs(acc - r["test_value_acc"]) > 1e-9:
-                raise GuardrailError(f"{_name(key)}: its predictions give value accuracy {acc:.6f} but the runs "
-                                     f"table says {r['test_value_acc']:.6f}")
+        for col, said in RUN_ACCURACY.items():
+            if col in table.columns and r.get(said) is not None and not table[col].is_null().any():
+                acc = table[col].cast(pl.Float64).mean()
+                if abs(acc - r[said]) > 1e-9:
+                    raise GuardrailError(f"{_name(key)}: its predictions give {said} {acc:.6f} but the runs table says "
+                                         f"{r[said]:.6f}")
+        _check_expressions(key, table)
         _check_split(key, r, table)
+
+
+RUN_ACCURACY = {"value_correct": "test_value_acc", "expression_correct": "test_expr_acc",
+                "expression_correct_values": "test_expr_acc_values"}
+"""Each per-example correctness column of the predictions table, and the runs column its mean is."""
+
+
+def _check_expressions(key: tuple[str, str], table: pl.DataFrame) -> None:
+    """Strict expression correctness is the predicted expression's being the gold one, token for
+    token (`psedual.metrics.expression_correct`): recomputed where the table holds both. A strictly
+    right expression is right by values too (the same tokens give the same numbers)."""
+    if {"predicted", "gold", "expression_correct"} <= set(table.columns):
+        same = pl.col("predicted").eq_missing(pl.col("gold"))
+        for marked, wrong in ((True, ~same), (False, same)):
+            bad = table.filter((pl.col("expression_correct") == marked) & wrong)["id"].sort().to_list()
+            if bad:
+                raise GuardrailError(f"{_name(key)}: {len(bad)} test example(s) marked {'' if marked else 'not '}"
+                                     f"expression_correct where the predicted expression is "
+                                     f"{'not ' if marked else ''}the gold expression: {bad[:SHOWN_IDS]}")
+    if {"expression_correct", "expression_correct_values"} <= set(table.columns):
+        bad = table.filter(pl.col("expression_correct") & ~pl.col("expression_correct_values"))["id"].sort().to_list()
+        if bad:
+            raise GuardrailError(f"{_name(key)}: {len(bad)} test example(s) strictly expression_correct but not "
+                                 f"expression_correct_values: {bad[:SHOWN_IDS]}")
+    if {"predicted", "gold", "expression_correct_values"} <= set(table.columns):
+        marked = table.filter(pl.col("expression_correct_values"))
+        bad = [i for i, p, g in marked.select("id", "predicted", "gold").rows() if not _same_skeleton(p, g)]
+        if bad:
+            raise GuardrailError(f"{_name(key)}: {len(bad)} test example(s) marked expression_correct_values where "
+                                 f"the predicted expression's operators or constants are not the gold's: "
+                                 f"{sorted(bad)[:SHOWN_IDS]}")
+    if {"predicted", "value_correct"} <= set(table.columns):
+        bad = table.filter(pl.col("value_correct") & (pl.col("predicted").list.len().fill_null(0) == 0))["id"]
+        if bad.len():
+            raise GuardrailError(f"{_name(key)}: {bad.len()} test example(s) marked value_correct with no predicted "
+                                 f"expression: {bad.sort().to_list()[:SHOWN_IDS]}")
+
+
+def _same_skeleton(predicted: list[str] | None, gold: list[str] | None) -> bool:
+    """Whether two prefix expressions can be equal once their slots are replaced by numbers (the
+    published expression accuracy, `psedual.metrics.expression_correct_values`): as long, and equal
+    wherever neither holds a slot. Without the problem's numbers this is as far as it can be checked."""
+    if predicted is None or gold is None or len(predicted) != len(gold):
+        return False
+    return all(p == g or SLOT.fullmatch(p) or SLOT.fullmatch(g) for p, g in zip(predicted, gold))
 
 
 def _check_split(key: tuple[str, str], r: dict, table: pl.DataFrame) -> None:
@@ -175,28 +233,210 @@ def tuning(runs: pl.DataFrame, slot: list[str], compared: list[str]) -> dict[tup
     return out
 
 
+LLM_VARIANTS = ("llm", "llm+reexamine")
+"""The variants of a `psedual llm` run (`psedual.llm.run.LLMConfig.variant`): no training, no PseDual."""
+ABSENT_BY_DESIGN = {"psedual.": (pl.col("variant") == BASE) | pl.col("variant").is_in(LLM_VARIANTS),
+                    "llm.": ~pl.col("variant").is_in(LLM_VARIANTS)}
+"""Columns (by prefix) a run has no value in by design, and which runs those are: the PseDual
+fields on a run without a reexamining module (`TrainConfig.flat`: all None), an LLM's settings on
+a trained run. Only there is a column null throughout one arm that arm's not having the setting;
+anywhere else a column missing from one arm's files is a difference like any other."""
+
+
+def _absent_by_design(col: str, runs: pl.DataFrame) -> bool:
+    """`col` is null in every one of `runs`, and each is a run that has no such field by design."""
+    design = next((rule for prefix, rule in ABSENT_BY_DESIGN.items() if col.startswith(prefix)), None)
+    return (design is not None and "variant" in runs.columns and runs[col].null_count() == runs.height
+            and bool(runs.select(design.fill_null(False).all()).item()))
+
+
+def _categorical(dtype: pl.DataType) -> bool:
+    """A column whose values name a choice (a solver, an encoder, a flag), not a point of a range."""
+    return not (dtype.is_numeric() or dtype == pl.Null)
+
+
 def config_flags(cell: str, base_arm: str, treat: str, base: pl.DataFrame, other: pl.DataFrame,
                  compared: list[str], searched: set[str], allowed: set[str]) -> list[str]:
     """The flags of a claim whose arms differ in searched or allowed columns; a GuardrailError
-    for any other difference. A column null throughout one arm (e.g. `psedual.*` for the base
-    solver) is that arm's not having the setting, not a difference."""
-    flags = []
+    naming every other difference. A column null throughout one arm counts as that arm's not
+    having the setting only where the record says so (`ABSENT_BY_DESIGN`: `psedual.*` on base
+    runs); a choice (a solver) picked per slot by validation is no tuning but a second arm, and
+    refused with the column to `--by`."""
+    flags, refused, pooled = [], [], []
     for col in compared:
         a, b = set(base[col].to_list()), set(other[col].to_list())
-        if a == b or a == {None} or b == {None}:
+        if a == b or _absent_by_design(col, base) or _absent_by_design(col, other):
             continue
         said = f"{col}: {base_arm} {sorted(a, key=str)} vs {treat} {sorted(b, key=str)}"
-        if col in searched:
-            flags.append(f"tuned: {said} (searched within the slots)")
-        elif col in allowed:
+        if col in allowed:
             flags.append(f"config differs (allowed by --allow_diff): {said}")
+        elif col in searched and _categorical(base.schema[col]) and col not in RECORD_COLUMNS:
+            pooled.append(col)
+        elif col in searched:
+            flags.append(f"tuned: {said} (searched within the slots)")
         else:
-            raise GuardrailError(f"{cell}: the arms differ in more than {base_arm} vs {treat}: {said}; compare runs "
-                                 f"that differ in the arm only, or pass --allow_diff+ {col} to compare anyway "
-                                 f"(the claim is then flagged)")
+            refused.append(said)
+    if refused:
+        first = refused[0].split(":")[0]
+        raise GuardrailError(f"{cell}: the arms differ in more than {base_arm} vs {treat}: {'; '.join(refused)}; "
+                             f"compare runs that differ in the arm only, or pass --allow_diff+ {first} to compare "
+                             f"anyway (the claim is then flagged)")
+    if pooled:
+        check_pooled(cell, pl.concat([base, other], how="diagonal_relaxed"), pooled, set(), set())
     return flags
+
+
+RECORD_COLUMNS = frozenset(prefix + f.name for record, prefix in RUN_RECORDS for f in fields(record))
+"""The runs columns of the row records (a run's status, its code version, an LLM's settings), as
+against its config's."""
+
+
+def check_pooled(cell: str, runs: pl.DataFrame, compared: list[str], searched: set[str], allowed: set[str]) -> None:
+    """The runs one figure is made of (one arm of a claim's cell, or an infilling row) share every
+    config column and code version, but what a sweep searched among numbers (a tuned learning rate)
+    and what `--allow_diff` allows: else the figure pools over two configs (two solvers, two hidden
+    sizes) and is refused with the column to `--by`."""
+    varied = []
+    for col in compared:
+        if col in allowed or (col in RECORD_COLUMNS and col != "code_version") or col == "experiment":
+            continue
+        if runs[col].n_unique() > 1 and not (col in searched and not _categorical(runs.schema[col])):
+            varied.append(f"{col} {_values(runs[col])}")
+    if varied:
+        first = varied[0].split(" ")[0]
+        raise GuardrailError(f"{cell}: its runs pool over {'; '.join(varied)} (runs "
+                             f"{', '.join(_name(k) for k in runs.select('experiment', 'trial').rows()[:SHOWN_IDS])}"
+                             f"{', ...' if runs.height > SHOWN_IDS else ''}): one figure would mix configs; add "
+                             f"--by+ {first} (or --where+), or --allow_diff+ {first} to pool anyway")
 
 
 def budget(tuned: dict[tuple, tuple[int, set[str]]], slots: list[tuple]) -> int:
     """The most trials any of these slots held."""
     return max(tuned[s][0] for s in slots)
+
+
+def _record_strings() -> tuple[frozenset[str], frozenset[str]]:
+    """The runs columns the row records hold as strings: (optional, required). A field typed
+    `... | None`, or of a record a run may lack as a whole (`llm.*` on a trained run), is optional."""
+    optional, required = set(), set()
+    for record, prefix in RUN_RECORDS:
+        for f in fields(record):
+            if f.metadata.get("column", True) and "str" in str(f.type):
+                (optional if prefix or "None" in str(f.type) else required).add(prefix + f.name)
+    return frozenset(optional), frozenset(required)
+
+
+OPTIONAL_STRINGS, REQUIRED_STRINGS = _record_strings()
+
+
+def blank_strings(runs: pl.DataFrame) -> pl.DataFrame:
+    """An empty (or blank) string where the record says the field is optional is a missing value
+    (`llm.model = ''` on a trained run is no LLM run); where the field is required, the run is
+    refused by name."""
+    for col in [c for c in runs.columns if runs.schema[c] == pl.String]:
+        blank = pl.col(col).str.strip_chars() == ""
+        if col in REQUIRED_STRINGS:
+            empty = runs.filter(blank)
+            if empty.height:
+                r = empty.row(0, named=True)
+                raise GuardrailError(f"{_name((r['experiment'], r['trial']))}: {col} is an empty string "
+                                     f"({empty.height} run(s)): a runs row always records it; fix or leave out the row")
+        elif col in OPTIONAL_STRINGS:
+            runs = runs.with_columns(pl.when(blank).then(None).otherwise(pl.col(col)).alias(col))
+    return runs
+
+
+def check_keys(runs: pl.DataFrame, seed: str, fold: str) -> None:
+    """Every run has a seed, and within a dataset either every run has a fold or none has (a
+    dataset without folds): a claim pairs runs by them."""
+    for col, why in ((seed, "a claim pairs its arms' runs by seed"),):
+        null = runs.filter(pl.col(col).is_null())
+        if null.height:
+            names = ", ".join(_name(k) for k in null.select("experiment", "trial").rows()[:SHOWN_IDS])
+            raise GuardrailError(f"{names}: no {col} (null in {null.height} run(s)): {why}; fix the row or leave "
+                                 f"it out with --where+")
+    for part in runs.partition_by("data.dataset"):
+        null = part.filter(pl.col(fold).is_null())
+        if 0 < null.height < part.height:
+            names = ", ".join(_name(k) for k in null.select("experiment", "trial").rows()[:SHOWN_IDS])
+            folds = sorted(part[fold].drop_nulls().unique().to_list())
+            raise GuardrailError(f"{names} has no fold but {part['data.dataset'][0]} runs beside it have folds "
+                                 f"{folds}: which fold it tested is unknown; fix the row or leave it out with --where+")
+
+
+def _same(x, y) -> bool:
+    """Equal scores: both NaN (a diverged run's), or within rounding."""
+    if non_finite(x) or non_finite(y):
+        return str(x) == str(y)
+    return abs(x - y) <= 1e-9
+
+
+def check_validation(runs: pl.DataFrame, epochs: pl.DataFrame, competing: set[tuple[str, str]]) -> None:
+    """Each trained run's validation scores in the runs table are its epochs table's at its
+    `best_epoch`: a runs row whose `valid_value_acc` is anything else (a copy of its test accuracy)
+    would win its slot on what it was not selected by. A run without epochs rows is refused where
+    it competes for its slot (`competing`: slots of several trials), flagged (`selection`) where it
+    is its slot's only run."""
+    scores = [c for c in ("valid_value_acc", "valid_expr_acc") if c in runs.columns and c in epochs.columns]
+    tables = epochs.partition_by(["experiment", "trial"], as_dict=True) if epochs.height else {}
+    for r in runs.iter_rows(named=True):
+        key = (r["experiment"], r["trial"])
+        rows = tables.get(key)
+        if r.get("llm.model") is not None:
+            continue
+        if rows is None and key in competing:
+            raise GuardrailError(f"{_name(key)}: no epochs rows, and it competes with other trials of its slot by its "
+                                 f"runs row's validation score: that score cannot be checked; add its epochs table "
+                                 f"or leave it out with --where+")
+        if rows is None:
+            continue
+        if rows["epoch"].null_count():
+            raise GuardrailError(f"{_name(key)}: {rows['epoch'].null_count()} epochs row(s) without an epoch number: "
+                                 f"which epoch it kept cannot be checked")
+        if r.get("best_epoch") is None:
+            continue
+        kept = rows.filter(pl.col("epoch") == r["best_epoch"])
+        if kept.is_empty():
+            raise GuardrailError(f"{_name(key)}: best_epoch {r['best_epoch']} has no row in "
+                                 f"its epochs table (epochs {sorted(rows['epoch'].to_list())}): its validation score "
+                                 f"cannot be checked")
+        for col in scores:
+            said, there = r[col], kept[col][0]
+            if said is not None and there is not None and not _same(said, there):
+                raise GuardrailError(f"{_name((r['experiment'], r['trial']))}: {col} {said:.6g} in the runs table but "
+                                     f"{there:.6g} at its best_epoch {r['best_epoch']} in its epochs table: the runs "
+                                     f"row is not what the run validated (a test score copied in?); it would win its "
+                                     f"slot on it")
+
+
+def _fingerprint(table: pl.DataFrame) -> tuple[int, ...]:
+    """A run's prediction rows in id order, each as a hash of every column read but the run's key."""
+    return tuple(table.drop("experiment", "trial", strict=False).sort("id").hash_rows(seed=0).to_list())
+
+
+def check_seed_replicates(runs: pl.DataFrame, group: list[str], seed: str, preds: dict[tuple[str, str], pl.DataFrame],
+                          epochs: pl.DataFrame) -> None:
+    """Two runs of one arm (`group`: the cell and arm) under different seeds whose predictions are
+    identical row for row, or whose training-loss curves are, are one seed run twice: counted as
+    two, they would halve the spread a claim is tested against."""
+    curves = {}
+    if "train_loss" in epochs.columns:
+        for key, rows in epochs.sort("epoch").partition_by(["experiment", "trial"], as_dict=True).items():
+            loss = rows["train_loss"]
+            if loss.null_count() < loss.len():
+                curves[key] = (tuple(rows["epoch"].to_list()), tuple(loss.to_list()))
+    for part in runs.partition_by(group, maintain_order=True):
+        for what, marks in (("predictions", {k: _fingerprint(preds[k]) for k in part.select("experiment", "trial")
+                                             .rows() if k in preds}),
+                            ("training curves", {k: curves[k] for k in part.select("experiment", "trial").rows()
+                                                 if k in curves})):
+            seen: dict = {}
+            for r in part.sort(seed).iter_rows(named=True):
+                key = (r["experiment"], r["trial"])
+                if key not in marks:
+                    continue
+                first = seen.setdefault(marks[key], (key, r[seed]))
+                if first[0] != key and first[1] != r[seed]:
+                    raise GuardrailError(f"{_name(first[0])} (seed {first[1]}) and {_name(key)} (seed {r[seed]}) hold "
+                                         f"identical {what}: one seed run twice, not two seeds; keep one with "
+                                         f"--where+")

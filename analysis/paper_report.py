@@ -20,14 +20,14 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis import paper, presets, read, report, selection
+from analysis import guardrails, paper, presets, read, report, selection
 from analysis.errors import ERRORS, one_line
 from analysis.options import ReportOptions
 from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
 
 PARTS = {"table1": "Table 1", "table3": "Table 3", "figure1": "Figure 1", "table2": "Table 2"}
 """the sweep's parts, in the report's order (Table 4 is read from `table1`)"""
-LLM_ARMS = ("llm", "llm+reexamine")
+LLM_ARMS = guardrails.LLM_VARIANTS
 COMPLETED = "completed"
 FIGURE = "figure1.png"
 
@@ -147,8 +147,10 @@ def _trials(runs: pl.DataFrame) -> list[str]:
     """The trials of a part that did not complete, and whether the claims could read them."""
     out = []
     for r in runs.filter(pl.col("status") != COMPLETED).sort("trial").iter_rows(named=True):
-        used = ("has a test result from its checkpoint, so the claims read it" if r["test_value_acc"] is not None
-                and r["status"] != "error" else "no test result: skipped")
+        used = ("a status the tables never record: the claims refuse it" if r["status"] not in selection.STATUSES
+                else "no test result: skipped" if r["test_value_acc"] is None
+                else "failed: skipped" if r["status"] == "error" or r.get("error")
+                else "has a test result from its checkpoint, so the claims read it")
         error = f" ({' '.join(str(r['error']).split())})" if r.get("error") else ""
         out.append(f"trial {r['experiment']}/{r['trial']}: status {r['status']}{error}; {used}")
     return out

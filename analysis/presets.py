@@ -65,7 +65,7 @@ def paper_table(args: ClaimOptions, command: str, runs: pl.DataFrame) -> tuple[c
 def infill(args: AnalyzeOptions, runs: pl.DataFrame, used_only: bool) -> tuple[pl.DataFrame, list[str], list[str]]:
     """Infilling accuracy and perfect match per (dataset, solver, variant, --by), its notes and
     cell columns."""
-    by = [read.column(k, runs.columns) for k in ("data.dataset", "solver", "variant", *args.by)]
+    by = list(dict.fromkeys(read.column(k, runs.columns) for k in ("data.dataset", "solver", "variant", *args.by)))
     notes: list[str] = []
     table = summaries.infill(runs, read.scan(args.root, "epochs", args.experiment),
                              read.scan(args.root, "predictions", args.experiment), by, args.resamples,

@@ -31,22 +31,34 @@ def _is_local(root: str) -> bool:
 
 def scan(root: str, table: str, experiments: list[str] | None = None) -> pl.LazyFrame:
     """Every row of `table` under `root` (a folder or a URI Polars can read), optionally only
-    those of the named experiments."""
+    those of the named experiments. The `experiment` column is the folder's name after
+    `experiment=`, whatever it holds: Polars' hive parsing would read a name such as `solver=gts`
+    as a second partition and fail on every table of the root."""
     if table not in TABLES:
         raise ValueError(f"unknown table {table!r}; valid: {', '.join(TABLES)}")
     folder = f"{root.rstrip('/')}/{table}"
     if _is_local(root):
         local = Path(folder.removeprefix("file://"))
-        found = sorted({p.parent.name.removeprefix("experiment=") for p in local.glob("experiment=*/*.parquet")})
+        files = sorted(local.glob("experiment=*/*.parquet"))
+        found = sorted({p.parent.name.removeprefix("experiment=") for p in files})
         if not found:
             raise FileNotFoundError(f"{local}: no {table} table here (expected experiment=<name>/*.parquet); "
                                     f"run `python tune.py` or pass --root")
         missing = sorted(set(experiments or []) - set(found))
         if missing:
             raise FileNotFoundError(f"{local}: no experiment {', '.join(missing)}; present: {', '.join(found)}")
-    lf = pl.scan_parquet(f"{folder}/experiment=*/*.parquet", hive_partitioning=True,
-                         hive_schema={"experiment": pl.String}, **_evolving_schema(root, folder))
-    return lf.filter(pl.col("experiment").is_in(experiments)) if experiments else lf
+        wanted = set(experiments or found)
+        # the files themselves, not a glob: a name may hold glob characters
+        sources: list[str] | str = [str(p) for p in files if p.parent.name.removeprefix("experiment=") in wanted]
+    else:
+        sources = [f"{folder}/experiment={e}/*.parquet" for e in experiments] if experiments \
+            else f"{folder}/experiment=*/*.parquet"
+    lf = pl.scan_parquet(sources, hive_partitioning=False, include_file_paths=_PATH, **_evolving_schema(root, folder))
+    return lf.with_columns(experiment=pl.col(_PATH).str.extract(r"experiment=([^/]*)/[^/]*$")).drop(_PATH)
+
+
+_PATH = "__file"
+"""The column a scan reads each row's file path into, to take the experiment from its folder."""
 
 
 def _evolving_schema(root: str, folder: str) -> dict:
@@ -62,7 +74,8 @@ def _evolving_schema(root: str, folder: str) -> dict:
     schemas = {pq.read_schema(f).remove_metadata() for f in files}
     if len(schemas) < 2:
         return {}
-    union = pa.unify_schemas(sorted(schemas, key=lambda sc: -len(sc.names)))
+    # permissive: a table written by Polars (large_string) beside one written by pyarrow (string)
+    union = pa.unify_schemas(sorted(schemas, key=lambda sc: -len(sc.names)), promote_options="permissive")
     return {"schema": pl.from_arrow(union.empty_table()).schema, "missing_columns": "insert"}
 
 
@@ -99,13 +112,20 @@ def select(lf: pl.LazyFrame, where: dict[str, object]) -> pl.LazyFrame:
             if v is None or v == "null":
                 match = match | pl.col(name).is_null()
                 continue
-            try:
-                typed = pl.Series([v]).cast(schema[name], strict=True)[0]
-            except pl.exceptions.InvalidOperationError as err:
-                raise ValueError(f"{key}={v!r}: not a {schema[name]} value") from err
-            match = match | (pl.col(name) == typed).fill_null(False)
+            match = match | (pl.col(name) == typed(v, schema[name], f"{key}={v!r}")).fill_null(False)
         lf = lf.filter(match)
     return lf
+
+
+def typed(value: str, dtype: pl.DataType, said: str):
+    """A value typed on the command line as a column of `dtype` holds it (`0.001` for `lr`, `true`
+    for a flag); a ValueError starting with `said` if it is none."""
+    if dtype == pl.Boolean and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    try:
+        return pl.Series([value]).cast(dtype, strict=True)[0]
+    except pl.exceptions.PolarsError as err:
+        raise ValueError(f"{said}: not a {dtype} value") from err
 
 
 def for_trials(lf: pl.LazyFrame, trials: pl.DataFrame) -> pl.LazyFrame:

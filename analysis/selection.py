@@ -1,9 +1,12 @@
 """The one path from the runs table to checked runs (`select`), for every claim, table and figure.
 
-Each (arm, seed, fold) slot keeps one run: non-finite scores never win, replicates and slots of
-mixed data are refused, a sweep's several trials are reduced to the best by a validation metric
-(picking by a test metric is flagged), and every kept run's predictions are checked against the
-test split it recorded (`guardrails`). `claims` builds its comparisons on what this returns.
+Each (arm, seed, fold) slot keeps one run: failed runs are left out (an unknown status refused),
+every run must have a seed, every candidate's validation score must be its epochs table's,
+non-finite scores never win, replicates and slots of mixed data are refused, a sweep's several
+trials are reduced to the best by a validation metric (picking by a test metric is flagged), every
+kept run's predictions are checked against the test split it recorded and against its own scores,
+and two seeds of one arm that are one run twice are refused (`guardrails`). `claims` builds its
+comparisons on what this returns.
 """
 
 from __future__ import annotations
@@ -17,19 +20,40 @@ from analysis.guardrails import GuardrailError
 from psedual.train.best import best_epoch
 
 
+SEED, FOLD = "seed", "data.fold"
+"""The columns a claim pairs its arms' runs by (with the test example)."""
+
+
 def cell_label(row: dict, keys: list[str]) -> str:
     return ", ".join(f"{k}={row[k]}" for k in keys)
 
 
-FINISHED = (pl.col("status") != "error") & pl.col("test_value_acc").is_not_null()
-"""A run with a test result to compare (a stopped trial's chosen checkpoint was tested too)."""
+STATUSES = ("completed", "stopped", "error")
+"""The statuses the result tables record (`psedual.train.rows.Trial.status`): any other is refused."""
+FINISHED = (pl.col("status") != "error") & pl.col("error").is_null() & pl.col("test_value_acc").is_not_null()
+"""A run with a test result to compare (a stopped trial's chosen checkpoint was tested too) that
+recorded no error: a filled `error` column is a run that failed, whatever its status says."""
+
+
+def _why_left_out(r: dict) -> str:
+    if r["status"] == "error" or r["error"] is None:
+        return f"status {r['status']}" + ("" if r["test_value_acc"] is not None else ", no test result")
+    return f"error: {' '.join(str(r['error']).split())[:200]}"
 
 
 def _usable(runs: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
+    """The runs that finished: a run whose status the tables never record is refused; one that
+    failed (status `error`, or an `error` recorded) or has no test result is left out, named."""
+    odd = runs.filter(~pl.col("status").is_in(STATUSES) | pl.col("status").is_null())
+    if odd.height:
+        names = ", ".join(f"{r['experiment']}/{r['trial']} (status {r['status']})" for r in odd.head(5).iter_rows(
+            named=True))
+        raise GuardrailError(f"{odd.height} run(s) with a status the result tables never record: {names}; valid: "
+                             f"{', '.join(STATUSES)}; a failed run is no result: leave it out with --where+")
     bad = runs.filter(~FINISHED)
     if bad.height:
-        names = ", ".join(f"{r['experiment']}/{r['trial']} ({r['status']})" for r in bad.iter_rows(named=True))
-        notes.append(f"skipped {bad.height} run(s) with no test result: {names}")
+        names = ", ".join(f"{r['experiment']}/{r['trial']} ({_why_left_out(r)})" for r in bad.iter_rows(named=True))
+        notes.append(f"skipped {bad.height} run(s) that failed or have no test result: {names}")
     return runs.join(bad.select(read.KEY), on=list(read.KEY), how="anti")
 
 
@@ -109,20 +133,35 @@ def select(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, 
     runs, slots of one data version and no replicates, one run per slot (by `select_by`, never a
     non-finite score), selection flags, and complete predictions (`columns` must be non-null;
     `extra` columns are read too)."""
+    runs = guardrails.blank_strings(runs)
+    if "error" not in runs.columns:  # tables written before the column
+        runs = runs.with_columns(error=pl.lit(None, pl.String))
     runs = _usable(runs, notes)
     if runs.is_empty():
         raise GuardrailError(f"no finished runs among those selected: {'; '.join(notes) or 'none'}")
+    guardrails.check_keys(runs, SEED, FOLD)
     compared = guardrails.config_columns(runs.columns, slot)
     guardrails.check_slots(runs, slot, compared)
     tuned = guardrails.tuning(runs, slot, compared)
+    # every candidate's validation score is its epochs table's before one is picked by it
+    epoch_rows = read.for_trials(epochs, runs).collect()
+    several = runs.filter(pl.len().over(slot) > 1).select(read.KEY).rows()
+    guardrails.check_validation(runs, epoch_rows, set(several))
     selected: dict[tuple[str, str], list[str]] = {}
     runs = keep_one_per_slot(runs, slot, select_by, notes, selected)
-    run_flags = _selection_flags(runs, read.for_trials(epochs, runs).collect())
+    epoch_rows = epoch_rows.join(runs.select(read.KEY), on=list(read.KEY), how="semi")
+    run_flags = _selection_flags(runs, epoch_rows)
     for key, reasons in selected.items():
         run_flags.setdefault(key, []).extend(reasons)
     present = predictions.collect_schema().names()
-    wanted = list(dict.fromkeys([*columns, *(c for c in ("gold", *extra) if c in present)]))
+    wanted = list(dict.fromkeys([*columns, *(c for c in (*CHECKED, *extra) if c in present)]))
     preds = read.for_trials(predictions, runs).select(*read.KEY, "id", *wanted).collect().partition_by(
         list(read.KEY), as_dict=True)
     guardrails.check_predictions(runs, preds, columns)
+    guardrails.check_seed_replicates(runs, [c for c in slot if c not in (SEED, FOLD)], SEED, preds, epoch_rows)
     return Selected(runs, preds, run_flags, tuned, compared)
+
+
+CHECKED = ("gold", "predicted", "expression_correct", "expression_correct_values")
+"""The prediction columns every selected run's rows are read with, where the table has them: its
+test split's golds and its expressions are checked against what it says (`guardrails`)."""

@@ -22,6 +22,15 @@ MIN_TEST_EXAMPLES = 30
 p < 0.05 (6 of 6 discordant: p 0.031) and a bootstrap over them has few distinct resamples"""
 MIN_EXAMPLES_CI = 10  # a percentile bootstrap over fewer examples has too few distinct resamples to mean much
 CONFIDENCE = 0.95
+BATCH_VALUES = 2**22
+"""The most values scipy's resampling tests hold at once per array (resamples × examples; 32 MiB of
+float64): `batch` bounds their memory, not their resamples (10,000 × 100,000 examples at once was
+14.9 GiB)."""
+
+
+def _batch(n: int) -> int:
+    """Resamples per scipy call for `n` examples, within BATCH_VALUES."""
+    return max(1, BATCH_VALUES // max(n, 1))
 
 
 def _as_bool(x, name: str) -> np.ndarray:
@@ -93,19 +102,24 @@ def paired(a, b, n_resamples: int = 10_000, seed: int = 0) -> PairedResult:
         # every resample of identical pairs gives delta 0, and every relabelling too;
         # scipy would warn about degenerate data, so state the known answer
         ci, p_perm = (delta, delta), 1.0
-    elif n == 1:
-        # one discordant pair: its two labellings give ±Δ, equally extreme (scipy refuses n = 1)
+    elif only_a + only_b == 1:
+        # one discordant pair: its two labellings give ±Δ, equally extreme (scipy refuses one pair)
         p_perm = 1.0
     else:
-        perm = stats.permutation_test((xb, xa), _mean_diff, permutation_type="samples", vectorized=True,
+        # a swap within a concordant pair changes nothing, so the test runs over the discordant pairs
+        # alone: the same permutation distribution of Δ (scaled by their share), in a fraction of the work
+        # (1 seed × 100,000 examples: 5 s, not 330 s)
+        disc = a != b
+        perm = stats.permutation_test((xb[disc], xa[disc]), _mean_diff, permutation_type="samples", vectorized=True,
                                       n_resamples=n_resamples, alternative="two-sided",
-                                      rng=np.random.default_rng(seed))
+                                      batch=_batch(int(disc.sum())), rng=np.random.default_rng(seed))
         p_perm = float(perm.pvalue)
     # scipy refuses a bootstrap of one example and a handful gives a degenerate interval:
     # below MIN_EXAMPLES_CI none is stated (the exact tests still hold)
     if only_a + only_b and n >= MIN_EXAMPLES_CI:
         boot = stats.bootstrap((xb, xa), _mean_diff, paired=True, vectorized=True, n_resamples=n_resamples,
-                               confidence_level=CONFIDENCE, method="percentile", rng=np.random.default_rng(seed))
+                               confidence_level=CONFIDENCE, method="percentile", batch=_batch(n),
+                               rng=np.random.default_rng(seed))
         ci = (100.0 * boot.confidence_interval.low, 100.0 * boot.confidence_interval.high)
     return PairedResult(n=n, acc_a=float(100.0 * xa.mean()), acc_b=float(100.0 * xb.mean()), only_a=only_a, only_b=only_b,
                         delta=delta, ci_low=ci[0], ci_high=ci[1],
@@ -213,5 +227,6 @@ def ratio_ci(num, den, n_resamples: int = 10_000, seed: int = 0) -> tuple[float,
         return value, value
     boot = stats.bootstrap((num, den), lambda x, y, axis=-1: x.sum(axis) / y.sum(axis), paired=True,
                            vectorized=True, n_resamples=n_resamples, confidence_level=CONFIDENCE,
+                           batch=_batch(num.size),
                            method="percentile", rng=np.random.default_rng(seed))
     return 100.0 * boot.confidence_interval.low, 100.0 * boot.confidence_interval.high

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from analysis import read
-from analysis.claims import FOLD, SEED
+from analysis import guardrails, read
 from analysis.guardrails import GuardrailError
 from analysis.report import mark
-from analysis.selection import cell_label, select
+from analysis.selection import FOLD, SEED, cell_label, select
 from analysis.stats import percent_ci, proportion_ci, ratio_ci
 from psedual.data.expr import UNUSED
+from psedual.reexamine.config import EXPRESSION_ENCODERS
 from psedual.train.best import SELECT_BY
 
 
@@ -39,7 +39,23 @@ def infill(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, 
     One seed: bootstrap over examples (slots) and Wilson (perfect match); several: mean ± sd over
     seeds with a t interval. Runs are chosen and checked by `selection.select`, as every claim's are;
     each row's `flags` are its runs' selection flags."""
-    runs = runs.filter(pl.col("test_infill_acc").is_not_null())
+    notes = notes if notes is not None else []
+    runs = guardrails.blank_strings(runs)
+    # only a run with a reexamining module infills: a base (or LLM) row holding an infilling score
+    # is no infilling result
+    module = pl.col("variant").is_in(list(EXPRESSION_ENCODERS))
+    posing = runs.filter(~module & pl.col("test_infill_acc").is_not_null())
+    if posing.height:
+        r = posing.row(0, named=True)
+        raise GuardrailError(f"{r['experiment']}/{r['trial']}: variant {r['variant']} has no reexamining module, but "
+                             f"its row holds test_infill_acc {r['test_infill_acc']} ({posing.height} such run(s)): not "
+                             f"an infilling result; fix the rows or leave them out with --where+")
+    without = runs.filter(~module).height
+    if without:
+        notes.append(f"left out {without} run(s) without a reexamining module (variant "
+                     f"{', '.join(sorted(set(runs.filter(~module)['variant'].drop_nulls().to_list())))}): they infill "
+                     f"nothing")
+    runs = runs.filter(module & pl.col("test_infill_acc").is_not_null())
     if runs.is_empty():
         raise ValueError("no PseDual runs with infilling results (test_infill_acc) in the selection")
     bad = runs.filter(pl.col("test_infill_acc").is_nan() | pl.col("test_infill_acc").is_infinite())
@@ -47,12 +63,17 @@ def infill(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, 
         raise GuardrailError(f"{bad['experiment'][0]}/{bad['trial'][0]}: test_infill_acc is "
                              f"{bad['test_infill_acc'][0]}: not a result; leave it out with --where+")
     # one run per (cell, seed, fold), as the claims keep: a sweep's trials are not extra data
-    chosen = select(runs, epochs, predictions, [*by, SEED, FOLD], select_by, ["value_correct"],
-                    notes if notes is not None else [], extra=("infill_predicted", "infill_gold"))
+    slot = list(dict.fromkeys([*by, SEED, FOLD]))
+    chosen = select(runs, epochs, predictions, slot, select_by, ["value_correct"], notes,
+                    extra=("infill_predicted", "infill_gold"))
     runs = chosen.runs
+    for part in runs.partition_by(by, maintain_order=True):
+        slots = [tuple(r[k] for k in slot) for r in part.iter_rows(named=True)]
+        guardrails.check_pooled(cell_label(part.row(0, named=True), by), part, chosen.compared,
+                                set().union(*(chosen.tuned[k][1] for k in slots)), set())
     preds = pl.concat(list(chosen.preds.values()))
     ex = _per_example_infill(preds, used_only)
-    ex = ex.join(runs.select(*read.KEY, *by, SEED, FOLD), on=list(read.KEY))
+    ex = ex.join(runs.select(*read.KEY, *slot), on=list(read.KEY))
     out = []
     for part in ex.partition_by(by, maintain_order=True):
         first = part.row(0, named=True)

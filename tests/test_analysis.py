@@ -167,10 +167,12 @@ def _write_tables(root: Path, experiment: str, runs: list[dict], preds: dict[str
                "psedual.fusion": "scheduled", "n_valid": 100, "n_train": 1000, "best_epoch": 1,
                "valid_value_acc": 0.5, "test_infill_acc": None, **r}
         row["test_value_acc"] = float(preds[r["trial"]]["value_correct"].mean())
+        # the epochs table holds the run's validation score at its best_epoch, a lower one at the other
+        v, best = row["valid_value_acc"], row["best_epoch"]
+        curve = (epochs or {}).get(r["trial"], [v if e == best else v - 0.1 for e in (1, 2)])
         for table, frame in (("runs", pl.DataFrame([row])),
                              ("predictions", preds[r["trial"]].with_columns(pl.lit(r["trial"]).alias("trial"))),
-                             ("epochs", pl.DataFrame({"trial": r["trial"], "epoch": [1, 2],
-                                                      "valid_value_acc": (epochs or {}).get(r["trial"], [0.5, 0.4])}))):
+                             ("epochs", pl.DataFrame({"trial": r["trial"], "epoch": [1, 2], "valid_value_acc": curve}))):
             folder = root / table / f"experiment={experiment}"
             folder.mkdir(parents=True, exist_ok=True)
             frame.write_parquet(folder / f"{r['trial']}.parquet")
@@ -264,10 +266,11 @@ def test_guardrail_refuses_an_example_in_two_folds(tmp_path):
 
 def test_guardrail_flags_test_selected_runs(tmp_path):
     p = _preds(["mawps:0", "mawps:1", "mawps:2"], [1, 0, 1])
-    runs = [{"trial": "b0", "variant": "base", "solver": "gts", "seed": 0, "best_epoch": 2},
+    runs = [{"trial": "b0", "variant": "base", "solver": "gts", "seed": 0, "best_epoch": 2, "valid_value_acc": 0.4},
             {"trial": "g0", "variant": "gcn", "solver": "gts", "seed": 0, "n_valid": 0, "lr": 0.001},
             {"trial": "g1", "variant": "gcn", "solver": "gts", "seed": 0, "valid_value_acc": 0.9, "lr": 0.002}]
-    _write_tables(tmp_path, "x", runs, {"b0": p, "g0": p, "g1": p.with_columns(value_correct=pl.lit(True))})
+    _write_tables(tmp_path, "x", runs, {"b0": p, "g0": p, "g1": p.with_columns(value_correct=pl.lit(True))},
+                  epochs={"b0": [0.5, 0.4]})
     by_valid = _build(tmp_path)
     flags = by_valid.rows["flags"][0].to_list()
     # b0's best_epoch 2 is not where its validation accuracy peaked (epoch 1)
@@ -278,7 +281,7 @@ def test_guardrail_flags_test_selected_runs(tmp_path):
     flags = by_test.rows["flags"][0].to_list()
     assert "test-selected: x/g1 is the best of 2 trials by test_value_acc" in flags
     runs[2]["valid_value_acc"] = 0.1  # now g0 (no validation split) wins the slot
-    _write_tables(tmp_path, "x", runs, {"b0": p, "g0": p, "g1": p})
+    _write_tables(tmp_path, "x", runs, {"b0": p, "g0": p, "g1": p}, epochs={"b0": [0.5, 0.4]})
     assert any("x/g0 has no validation split" in f for f in _build(tmp_path).rows["flags"][0].to_list())
 
 
@@ -288,7 +291,7 @@ def test_skipped_runs_are_counted_and_said(tmp_path):
     bad = pl.read_parquet(folder / "gts-gcn-s0-f0.parquet").with_columns(trial=pl.lit("dead"), status=pl.lit("error"))
     bad.write_parquet(folder / "dead.parquet")
     built = _build(tmp_path)
-    assert built.notes == ["skipped 1 run(s) with no test result: grid/dead (error)"]
+    assert built.notes == ["skipped 1 run(s) that failed or have no test result: grid/dead (status error)"]
 
 
 def test_read_scan_and_select_errors(tmp_path):
@@ -402,7 +405,9 @@ def test_infill_summary_known_answer(tmp_path, capsys):
 def test_expression_accuracy_by_values_is_a_metric_of_its_own(tmp_path):
     rng = np.random.default_rng(3)
     a, b = _pairs(rng, 200, 0.05, 0.2)
-    base = _preds([f"mawps:{i}" for i in range(200)], a).with_columns(expression_correct_values=pl.Series(b))
+    # strictly right only where right by values too: the same tokens are the same numbers
+    base = _preds([f"mawps:{i}" for i in range(200)], a).with_columns(expression_correct=pl.Series(a & b),
+                                                                       expression_correct_values=pl.Series(b))
     treat = _preds([f"mawps:{i}" for i in range(200)], a).with_columns(expression_correct_values=pl.Series(a))
     _write_tables(tmp_path, "v", [{"trial": "b0", "variant": "base", "solver": "gts", "seed": 0},
                                   {"trial": "g0", "variant": "gcn", "solver": "gts", "seed": 0}], {"b0": base, "g0": treat})

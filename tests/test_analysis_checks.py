@@ -15,6 +15,9 @@ from psedual.data.identity import split_hash
 from psedual.results import tables
 
 GOLD = ["+", "N0", "N1"]
+WRONG = ["*", "N0", "N1"]
+"""the predicted expression of a problem got wrong: a prediction table's expression correctness is
+its predicted expression's being the gold (`guardrails` recomputes it)"""
 
 
 def _pairs(rng, n, only_a, only_b, both=0.6):
@@ -31,14 +34,16 @@ def _ids(n, dataset="mawps"):
 def _preds(ids, correct, golds=None, infill=None) -> list[dict]:
     golds = golds or [GOLD] * len(ids)
     infill = infill or [None] * len(ids)
-    return [{"id": i, "predicted": g, "gold": g, "value_correct": bool(c), "expression_correct": bool(c),
-             "expression_correct_values": bool(c), "infill_predicted": f, "infill_gold": f}
+    return [{"id": i, "predicted": g if c else WRONG, "gold": g, "value_correct": bool(c),
+             "expression_correct": bool(c), "expression_correct_values": bool(c), "infill_predicted": f, "infill_gold": f}
             for i, c, g, f in zip(ids, correct, golds, infill)]
 
 
-def _write(root: Path, runs: list[tuple[dict, list[dict]]], experiment: str = "x", identity: bool = True) -> None:
+def _write(root: Path, runs: list[tuple[dict, list[dict]]], experiment: str = "x", identity: bool = True,
+           epochs: dict[str, list[float]] | None = None) -> None:
     """Each (run row, its prediction rows) through `psedual.results.tables.write`, as a sweep writes
-    them; the run's defaults are those of a finished trial, its data identity that of its rows."""
+    them; the run's defaults are those of a finished trial, its data identity that of its rows, its
+    epochs table its validation score at epoch 1 and a lower one at epoch 2 (or `epochs[trial]`)."""
     for run, preds in runs:
         row = {"status": "completed", "solver": "gts", "seed": 0, "data.dataset": "mawps", "data.fold": 0,
                "epochs": 10, "lr": 0.001, "code_version": "v1", "best_epoch": 1, "valid_value_acc": 0.5,
@@ -50,8 +55,12 @@ def _write(root: Path, runs: list[tuple[dict, list[dict]]], experiment: str = "x
         trial = row["trial"]
         tables.write(str(root), "runs", experiment, trial, [row])
         tables.write(str(root), "predictions", experiment, trial, [{"trial": trial, **p} for p in preds])
+        # the epochs table holds the run's validation score at its best_epoch (1), a lower one after
+        v = row["valid_value_acc"]
+        later = v - 0.1 if v is not None and np.isfinite(v) else v
+        curve = (epochs or {}).get(trial, [v, later])
         tables.write(str(root), "epochs", experiment, trial,
-                     [{"trial": trial, "epoch": e, "valid_value_acc": v} for e, v in ((1, 0.5), (2, 0.4))])
+                     [{"trial": trial, "epoch": e, "valid_value_acc": x} for e, x in enumerate(curve, 1)])
 
 
 def _build(root: Path, **kw) -> claims.Claims:
