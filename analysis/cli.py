@@ -66,6 +66,8 @@ def _curve(args: CurveOptions) -> None:
     print(report.curve_table(points, args.format))
     print("\nThe 95% CIs above are of each arm's accuracy (t over seeds; Wilson for one seed); the CIs below "
           "are of the difference Δ.\n")
+    print(report.claim_lines(built.rows, args.format))
+    print()
     print(report.footer(built.rows, built.notes))
     print(f"figure: {path}")
 

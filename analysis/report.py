@@ -8,6 +8,7 @@ from typing import Literal, get_args
 
 import polars as pl
 
+from analysis.power import line as power_line
 from analysis.stats import MIN_SEEDS, MIN_TEST_EXAMPLES
 from psedual.reexamine.config import VARIANT_LABELS
 
@@ -90,7 +91,9 @@ def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
 def claim_lines(claims: pl.DataFrame, fmt: str, extra: dict[str, list[str]] | None = None) -> str:
     """The claim rows themselves: one line per claim with n, Δ, CI, test and p (and `extra`
     columns, one value per claim, before the verdict)."""
-    extra = extra or {}
+    extra = dict(extra or {})
+    if "mde" in claims.columns:  # the power columns (`analysis.power`), where the claims carry them
+        extra = {"MDE; n for target Δ": [power_line(r) for r in claims.iter_rows(named=True)], **extra}
     header = ["cell", "metric", "comparison", "n ex", "seeds", "base", "treatment", "Δ", "95% CI", "test", "p",
               "p adj", "second test", "discordant", "trials", *extra, "verdict", "flags"]
     numbers = _flag_numbers(claims)
@@ -144,6 +147,12 @@ def footer(claims: pl.DataFrame, notes: list[str]) -> str:
              f"(the t-test's own). Below {MIN_SEEDS} seeds (one seed too, for trained arms) a significant Δ reads "
              f"'inconclusive'; below {MIN_TEST_EXAMPLES} test examples there is no verdict (docs/analysis.md). "
              f"trials: the tuning budget, the most trials a slot (arm, seed, fold) held, base/treatment."]
+    if "mde" in claims.columns:
+        lines.append("MDE: the smallest |Δ| (points) the claim's own test at its own n detects with 80% power at a "
+                     "two-sided 0.05 (unadjusted), from the observed sd of the paired differences (per seed; one "
+                     "seed: per example); n for target Δ: the seeds (one seed: test examples) that detect the "
+                     "target, the paper's Δ for the cell (paper) or 1 point (default); statsmodels' TTestPower "
+                     "(docs/analysis.md).")
     lines += [f"flag [{k}]: {f}" for f, k in _flag_numbers(claims).items()]
     lines += [f"note: {n}" for n in notes]
     return "\n".join(lines)
