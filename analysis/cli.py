@@ -56,7 +56,7 @@ def _compare(args: CompareOptions) -> None:
 
 def _infill(args: InfillOptions) -> None:
     table, notes, by = presets.infill(args, presets.runs(args), used_only=args.slots == "used")
-    print(report.infill_table(table, by, args.format))
+    print(report.infill_table(table, by, args.format, used_only=args.slots == "used"))
     print()
     print(report.infill_footer(table, notes, args.slots == "used", args.resamples, args.rng_seed))
 

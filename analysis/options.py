@@ -124,7 +124,8 @@ class InfillOptions(AnalyzeOptions):
     """Infilling accuracy and perfect match per dataset, solver and variant."""
 
     slots: Slots = "all"
-    """Score every masked slot, or only those the gold expression uses (`used`: the paper's Table 4)."""
+    """Score every masked slot (`all`: the paper's Table 4, 'absolute accuracy over all the masked
+    numbers'), or only those the gold expression uses (`used`: ours, not the paper's metric)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

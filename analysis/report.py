@@ -159,13 +159,20 @@ def footer(claims: pl.DataFrame, notes: list[str]) -> str:
 
 
 INFILL_PAPER = ("paper infilling acc (%)", "paper perfect match (%)")
+INFILL_SLOTS = {False: "all masked numbers", True: "used slots only"}
+"""the scope of each infilling column: every masked number (the paper's Table 4) or ours"""
 
 
 def infill_table(table: pl.DataFrame, by: list[str], fmt: str,
-                 paper: list[tuple[str, str]] | None = None) -> str:
+                 paper: list[tuple[str, str]] | None = None, used_only: bool = False) -> str:
     """The infilling rows: cell, seeds, examples, infilling accuracy and perfect match with their
-    95% CIs (and, given `paper`, the published figures beside each), flags."""
-    header = [*by, "seeds", "examples", "infilling acc (%)", "95% CI", "perfect match (%)", "95% CI", "flags"]
+    95% CIs, each column named by the slots it scores (and, given `paper`, the published figures
+    beside each), flags."""
+    if paper is not None and used_only:
+        raise ValueError("the paper's Table 4 scores every masked number: its figures stand beside those only")
+    scope = INFILL_SLOTS[used_only]
+    header = [*by, "seeds", "examples", f"infilling acc, {scope} (%)", "95% CI", f"perfect match, {scope} (%)",
+              "95% CI", "flags"]
     if paper is not None:
         header[4 + len(by):4 + len(by)] = [INFILL_PAPER[0]]
         header.insert(len(header) - 1, INFILL_PAPER[1])
@@ -183,9 +190,10 @@ def infill_table(table: pl.DataFrame, by: list[str], fmt: str,
 
 
 def infill_footer(table: pl.DataFrame, notes: list[str], used_only: bool, resamples: int, rng_seed: int) -> str:
-    scored = ("the masked slots whose numbers the gold expression uses (the paper's Table 4)" if used_only else
-              "every masked number slot of the test problems (a slot the expression does not use must be "
-              "filled 'unused')")
+    scored = ("only the masked slots whose numbers the gold expression uses (ours, not the paper's Table 4 "
+              "metric)" if used_only else
+              "every masked number slot of the test problems, the paper's Table 4 'absolute accuracy over all the "
+              "masked numbers' (a slot the expression does not use must be filled 'unused')")
     lines = [f"Infilling: {scored}, filled from the gold expression; "
              "perfect match: all of a problem's scored slots right. One seed: bootstrap over examples "
              f"({resamples} resamples, seed {rng_seed}) and Wilson; several: mean ± sd, t interval."]
