@@ -63,7 +63,9 @@ def render(header: list[str], body: list[list[str]], fmt: str) -> str:
 def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
     """Rows: each group (the cell less its dataset, e.g. the solver) × arm, the base first;
     columns: dataset × metric. A treatment's cell shows its score, then Δ against the base with
-    the significance mark of its adjusted p."""
+    the significance mark of its adjusted p. Where the treatments of a cell were paired with
+    different base runs (seeds missing on one side), the base row shows no figure and each Δ
+    names the base it was computed from."""
     columns = claims.select("dataset", "metric").unique(maintain_order=True).rows()
     header = [group_name, claims["arm"][0]] + [f"{d} {m} (%)" for d, m in columns]
     body = []
@@ -74,8 +76,10 @@ def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
             row = [group if i == 0 else "", label(arm)]
             for dataset, metric in columns:
                 cell = mine.filter((pl.col("dataset") == dataset) & (pl.col("metric") == metric))
+                one_base = cell["base_trials"].n_unique() <= 1  # every Δ of the cell from the same base runs
                 if i == 0:
-                    row.append(score(cell["base"][0], cell["base_sd"][0]) if cell.height else "–")
+                    row.append("–" if cell.is_empty() else score(cell["base"][0], cell["base_sd"][0]) if one_base
+                               else "– (bases differ: see each Δ)")
                     continue
                 c = cell.filter(pl.col("treatment_arm") == arm)
                 if c.is_empty():
@@ -83,7 +87,8 @@ def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
                     continue
                 r = c.row(0, named=True)
                 delta = f"{r['delta']:+.2f}".replace("-", "−")
-                row.append(f"{score(r['treatment'], r['treatment_sd'])} (Δ {delta}{mark(r['p_adjusted'])})")
+                base = "" if one_base else f" vs base {score(r['base'], r['base_sd'])}, {r['n_seeds']} seeds"
+                row.append(f"{score(r['treatment'], r['treatment_sd'])} (Δ {delta}{mark(r['p_adjusted'])}{base})")
             body.append(row)
     return render(header, body, fmt)
 

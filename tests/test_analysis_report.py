@@ -278,3 +278,26 @@ def test_a_bad_paper_numbers_file_is_one_line_naming_it(tmp_path):
     (tmp_path / "p.csv").write_text("\n".join([*good, good[1]]))
     with pytest.raises(ValueError, match="share a cell"):
         paper.load(tmp_path / "p.csv")
+
+
+def test_a_delta_never_stands_beside_a_base_it_was_not_computed_from(tmp_path, capsys):
+    root = tmp_path / "results"
+    _table1(root, "W.table1")
+    for table in ("runs", "predictions", "epochs"):  # GTS-GRU lost seed 2; base and GCN have it
+        (root / table / "experiment=W.table1" / "gts-gru-s2.parquet").unlink()
+    assert analyze(["analyze", "table1", "--root", str(root), "--resamples", "200"]) == 0
+    grid = capsys.readouterr().out.split("\n\n")[1]
+    claims = pl.read_parquet(root / "claims" / "table1_all.parquet").filter(pl.col("solver") == "gts")
+    gru, gcn = (claims.filter(pl.col("treatment_arm") == v).row(0, named=True) for v in ("gru", "gcn"))
+    assert (gru["n_seeds"], gcn["n_seeds"]) == (2, 3) and gru["base"] != gcn["base"]
+    # the base row holds no figure; each Δ names its own base
+    assert "| gts | base | – (bases differ: see each Δ) |" in grid
+    for r in (gru, gcn):
+        assert f"vs base {r['base']:.2f} ± {r['base_sd']:.2f}, {r['n_seeds']} seeds)" in grid
+    # BERT-Tree's arms share their base runs: one base figure, as before
+    bert = pl.read_parquet(root / "claims" / "table1_all.parquet").filter(pl.col("solver") == "bert_tree")
+    assert f"| bert_tree | base | {bert['base'][0]:.2f} ± {bert['base_sd'][0]:.2f} |" in grid
+    # the report prints a base line per set of base runs: 2 seeds for GRU's Δ, 3 for GCN's
+    table1 = _section(_report(root, "W", tmp_path / "out", capsys), "Table 1")
+    for r in (gru, gcn):
+        assert f"| mawps | gts | value | base | {r['n_seeds']} | {r['base']:.2f} ± {r['base_sd']:.2f} | – |" in table1
