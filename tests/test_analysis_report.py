@@ -70,11 +70,11 @@ def _table3(root: Path, experiment: str) -> None:
     _write(root, runs, experiment)
 
 
-def _figure1(root: Path, experiment: str) -> None:
+def _figure1(root: Path, experiment: str, seeds: int = 2) -> None:
     rng = np.random.default_rng(1)
     runs = []
     for size in (100, 200):
-        for seed in range(2):
+        for seed in range(seeds):
             a, b = _pairs(rng, N, 0.05, 0.1)
             runs += [({"trial": f"{v}-{size}-s{seed}", "variant": v, "seed": seed, "data.train_size": size,
                        "n_train": size}, _preds(_ids(N), c)) for v, c in (("base", a), ("gcn", b))]

@@ -14,9 +14,7 @@ from statsmodels.stats.power import TTestPower
 
 from analysis import paper, power
 from analysis.cli import main as analyze
-from test_analysis_checks import _ids, _pairs, _preds, _write
-
-N = 60
+from test_analysis_report import _figure1
 
 
 def _statsmodels_n(effect: float) -> float:
@@ -82,14 +80,7 @@ def test_each_claim_gets_its_own_test_s_power_and_target():
 
 
 def test_the_claim_commands_print_the_power(tmp_path, capsys):
-    rng = np.random.default_rng(7)
-    runs = []
-    for size in (100, 200):
-        for seed in range(3):
-            a, b = _pairs(rng, N, 0.1, 0.12)
-            runs += [({"trial": f"{v}-{size}-s{seed}", "variant": v, "seed": seed, "data.train_size": size,
-                       "n_train": size}, _preds(_ids(N), c)) for v, c in (("base", a), ("gcn", b))]
-    _write(tmp_path, runs, "x")
+    _figure1(tmp_path, "x", seeds=3)
     for words in (["compare", "--treatment", "gcn", "--by+", "data.train_size"], ["table1", "--by+",
                   "data.train_size"], ["curve", "--png", str(tmp_path / "c.png")]):
         assert analyze(["analyze", *words, "--root", str(tmp_path), "--resamples", "200"]) == 0, words
