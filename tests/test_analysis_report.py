@@ -301,3 +301,15 @@ def test_a_delta_never_stands_beside_a_base_it_was_not_computed_from(tmp_path, c
     table1 = _section(_report(root, "W", tmp_path / "out", capsys), "Table 1")
     for r in (gru, gcn):
         assert f"| mawps | gts | value | base | {r['n_seeds']} | {r['base']:.2f} ± {r['base_sd']:.2f} | – |" in table1
+
+
+def test_infill_sets_the_paper_s_table4_beside_every_masked_number_only(full, capsys):
+    base = ["analyze", "infill", "--root", str(full), "--experiment", "X.table1", "--resamples", "200"]
+    assert analyze(base) == 0
+    out = capsys.readouterr().out
+    assert "| infilling acc, all masked numbers (%) | 95% CI | paper infilling acc (%) |" in out
+    assert re.search(r"\| mawps \| gts \| gcn \| 3 \| 60 \| [^\n]* \| 80\.31 \(PseDual\) \| [^\n]* \| 62\.05 "
+                     r"\(PseDual\) \|", out)
+    assert analyze([*base, "--slots", "used"]) == 0
+    out = capsys.readouterr().out
+    assert "infilling acc, used slots only (%)" in out and "paper infilling" not in out and "80.31" not in out
