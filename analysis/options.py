@@ -77,11 +77,16 @@ class ClaimOptions(AnalyzeOptions):
     repeatable); any other difference is refused."""
     name: str | None = None
     """The family's name, and its claims file's; none: the command and the experiments."""
+    target_delta: float | None = None
+    """The Δ (points) each claim gives the seeds needed for; none: the paper's Δ for the cell,
+    else 1 point."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _check("metric", self.metric, tuple(METRICS))
         _check("correction", [self.correction], METHODS)
+        if self.target_delta is not None and not 0 < abs(self.target_delta) < 100:
+            raise ValueError(f"target_delta must be a nonzero Δ in points, within ±100; got {self.target_delta}")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -88,9 +88,11 @@ def target(numbers: pl.DataFrame, r: dict) -> tuple[float, str]:
     return DEFAULT_TARGET, "default"
 
 
-def annotate(claims: pl.DataFrame, numbers: pl.DataFrame | None = None) -> pl.DataFrame:
-    """The claim rows with their MDE, target Δ, the n that detects it and its unit (seeds, or
-    examples for one seed), and a "not significant" verdict that says what it could not tell."""
+def annotate(claims: pl.DataFrame, numbers: pl.DataFrame | None = None,
+             target_delta: float | None = None) -> pl.DataFrame:
+    """The claim rows with their MDE, target Δ (`target_delta` where given, else `target`), the n
+    that detects it and its unit (seeds, or examples for one seed), and a "not significant"
+    verdict that says what it could not tell."""
     numbers = paper.load() if numbers is None else numbers
     out = []
     for r in claims.iter_rows(named=True):
@@ -100,7 +102,7 @@ def annotate(claims: pl.DataFrame, numbers: pl.DataFrame | None = None) -> pl.Da
             sd, n, unit = example_sd(r["only_base"], r["only_treatment"], r["n_examples"]), r["n_examples"], "examples"
         else:
             sd, n, unit = None, r["n_seeds"], "seeds"
-        goal, source = target(numbers, r)
+        goal, source = (target_delta, "given") if target_delta is not None else target(numbers, r)
         row = {"mde": mde(sd, n), "target_delta": goal, "target_from": source, "n_needed": n_needed(goal, sd),
                "needed_unit": unit}
         row["verdict"] = _verdict(r["verdict"], row, n)
@@ -121,8 +123,8 @@ def reading(row: dict, n: int) -> str:
     unit = row["needed_unit"]
     if row["mde"] is None:
         return f"no spread in the paired differences over {n} {unit}: no power to state"
-    goal = f"the paper's {row['target_delta']:+.1f}" if row["target_from"] == "paper" \
-        else f"a {abs(row['target_delta']):.0f}-point Δ"
+    goal = (f"the paper's {row['target_delta']:+.1f}" if row["target_from"] == "paper" else
+            f"a {abs(row['target_delta']):g}-point Δ")
     need = row["n_needed"]
     count = f"more than {MAX_N:,}" if need > MAX_N else f"about {need}"
     said = f"cannot tell Δ below {row['mde']:.1f} points; {count} {unit} would detect {goal}"

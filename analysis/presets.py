@@ -49,7 +49,7 @@ def build(args: ClaimOptions, cmp: Comparison, runs: pl.DataFrame) -> claims_mod
     <root>/claims/<family>.parquet (said in a note)."""
     built = claims_mod.build(runs, read.scan(args.root, "epochs", args.experiment),
                              read.scan(args.root, "predictions", args.experiment), cmp)
-    built.rows = power.annotate(built.rows)
+    built.rows = power.annotate(built.rows, target_delta=args.target_delta)
     path = claims_mod.write(built.rows, args.root, cmp.family)
     built.notes.append(f"{built.rows.height} claim rows written to {path}")
     return built

@@ -92,3 +92,17 @@ def test_the_claim_commands_print_the_power(tmp_path, capsys):
             assert r["mde"] == pytest.approx(r["delta_sd"] * TTestPower().solve_power(
                 nobs=r["n_seeds"], alpha=0.05, power=0.8))
             assert abs(r["n_needed"] - math.ceil(_statsmodels_n(r["target_delta"] / r["delta_sd"]))) <= 1
+
+
+def test_a_given_target_replaces_the_paper_s(tmp_path, capsys):
+    _figure1(tmp_path, "x", seeds=3)
+    words = ["analyze", "compare", "--treatment", "gcn", "--by+", "data.train_size", "--root", str(tmp_path),
+             "--resamples", "200"]
+    assert analyze([*words, "--target_delta", "2.5"]) == 0
+    assert "for +2.5 (given)" in capsys.readouterr().out
+    stored = pl.read_parquet(tmp_path / "claims" / "compare_all.parquet")
+    assert stored["target_from"].to_list() == ["given", "given"] and stored["target_delta"].to_list() == [2.5, 2.5]
+    for r in stored.iter_rows(named=True):
+        assert abs(r["n_needed"] - _statsmodels_n(2.5 / r["delta_sd"])) <= 1
+    assert analyze([*words, "--target_delta", "0"]) == 2
+    assert "target_delta must be a nonzero Δ" in capsys.readouterr().err
