@@ -51,6 +51,7 @@ CLAIMS_SCHEMA = {
     "treatment_fold_acc": pl.List(pl.Float64), "base_trials": pl.List(pl.String),
     "treatment_trials": pl.List(pl.String), "base_budget": pl.Int64, "treatment_budget": pl.Int64,
     "verdict": pl.String, "flags": pl.List(pl.String),
+    "delta_sd": pl.Float64,  # sd (ddof 1) of the per-seed Δ, several seeds: the spread analysis.power reads
 }
 
 
@@ -179,6 +180,7 @@ def _one(cmp: Comparison, cell: str, metric: str, treat: str, seeds: list[int], 
         a = {s: 100.0 * tables[s][col].mean() for s in seeds}
         b = {s: 100.0 * tables[s][f"{col}_t"].mean() for s in seeds}
         r = across_seeds(a, b, cmp.n_resamples, cmp.rng_seed)
+        row["delta_sd"] = float(np.std([b[s] - a[s] for s in seeds], ddof=1))
         row |= {"base": r.mean_a, "treatment": r.mean_b, "base_sd": r.sd_a, "treatment_sd": r.sd_b, "delta": r.delta,
                 "ci_low": r.ci_low, "ci_high": r.ci_high, "test": "paired_t_seeds", "p": r.p_ttest,
                 "test_secondary": "wilcoxon", "p_secondary": r.p_wilcoxon, "untestable": r.untestable}

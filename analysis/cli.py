@@ -22,7 +22,7 @@ from dataclasses import fields
 
 from jsonargparse import ArgumentError, ArgumentParser, set_parsing_settings
 
-from analysis import paper_report, presets, report
+from analysis import paper, paper_report, presets, report
 from analysis.errors import ERRORS, one_line
 from analysis.options import (LIST_OPTIONS, AnalyzeOptions, CompareOptions, CurveOptions, InfillOptions,
                               ReportOptions, Table1Options, Table3Options)
@@ -56,7 +56,13 @@ def _compare(args: CompareOptions) -> None:
 
 def _infill(args: InfillOptions) -> None:
     table, notes, by = presets.infill(args, presets.runs(args), used_only=args.slots == "used")
-    print(report.infill_table(table, by, args.format))
+    used_only = args.slots == "used"
+    beside = None
+    if not used_only:  # the paper's Table 4 scores every masked number: its figures stand beside those
+        numbers = paper.load()
+        beside = [tuple(str(paper.find(numbers, "table4", r["data.dataset"], r["solver"], r["variant"], m) or "–")
+                        for m in ("infill_acc", "perfect_match")) for r in table.iter_rows(named=True)]
+    print(report.infill_table(table, by, args.format, beside, used_only=used_only))
     print()
     print(report.infill_footer(table, notes, args.slots == "used", args.resamples, args.rng_seed))
 
@@ -66,6 +72,8 @@ def _curve(args: CurveOptions) -> None:
     print(report.curve_table(points, args.format))
     print("\nThe 95% CIs above are of each arm's accuracy (t over seeds; Wilson for one seed); the CIs below "
           "are of the difference Δ.\n")
+    print(report.claim_lines(built.rows, args.format))
+    print()
     print(report.footer(built.rows, built.notes))
     print(f"figure: {path}")
 

@@ -77,11 +77,16 @@ class ClaimOptions(AnalyzeOptions):
     repeatable); any other difference is refused."""
     name: str | None = None
     """The family's name, and its claims file's; none: the command and the experiments."""
+    target_delta: float | None = None
+    """The Δ (points) each claim gives the seeds needed for; none: the paper's Δ for the cell,
+    else 1 point."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         _check("metric", self.metric, tuple(METRICS))
         _check("correction", [self.correction], METHODS)
+        if self.target_delta is not None and not 0 < abs(self.target_delta) < 100:
+            raise ValueError(f"target_delta must be a nonzero Δ in points, within ±100; got {self.target_delta}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,7 +129,8 @@ class InfillOptions(AnalyzeOptions):
     """Infilling accuracy and perfect match per dataset, solver and variant."""
 
     slots: Slots = "all"
-    """Score every masked slot, or only those the gold expression uses (`used`: the paper's Table 4)."""
+    """Score every masked slot (`all`: the paper's Table 4, 'absolute accuracy over all the masked
+    numbers'), or only those the gold expression uses (`used`: ours, not the paper's metric)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -66,13 +66,12 @@ class Report:
         prefix = self.args.name or f"report_{self.name}"
         return replace(self.args, experiment=(f"{self.name}.{part}",), name=f"{prefix}.{part}")
 
-    def published(self, table: str, dataset: str, solver: str, arm: str, metric: str) -> str:
-        hit = paper.find(self.numbers, table, dataset, solver, arm, metric)
+    def published(self, table: str, dataset: str, solver: str, arm: str, metric: str,
+                  encoder: str | None = None) -> str:
+        hit = paper.find(self.numbers, table, dataset, solver, arm, metric, encoder)
         if hit is None:
             return "–"
-        solvers = [solver, paper.LLM] if solver.startswith("llm:") else [solver]
-        arms = [arm, paper.PSEDUAL] if arm in EXPRESSION_ENCODERS else [arm]
-        self.shown |= {(table, dataset, s, a, metric) for s in solvers for a in arms}
+        self.shown |= set(hit.cells)
         return str(hit)
 
     def section(self, title: str, build) -> None:
@@ -87,18 +86,23 @@ class Report:
         """A claims section: each arm's accuracy beside the paper's, then the claim rows (n, Δ, CI,
         p, adjusted p, verdict, flags) with the paper's base → treatment, then flags and notes."""
         rows = built.rows
+        keys = [k for k in by if k != "data.dataset"]
         body, beside, shown = [], [], set()
         for r in rows.iter_rows(named=True):
-            # the base arm's line once per cell and metric, before its first treatment
-            arm_rows = [] if (r["cell"], r["metric"]) in shown else [(r["base_arm"], r["base"], r["base_sd"], "–")]
-            shown.add((r["cell"], r["metric"]))
+            # Table 3's paper rows are GCN's: say so beside a run of another encoder
+            encoder = r["group"].split(" / ")[keys.index("variant")] if "variant" in keys else None
+            # the base arm's line before the first treatment paired with these very base runs: a
+            # treatment that lost seeds is paired with fewer base runs, and gets its own base line
+            base_key = (r["cell"], r["metric"], tuple(r["base_trials"]))
+            arm_rows = [] if base_key in shown else [(r["base_arm"], r["base"], r["base_sd"], "–")]
+            shown.add(base_key)
             delta = f"{r['delta']:+.2f}{report.mark(r['p_adjusted'])}".replace("-", "−")
             arm_rows.append((r["treatment_arm"], r["treatment"], r["treatment_sd"], delta))
             for arm, acc, sd, d in arm_rows:
                 body.append([r["dataset"], r["group"], r["metric"], report.label(arm), str(r["n_seeds"]),
                              report.score(acc, sd), d, self.published(table, r["dataset"], r["solver"], arm,
-                                                                       r["metric"])])
-            beside.append(" → ".join(self.published(table, r["dataset"], r["solver"], a, r["metric"])
+                                                                       r["metric"], encoder)])
+            beside.append(" → ".join(self.published(table, r["dataset"], r["solver"], a, r["metric"], encoder)
                                      for a in (r["base_arm"], r["treatment_arm"])))
         group = " / ".join(k for k in by if k != "data.dataset")
         header = ["dataset", group, "metric", rows["arm"][0], "seeds", "ours (%)",
@@ -119,12 +123,18 @@ class Report:
         return self.claims("table3", built, by)
 
     def table4(self, runs: pl.DataFrame) -> str:
-        table, notes, by = presets.infill(self.part_args("table1"), runs, used_only=True)
+        """The paper's Table 4 (every masked number, its definition) beside the paper's figures, then
+        ours over the used slots only, apart and named so: the paper has no figure of that."""
+        args = self.part_args("table1")
+        table, notes, by = presets.infill(args, runs, used_only=False)
         beside = [tuple(self.published("table4", r["data.dataset"], r["solver"], r["variant"], m)
                         for m in ("infill_acc", "perfect_match")) for r in table.iter_rows(named=True)]
-        args = self.args
-        return "\n\n".join([report.infill_table(table, by, "markdown", beside),
-                            _bullets(report.infill_footer(table, notes, True, args.resamples, args.rng_seed))])
+        used, used_notes, _ = presets.infill(args, runs, used_only=True)
+        return "\n\n".join([report.infill_table(table, by, "markdown", beside, used_only=False),
+                            _bullets(report.infill_footer(table, notes, False, args.resamples, args.rng_seed)),
+                            "Ours, over the used slots only (not the paper's Table 4 metric, so no paper column):",
+                            report.infill_table(used, by, "markdown", used_only=True),
+                            _bullets(report.infill_footer(used, used_notes, True, args.resamples, args.rng_seed))])
 
     def figure1(self, runs: pl.DataFrame, out: Path) -> str:
         points, built, _ = presets.curve(self.part_args("figure1"), runs, str(out / FIGURE))
@@ -137,6 +147,21 @@ class Report:
         args = self.part_args("table2")
         cmp = presets.comparison(args, args.name, "variant", LLM_ARMS[0], LLM_ARMS[1:], ("data.dataset", "solver"))
         return self.claims("table2", presets.build(args, cmp, runs), cmp.by)
+
+
+def _not_run(numbers: pl.DataFrame, shown: set[tuple]) -> list[str]:
+    """The paper's figures set beside none of ours, one line per table, dataset and solver."""
+    cell = ["table", "dataset", "solver", "arm", "metric"]
+    left = numbers
+    if shown:
+        left = numbers.join(pl.DataFrame(sorted(shown), schema=cell, orient="row"), on=cell, how="anti",
+                            maintain_order="left")
+    out = []
+    for part in left.partition_by(["table", "dataset", "solver"], maintain_order=True):
+        r = part.row(0, named=True)
+        figures = ", ".join(f"{a} {m} {paper.number(v)}" for a, m, v in part.select("arm", "metric", "value").rows())
+        out.append(f"paper {r['table']} {r['dataset']} / {r['solver']}: {figures}; not run here")
+    return out
 
 
 def _bullets(text: str) -> str:
@@ -188,7 +213,7 @@ def write(args: ReportOptions) -> Path:
         header = f"{title} ({name}.{part})"
         if part == "table1":
             rep.section(header, lambda: rep.table1(rows))
-            rep.section(f"Table 4: infilling accuracy and perfect match ({name}.table1)", lambda: rep.table4(rows))
+            rep.section(f"Table 4: infilling accuracy and perfect match over every masked number ({name}.table1)", lambda: rep.table4(rows))
             expected = _expected(rows, ["data.dataset", "solver"], "variant", (BASE, *EXPRESSION_ENCODERS))
         elif part == "table3":
             rep.section(header, lambda: rep.table3(rows))
@@ -204,15 +229,12 @@ def write(args: ReportOptions) -> Path:
             expected = _expected(rows, ["data.dataset", "solver"], "variant", LLM_ARMS)
         rep.missing += [f"{name}.{part}: no finished run for {' / '.join(map(str, cell))}" for cell in expected]
         rep.missing += _trials(rows)
+    rep.missing += _not_run(rep.numbers, rep.shown)
     recorded = set(rep.numbers["table"].to_list())
-    for r in rep.numbers.iter_rows(named=True):
-        if (r["table"], r["dataset"], r["solver"], r["arm"], r["metric"]) not in rep.shown:
-            rep.missing.append(f"paper {r['table']} {r['dataset']} / {r['solver']} / {r['arm']} {r['metric']}: "
-                               f"{r['value']:.1f}, not run here")
     for table in paper.TABLES:
         if table not in recorded:
-            rep.missing.append(f"paper {table}: no published figure recorded in analysis/paper_numbers.csv (not "
-                               f"found in a source reachable when it was written)")
+            rep.missing.append(f"paper {table}: no published figure: "
+                               f"{paper.NO_FIGURES.get(table, 'none in analysis/paper_numbers.csv')}")
     path = out / "report.md"
     path.write_text(_document(args, name, present, runs, rep), encoding="utf-8")
     return path
@@ -236,8 +258,12 @@ def _document(args: ReportOptions, name: str, present: dict[str, str], runs: dic
               f"- command: `psedual analyze report --experiment {name} --root {args.root} --out {args.out}` "
               f"(correction {args.correction}, {args.resamples} resamples, RNG seed {args.rng_seed}, one trial per "
               f"slot by {args.select_by})",
-              "- paper: Bin et al., Solving Math Word Problems with Reexamination (arXiv 2310.09590); its figures "
-              "and their sources are in analysis/paper_numbers.csv. `PseDual` beside a GRU or GCN row: the paper's "
-              "PseDual row, its encoder not stated; `ChatGPT` beside an LLM row: the paper's model, not ours."]
+              "- paper: Bin et al., Solving Math Word Problems with Reexamination (arXiv 2310.09590); all 159 figures "
+              "of its Tables 1-4 are in analysis/paper_numbers.csv (made from shared/paper/figures.csv by "
+              "`python -m analysis.paper --sync`). Beside our base: the authors' rerun without PseDual, then the "
+              "solver's own paper (`own paper`); beside GRU and GCN: the paper's GRU and GCN rows; `PseDual` "
+              "(Table 4): the paper's row, its encoder not stated; `GCN` (Table 3): the paper's row is GCN's, ours "
+              "another encoder; `by values`: the paper's expression accuracy beside our strict one; `ChatGPT` "
+              "beside an LLM row: the paper's model, not ours."]
     missing = "\n".join(f"- {m}" for m in rep.missing) or "Nothing: every part, cell and trial is here."
     return "\n\n".join(["\n".join(header), *rep.sections, f"## Missing or skipped\n\n{missing}"]) + "\n"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from analysis import claims as claims_mod
-from analysis import read, report, summaries
+from analysis import power, read, report, summaries
 from analysis.claims import Comparison
 from analysis.options import AnalyzeOptions, ClaimOptions
 from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
@@ -45,9 +45,11 @@ def family(args: ClaimOptions, command: str) -> str:
 
 
 def build(args: ClaimOptions, cmp: Comparison, runs: pl.DataFrame) -> claims_mod.Claims:
-    """The claims of `cmp`, written to <root>/claims/<family>.parquet (said in a note)."""
+    """The claims of `cmp` with their power (`power.annotate`), written to
+    <root>/claims/<family>.parquet (said in a note)."""
     built = claims_mod.build(runs, read.scan(args.root, "epochs", args.experiment),
                              read.scan(args.root, "predictions", args.experiment), cmp)
+    built.rows = power.annotate(built.rows, target_delta=args.target_delta)
     path = claims_mod.write(built.rows, args.root, cmp.family)
     built.notes.append(f"{built.rows.height} claim rows written to {path}")
     return built

@@ -8,6 +8,7 @@ from typing import Literal, get_args
 
 import polars as pl
 
+from analysis.power import line as power_line
 from analysis.stats import MIN_SEEDS, MIN_TEST_EXAMPLES
 from psedual.reexamine.config import VARIANT_LABELS
 
@@ -62,7 +63,9 @@ def render(header: list[str], body: list[list[str]], fmt: str) -> str:
 def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
     """Rows: each group (the cell less its dataset, e.g. the solver) × arm, the base first;
     columns: dataset × metric. A treatment's cell shows its score, then Δ against the base with
-    the significance mark of its adjusted p."""
+    the significance mark of its adjusted p. Where the treatments of a cell were paired with
+    different base runs (seeds missing on one side), the base row shows no figure and each Δ
+    names the base it was computed from."""
     columns = claims.select("dataset", "metric").unique(maintain_order=True).rows()
     header = [group_name, claims["arm"][0]] + [f"{d} {m} (%)" for d, m in columns]
     body = []
@@ -73,8 +76,10 @@ def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
             row = [group if i == 0 else "", label(arm)]
             for dataset, metric in columns:
                 cell = mine.filter((pl.col("dataset") == dataset) & (pl.col("metric") == metric))
+                one_base = cell["base_trials"].n_unique() <= 1  # every Δ of the cell from the same base runs
                 if i == 0:
-                    row.append(score(cell["base"][0], cell["base_sd"][0]) if cell.height else "–")
+                    row.append("–" if cell.is_empty() else score(cell["base"][0], cell["base_sd"][0]) if one_base
+                               else "– (bases differ: see each Δ)")
                     continue
                 c = cell.filter(pl.col("treatment_arm") == arm)
                 if c.is_empty():
@@ -82,7 +87,8 @@ def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
                     continue
                 r = c.row(0, named=True)
                 delta = f"{r['delta']:+.2f}".replace("-", "−")
-                row.append(f"{score(r['treatment'], r['treatment_sd'])} (Δ {delta}{mark(r['p_adjusted'])})")
+                base = "" if one_base else f" vs base {score(r['base'], r['base_sd'])}, {r['n_seeds']} seeds"
+                row.append(f"{score(r['treatment'], r['treatment_sd'])} (Δ {delta}{mark(r['p_adjusted'])}{base})")
             body.append(row)
     return render(header, body, fmt)
 
@@ -90,7 +96,9 @@ def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
 def claim_lines(claims: pl.DataFrame, fmt: str, extra: dict[str, list[str]] | None = None) -> str:
     """The claim rows themselves: one line per claim with n, Δ, CI, test and p (and `extra`
     columns, one value per claim, before the verdict)."""
-    extra = extra or {}
+    extra = dict(extra or {})
+    if "mde" in claims.columns:  # the power columns (`analysis.power`), where the claims carry them
+        extra = {"MDE; n for target Δ": [power_line(r) for r in claims.iter_rows(named=True)], **extra}
     header = ["cell", "metric", "comparison", "n ex", "seeds", "base", "treatment", "Δ", "95% CI", "test", "p",
               "p adj", "second test", "discordant", "trials", *extra, "verdict", "flags"]
     numbers = _flag_numbers(claims)
@@ -144,19 +152,32 @@ def footer(claims: pl.DataFrame, notes: list[str]) -> str:
              f"(the t-test's own). Below {MIN_SEEDS} seeds (one seed too, for trained arms) a significant Δ reads "
              f"'inconclusive'; below {MIN_TEST_EXAMPLES} test examples there is no verdict (docs/analysis.md). "
              f"trials: the tuning budget, the most trials a slot (arm, seed, fold) held, base/treatment."]
+    if "mde" in claims.columns:
+        lines.append("MDE: the smallest |Δ| (points) the claim's own test at its own n detects with 80% power at a "
+                     "two-sided 0.05 (unadjusted), from the observed sd of the paired differences (per seed; one "
+                     "seed: per example); n for target Δ: the seeds (one seed: test examples) that detect the "
+                     "target, the paper's Δ for the cell (paper) or 1 point (default); statsmodels' TTestPower "
+                     "(docs/analysis.md).")
     lines += [f"flag [{k}]: {f}" for f, k in _flag_numbers(claims).items()]
     lines += [f"note: {n}" for n in notes]
     return "\n".join(lines)
 
 
 INFILL_PAPER = ("paper infilling acc (%)", "paper perfect match (%)")
+INFILL_SLOTS = {False: "all masked numbers", True: "used slots only"}
+"""the scope of each infilling column: every masked number (the paper's Table 4) or ours"""
 
 
 def infill_table(table: pl.DataFrame, by: list[str], fmt: str,
-                 paper: list[tuple[str, str]] | None = None) -> str:
+                 paper: list[tuple[str, str]] | None = None, used_only: bool = False) -> str:
     """The infilling rows: cell, seeds, examples, infilling accuracy and perfect match with their
-    95% CIs (and, given `paper`, the published figures beside each), flags."""
-    header = [*by, "seeds", "examples", "infilling acc (%)", "95% CI", "perfect match (%)", "95% CI", "flags"]
+    95% CIs, each column named by the slots it scores (and, given `paper`, the published figures
+    beside each), flags."""
+    if paper is not None and used_only:
+        raise ValueError("the paper's Table 4 scores every masked number: its figures stand beside those only")
+    scope = INFILL_SLOTS[used_only]
+    header = [*by, "seeds", "examples", f"infilling acc, {scope} (%)", "95% CI", f"perfect match, {scope} (%)",
+              "95% CI", "flags"]
     if paper is not None:
         header[4 + len(by):4 + len(by)] = [INFILL_PAPER[0]]
         header.insert(len(header) - 1, INFILL_PAPER[1])
@@ -174,9 +195,10 @@ def infill_table(table: pl.DataFrame, by: list[str], fmt: str,
 
 
 def infill_footer(table: pl.DataFrame, notes: list[str], used_only: bool, resamples: int, rng_seed: int) -> str:
-    scored = ("the masked slots whose numbers the gold expression uses (the paper's Table 4)" if used_only else
-              "every masked number slot of the test problems (a slot the expression does not use must be "
-              "filled 'unused')")
+    scored = ("only the masked slots whose numbers the gold expression uses (ours, not the paper's Table 4 "
+              "metric)" if used_only else
+              "every masked number slot of the test problems, the paper's Table 4 'absolute accuracy over all the "
+              "masked numbers' (a slot the expression does not use must be filled 'unused')")
     lines = [f"Infilling: {scored}, filled from the gold expression; "
              "perfect match: all of a problem's scored slots right. One seed: bootstrap over examples "
              f"({resamples} resamples, seed {rng_seed}) and Wilson; several: mean ± sd, t interval."]

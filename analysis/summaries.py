@@ -35,7 +35,8 @@ def infill(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, 
            seed: int, used_only: bool = False, select_by: str = SELECT_BY,
            notes: list[str] | None = None) -> pl.DataFrame:
     """Infilling accuracy and perfect-match ratio per cell of `by`, folds pooled, over every masked
-    slot or (`used_only`) over the slots the gold expression uses (the paper's Table 4).
+    slot (the paper's Table 4: "absolute accuracy over all the masked numbers") or (`used_only`)
+    over the slots the gold expression uses (ours, not the paper's metric).
     One seed: bootstrap over examples (slots) and Wilson (perfect match); several: mean ± sd over
     seeds with a t interval. Runs are chosen and checked by `selection.select`, as every claim's are;
     each row's `flags` are its runs' selection flags."""

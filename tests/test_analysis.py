@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 from scipy import stats as sps
 
-from analysis import claims, multiple, read, stats
+from analysis import claims, multiple, power, read, stats
 from analysis.cli import main as analyze
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -324,7 +324,7 @@ def test_table1_command_prints_marks_and_writes_claims(tmp_path, capsys):
     assert "| gts | base |" in out and "PseDual-GCN" in out and "**)" in out
     assert "holm correction over family 'table1_all' (1 comparisons)" in out
     saved = pl.read_parquet(tmp_path / "claims" / "table1_all.parquet")
-    assert saved.schema == pl.Schema(claims.CLAIMS_SCHEMA) and saved["verdict"].to_list() == ["inconclusive (1 seed)"]
+    assert saved.schema == pl.Schema(claims.CLAIMS_SCHEMA | power.COLUMNS) and saved["verdict"].to_list() == ["inconclusive (1 seed)"]
     assert analyze(["analyze", "table1", "--root", str(tmp_path), "--format", "latex", "--resamples", "500"]) == 0
     assert r"\toprule" in capsys.readouterr().out
 

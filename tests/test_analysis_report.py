@@ -70,11 +70,11 @@ def _table3(root: Path, experiment: str) -> None:
     _write(root, runs, experiment)
 
 
-def _figure1(root: Path, experiment: str) -> None:
+def _figure1(root: Path, experiment: str, seeds: int = 2) -> None:
     rng = np.random.default_rng(1)
     runs = []
     for size in (100, 200):
-        for seed in range(2):
+        for seed in range(seeds):
             a, b = _pairs(rng, N, 0.05, 0.1)
             runs += [({"trial": f"{v}-{size}-s{seed}", "variant": v, "seed": seed, "data.train_size": size,
                        "n_train": size}, _preds(_ids(N), c)) for v, c in (("base", a), ("gcn", b))]
@@ -108,26 +108,37 @@ def test_the_report_s_numbers_are_the_result_tables(full, tmp_path, capsys):
     runs = pl.read_parquet(full / "runs" / "experiment=X.table1" / "*.parquet")
     preds = pl.read_parquet(full / "predictions" / "experiment=X.table1" / "*.parquet")
     # Table 1, gts on mawps: each arm's mean over seeds of the per-run value accuracy (from its
-    # prediction rows), its sd, and Δ = mean(GCN) − mean(base); the paper's 82.7 beside the base
+    # prediction rows), its sd, and Δ = mean(GCN) − mean(base); beside the base the paper's rerun
+    # (82.7), then the solver's own paper's figure (82.6)
     acc = preds.group_by("trial").agg(acc=100 * pl.col("value_correct").mean()).join(runs, on="trial")
     arm = {v: acc.filter((pl.col("solver") == "gts") & (pl.col("variant") == v))["acc"] for v in ("base", "gcn")}
     table1 = _section(text, "Table 1")
-    base = f"| mawps | gts | value | base | 3 | {arm['base'].mean():.2f} ± {arm['base'].std():.2f} | – | 82.7 |"
+    base = f"| mawps | gts | value | base | 3 | {arm['base'].mean():.2f} ± {arm['base'].std():.2f} | – | 82.7; own paper " \
+           f"82.6 |"
     assert base in table1
     delta = f"{arm['gcn'].mean() - arm['base'].mean():+.2f}".replace("-", "−")
     assert re.search(rf"\| mawps \| gts \| value \| PseDual-GCN \| 3 \| {arm['gcn'].mean():.2f} ± "
-                     rf"{arm['gcn'].std():.2f} \| {re.escape(delta)}\**? \| – \|", table1)
-    # BERT-Tree's PseDual rows carry the paper's one PseDual figure (its encoder not stated)
-    assert "| bert_tree | value | PseDual-GRU | 3 |" in table1 and "| 89.5 (PseDual) |" in table1
-    assert "88.7 → 89.5 (PseDual)" in table1  # the claim row: the paper's base → treatment
-    # Table 4 (the used slots, as the paper's): per seed, right used slots / used slots; the mean over seeds
-    used = preds.join(runs.select("trial", "solver", "variant", "seed"), on="trial").filter(
-        (pl.col("solver") == "gts") & (pl.col("variant") == "gcn")).with_columns(
-        right=pl.struct("infill_predicted", "infill_gold").map_elements(
-            lambda r: sum(p == g for p, g in zip(r["infill_predicted"], r["infill_gold"]) if g != UNUSED),
-            return_dtype=pl.Int64))
-    per_seed = used.group_by("seed").agg(acc=100 * pl.col("right").sum() / (2 * pl.len()))["acc"]
-    assert f"| mawps | gts | gcn | 3 | {N} | {per_seed.mean():.2f} ± {per_seed.std():.2f} |" in _section(text, "Table 4")
+                     rf"{arm['gcn'].std():.2f} \| {re.escape(delta)}\**? \| 83\.6 \|", table1)
+    # BERT-Tree's GRU and GCN rows each carry the paper's figure of that encoder
+    assert re.search(r"\| bert_tree \| value \| PseDual-GRU \| 3 \| [^\n]* \| 89\.4 \|", table1)
+    assert re.search(r"\| bert_tree \| value \| PseDual-GCN \| 3 \| [^\n]* \| 89\.5 \|", table1)
+    assert "| 88.7 → 89.4 |" in table1 and "| 88.7 → 89.5 |" in table1  # the claim rows: the paper's base → treatment
+    # Table 4 as the paper's: per seed, right slots / all masked slots (3 a problem), the mean over
+    # seeds, beside the paper's figures; ours over the used slots (2 a problem) apart, without them
+    mine = preds.join(runs.select("trial", "solver", "variant", "seed"), on="trial").filter(
+        (pl.col("solver") == "gts") & (pl.col("variant") == "gcn"))
+    table4 = _section(text, "Table 4")
+    assert "| infilling acc, all masked numbers (%) | 95% CI | paper infilling acc (%) |" in table4
+    for slots, used_only in ((3, False), (2, True)):
+        right = mine.with_columns(right=pl.struct("infill_predicted", "infill_gold").map_elements(
+            lambda r: sum(p == g for p, g in zip(r["infill_predicted"], r["infill_gold"])
+                          if not (used_only and g == UNUSED)), return_dtype=pl.Int64))
+        per_seed = right.group_by("seed").agg(acc=100 * pl.col("right").sum() / (slots * pl.len()))["acc"]
+        shown = re.search(rf"\| mawps \| gts \| gcn \| 3 \| {N} \| {per_seed.mean():.2f} ± {per_seed.std():.2f} \|"
+                          rf"[^\n]*", table4)
+        assert shown and ("80.31 (PseDual)" in shown[0]) != used_only, (used_only, shown)
+    assert table4.index("all masked numbers (%)") < table4.index("Ours, over the used slots only") < \
+        table4.index("| infilling acc, used slots only (%) |")
     # Table 3 and Figure 1 are there, with the figure drawn beside the report
     assert "| mawps | gts / gcn | value | teacher forcing | 3 |" in _section(text, "Table 3")
     assert (tmp_path / "out" / "figure1.png").read_bytes()[:4] == b"\x89PNG"
@@ -136,8 +147,15 @@ def test_the_report_s_numbers_are_the_result_tables(full, tmp_path, capsys):
     assert "- experiment: X; parts present: X.table1, X.table3, X.figure1" in text and "- commit: " in text
     missing = _section(text, "Missing or skipped")
     assert "- X.table2 (Table 2): not in the results storage (run only when an LLM endpoint is configured)" in missing
-    assert "- paper table1 math23k / bert_tree / base value: 82.3, not run here" in missing
-    assert "- paper table3: no published figure recorded" in missing
+    assert ("- paper table1 math23k / bert_tree: reported expression_values 71.2, reported value 82.4, base "
+            "expression_values 71.1, base value 82.3, gru expression_values 71.7, gru value 83.6, gcn "
+            "expression_values 71.8, gcn value 84.1; not run here") in missing
+    # what we ran is not listed; what we ran but not in the paper's metric is
+    assert "- paper table1 mawps / gts: base expression_values 81.9, gru expression_values 82.5, gcn " \
+           "expression_values 82.6; not run here" in missing
+    assert "- paper table3 math23k / gts: teacher_forcing expression_values 65.3" in missing
+    assert "- paper figure1: no published figure: Figure 1 is an image not in the paper's source" in missing
+    assert "not found" not in text
 
 
 def test_the_report_s_claims_are_the_table1_command_s(full, tmp_path, capsys):
@@ -161,7 +179,7 @@ def test_a_partial_experiment_says_what_is_missing(tmp_path, capsys):
     assert "- trials: 26 (25 completed, 1 stopped)" in text
     # the stopped base run's partners are dropped, and the claim says so
     assert "unpaired seeds dropped: [2]" in _section(text, "Table 1")
-    assert "Table 3" not in text.split("## Missing or skipped")[0]
+    assert "## Table 3" not in text.split("## Missing or skipped")[0]
 
 
 def test_a_cell_without_runs_and_a_section_that_cannot_be_built_are_listed(tmp_path, capsys):
@@ -197,26 +215,61 @@ def test_a_bad_experiment_is_one_clear_line(full, tmp_path, capsys):
 
 def test_the_paper_numbers_file():
     numbers = paper.load()
-    assert numbers.columns == list(paper.SCHEMA) and numbers.height >= 10
-    cell = {(r["table"], r["dataset"], r["solver"], r["arm"], r["metric"]): r["value"]
-            for r in numbers.iter_rows(named=True)}
-    assert cell[("table1", "mawps", "bert_tree", "base", "value")] == 88.7
-    assert cell[("table1", "mawps", "bert_tree", "psedual", "value")] == 89.5
-    assert cell[("table1", "mawps", "re_deduction", "base", "value")] == 92.1
-    assert cell[("table1", "mawps", "re_deduction", "psedual", "value")] == 92.4
-    assert cell[("table1", "svamp", "re_deduction", "base", "value")] == 45.0
+    assert numbers.columns == list(paper.SCHEMA) and numbers.height == 159  # the paper's Tables 1-4, all of them
     assert all(r["source"] and r["via"] for r in numbers.iter_rows(named=True))  # each says where it was read
     assert set(numbers.filter(pl.col("table") != "table2")["solver"]) <= set(SOLVERS)
+    # Table 1: the authors' rerun is our base, the solver's own paper beside it; GRU and GCN apart
+    assert str(paper.find(numbers, "table1", "mawps", "re_deduction", "base", "value")) == "92.1; own paper 92.0"
+    assert str(paper.find(numbers, "table1", "mawps", "bert_tree", "base", "value")) == "88.7"  # none of its own
+    assert str(paper.find(numbers, "table1", "mawps", "bert_tree", "gru", "value")) == "89.4"
+    assert str(paper.find(numbers, "table1", "mawps", "bert_tree", "gcn", "value")) == "89.5"
+    assert str(paper.find(numbers, "table1", "math23k", "gts", "gcn", "expression_values")) == "65.4"
+    assert str(paper.find(numbers, "table1", "math23k", "gts", "gcn", "expression")) == "65.4 (by values)"
+    # Table 3 is GCN's; Table 4's encoder is not stated; Table 2's LLM is ChatGPT
+    assert str(paper.find(numbers, "table3", "math23k", "gts", "scheduled", "value", "gcn")) == "76.7"
+    assert str(paper.find(numbers, "table3", "math23k", "gts", "teacher_forcing", "value", "gru")) == "76.3 (GCN)"
+    assert str(paper.find(numbers, "table4", "mawps", "gts", "gru", "infill_acc")) == "80.31 (PseDual)"
+    assert str(paper.find(numbers, "table4", "mathqa", "dns", "gcn", "perfect_match")) == "42.91 (PseDual)"
+    assert str(paper.find(numbers, "table2", "svamp", "llm:qwen", "llm+reexamine", "value")) == "71.8 (ChatGPT)"
+    assert str(paper.find(numbers, "table1", "svamp", "re_deduction", "base", "value")) == \
+        "45.0 (Table 2, the solver's own paper)"  # the paper's Table 1 has no SVAMP
+    assert paper.delta(numbers, "table1", "mawps", "gts", "base", "gcn", "value") == 0.9
     # a base arm never borrows the paper's PseDual row
     only_psedual = numbers.filter(pl.col("arm") == paper.PSEDUAL)
-    assert paper.find(only_psedual, "table1", "mawps", "bert_tree", "base", "value") is None
-    assert str(paper.find(numbers, "table1", "mawps", "bert_tree", "gcn", "value")) == "89.5 (PseDual)"
+    assert paper.find(only_psedual, "table4", "mawps", "gts", "base", "infill_acc") is None
+
+
+@pytest.mark.skipif(not paper.SOURCE.exists(), reason=f"the paper's figures.csv is not beside this checkout "
+                    f"({paper.SOURCE}): nothing to keep analysis/paper_numbers.csv equal to")
+def test_the_paper_numbers_are_made_from_the_paper_s_figures(tmp_path, capsys):
+    source = pl.read_csv(paper.SOURCE)
+    assert paper.PATH.read_text() == paper.render(paper.from_source())  # `python -m analysis.paper --sync` made it
+    assert paper.main(["--check"]) == 0
+    # every figure of the paper is found for the cell of ours it belongs beside
+    for r in source.iter_rows(named=True):
+        arm = paper.NAMES["arm"].get(r["arm"], r["arm"])
+        arm = "gcn" if arm == paper.PSEDUAL else arm
+        metric = paper.NAMES["metric"].get(r["metric"], r["metric"])
+        if arm == paper.REPORTED:  # beside our base: as its second figure, or (SVAMP, Table 2's) its only one
+            hit = paper.find(paper.load(), "table1", r["dataset"], r["solver"], "base", metric)
+            assert hit is not None and r["value"] in (hit.reported, hit.value), r
+        else:
+            hit = paper.find(paper.load(), r["table"], r["dataset"], r["solver"], arm, metric, "gcn")
+            assert hit is not None and hit.value == r["value"], r
+    # a changed figure is told apart, and a bad source is one line naming its row
+    changed = paper.SOURCE.read_text().replace("mawps,gts,gcn,value,83.6", "mawps,gts,gcn,value,83.7")
+    (tmp_path / "figures.csv").write_text(changed)
+    assert paper.main(["--check", "--source", str(tmp_path / "figures.csv")]) == 1
+    assert "differs from" in capsys.readouterr().err
+    (tmp_path / "figures.csv").write_text(changed.replace(",gcn,value,83.7", ",gnn,value,83.7"))
+    assert paper.main(["--check", "--source", str(tmp_path / "figures.csv")]) == 2
+    assert re.search(r"figures\.csv:\d+: unknown arm 'gnn'", capsys.readouterr().err)
 
 
 def test_a_bad_paper_numbers_file_is_one_line_naming_it(tmp_path):
     good = paper.PATH.read_text().splitlines()
     for broken, said in ((good[0].replace("value,", "val,"), "not a paper-numbers table"),
-                         (good[1].replace(",88.7,", ",887,"), ":2: value 887.0 is not a percentage"),
+                         (good[1].replace(",58.1,", ",581,"), ":2: value 581.0 is not a percentage"),
                          (good[1].replace("table1,", "table9,", 1), ":2: table 'table9'")):
         path = tmp_path / "p.csv"
         path.write_text("\n".join([broken, *good[1:]] if broken.startswith("table,") else [good[0], broken, *good[2:]]))
@@ -225,3 +278,38 @@ def test_a_bad_paper_numbers_file_is_one_line_naming_it(tmp_path):
     (tmp_path / "p.csv").write_text("\n".join([*good, good[1]]))
     with pytest.raises(ValueError, match="share a cell"):
         paper.load(tmp_path / "p.csv")
+
+
+def test_a_delta_never_stands_beside_a_base_it_was_not_computed_from(tmp_path, capsys):
+    root = tmp_path / "results"
+    _table1(root, "W.table1")
+    for table in ("runs", "predictions", "epochs"):  # GTS-GRU lost seed 2; base and GCN have it
+        (root / table / "experiment=W.table1" / "gts-gru-s2.parquet").unlink()
+    assert analyze(["analyze", "table1", "--root", str(root), "--resamples", "200"]) == 0
+    grid = capsys.readouterr().out.split("\n\n")[1]
+    claims = pl.read_parquet(root / "claims" / "table1_all.parquet").filter(pl.col("solver") == "gts")
+    gru, gcn = (claims.filter(pl.col("treatment_arm") == v).row(0, named=True) for v in ("gru", "gcn"))
+    assert (gru["n_seeds"], gcn["n_seeds"]) == (2, 3) and gru["base"] != gcn["base"]
+    # the base row holds no figure; each Δ names its own base
+    assert "| gts | base | – (bases differ: see each Δ) |" in grid
+    for r in (gru, gcn):
+        assert f"vs base {r['base']:.2f} ± {r['base_sd']:.2f}, {r['n_seeds']} seeds)" in grid
+    # BERT-Tree's arms share their base runs: one base figure, as before
+    bert = pl.read_parquet(root / "claims" / "table1_all.parquet").filter(pl.col("solver") == "bert_tree")
+    assert f"| bert_tree | base | {bert['base'][0]:.2f} ± {bert['base_sd'][0]:.2f} |" in grid
+    # the report prints a base line per set of base runs: 2 seeds for GRU's Δ, 3 for GCN's
+    table1 = _section(_report(root, "W", tmp_path / "out", capsys), "Table 1")
+    for r in (gru, gcn):
+        assert f"| mawps | gts | value | base | {r['n_seeds']} | {r['base']:.2f} ± {r['base_sd']:.2f} | – |" in table1
+
+
+def test_infill_sets_the_paper_s_table4_beside_every_masked_number_only(full, capsys):
+    base = ["analyze", "infill", "--root", str(full), "--experiment", "X.table1", "--resamples", "200"]
+    assert analyze(base) == 0
+    out = capsys.readouterr().out
+    assert "| infilling acc, all masked numbers (%) | 95% CI | paper infilling acc (%) |" in out
+    assert re.search(r"\| mawps \| gts \| gcn \| 3 \| 60 \| [^\n]* \| 80\.31 \(PseDual\) \| [^\n]* \| 62\.05 "
+                     r"\(PseDual\) \|", out)
+    assert analyze([*base, "--slots", "used"]) == 0
+    out = capsys.readouterr().out
+    assert "infilling acc, used slots only (%)" in out and "paper infilling" not in out and "80.31" not in out

@@ -1,0 +1,143 @@
+"""What each claim could have detected, and what it would take: statsmodels' power analysis of
+the claim's own test at its own n, from the observed spread of its paired differences.
+
+- Several seeds (paired t-test over seeds): the unit is the seed; the spread is the sd of the
+  per-seed Δ; `TTestPower` at n = the seeds.
+- One seed (exact McNemar over examples): the unit is the example; the spread is the sd of the
+  per-example difference (−1, 0 or +1); `TTestPower` at n = the examples, the large-sample form of
+  McNemar's test (statsmodels has no exact McNemar power). The seeds needed are not measurable
+  from one seed: the examples needed at this spread are given instead.
+
+Both at 80% power and a two-sided 0.05 (unadjusted: the family's correction asks for more).
+The target Δ is the paper's for the cell where it publishes both arms (`paper.delta`), else 1 point.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import polars as pl
+from statsmodels.stats.power import TTestPower
+
+from analysis import paper
+
+POWER = 0.8
+ALPHA = 0.05
+DEFAULT_TARGET = 1.0
+"""the target Δ in points where the paper has none for the cell"""
+MAX_N = 100_000
+"""seeds (or examples) beyond which the count is given as `> MAX_N`"""
+PAPER_TABLES = {("variant", "base"): "table1", ("psedual.fusion", "teacher_forcing"): "table3",
+                ("variant", "llm"): "table2"}
+"""(arm column, base arm) → the paper's table whose Δ is the target"""
+COLUMNS = {"mde": pl.Float64, "target_delta": pl.Float64, "target_from": pl.String, "n_needed": pl.Int64,
+           "needed_unit": pl.String}
+"""the columns `annotate` adds to the claim rows"""
+
+
+def mde(sd: float, n: int, alpha: float = ALPHA, power: float = POWER) -> float | None:
+    """The smallest |Δ| (in sd's units times `sd`) a two-sided one-sample t-test over n paired
+    differences detects with `power`; None without spread or below 2 units."""
+    if n < 2 or not sd or not math.isfinite(sd):
+        return None
+    with warnings.catch_warnings():  # statsmodels warns while its root finder brackets
+        warnings.simplefilter("ignore")
+        d = TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=power, alternative="two-sided")
+    d = float(d[0] if hasattr(d, "__len__") else d)
+    return d * sd if math.isfinite(d) and d > 0 else None
+
+
+def n_needed(target: float, sd: float, alpha: float = ALPHA, power: float = POWER) -> int | None:
+    """The fewest paired units (at least 2) whose two-sided t-test detects |target| with `power`
+    at this spread: statsmodels' `solve_power` for nobs, rounded up; MAX_N + 1 beyond MAX_N; None
+    without spread or target."""
+    if not sd or not math.isfinite(sd) or not target:
+        return None
+    with warnings.catch_warnings():  # statsmodels warns while its root finder brackets
+        warnings.simplefilter("ignore")
+        n = TTestPower().solve_power(effect_size=abs(target) / sd, nobs=None, alpha=alpha, power=power,
+                                     alternative="two-sided")
+    n = float(n[0] if hasattr(n, "__len__") else n)
+    if not math.isfinite(n) or n > MAX_N:
+        return MAX_N + 1
+    return max(math.ceil(n), 2)
+
+
+def example_sd(only_base: int, only_treatment: int, n: int) -> float | None:
+    """The sd (ddof 1, in points) of the per-example difference treatment − base, from the
+    discordant counts: each is +1 (only the treatment right), −1 (only the base) or 0."""
+    if n < 2:
+        return None
+    mean = (only_treatment - only_base) / n
+    var = ((only_base + only_treatment) / n - mean ** 2) * n / (n - 1)
+    return 100.0 * math.sqrt(max(var, 0.0))
+
+
+def target(numbers: pl.DataFrame, r: dict) -> tuple[float, str]:
+    """A claim's target Δ and where it comes from: the paper's Δ for the cell, else DEFAULT_TARGET."""
+    table = PAPER_TABLES.get((r["arm"], r["base_arm"]))
+    if table is not None:
+        encoder = None
+        if table == "table3":  # the cell's variant: Table 3's rows are GCN's
+            encoder = next((g for g in r["group"].split(" / ") if g in ("gru", "gcn")), None)
+        got = paper.delta(numbers, table, r["dataset"], r["solver"], r["base_arm"], r["treatment_arm"],
+                          r["metric"], encoder)
+        if got:  # a published Δ of 0 is no target: no n detects it
+            return got, "paper"
+    return DEFAULT_TARGET, "default"
+
+
+def annotate(claims: pl.DataFrame, numbers: pl.DataFrame | None = None,
+             target_delta: float | None = None) -> pl.DataFrame:
+    """The claim rows with their MDE, target Δ (`target_delta` where given, else `target`), the n
+    that detects it and its unit (seeds, or examples for one seed), and a "not significant"
+    verdict that says what it could not tell."""
+    numbers = paper.load() if numbers is None else numbers
+    out = []
+    for r in claims.iter_rows(named=True):
+        if r["n_seeds"] > 1:
+            sd, n, unit = r.get("delta_sd"), r["n_seeds"], "seeds"
+        elif r["only_base"] is not None:
+            sd, n, unit = example_sd(r["only_base"], r["only_treatment"], r["n_examples"]), r["n_examples"], "examples"
+        else:
+            sd, n, unit = None, r["n_seeds"], "seeds"
+        goal, source = (target_delta, "given") if target_delta is not None else target(numbers, r)
+        row = {"mde": mde(sd, n), "target_delta": goal, "target_from": source, "n_needed": n_needed(goal, sd),
+               "needed_unit": unit}
+        row["verdict"] = _verdict(r["verdict"], row, n)
+        out.append(row)
+    added = pl.DataFrame(out, schema={**COLUMNS, "verdict": pl.String})
+    return claims.drop([c for c in COLUMNS if c in claims.columns]).with_columns(added)
+
+
+def _verdict(verdict: str, row: dict, n: int) -> str:
+    """`not significant` as what it is: the Δ it cannot tell, and the n that would tell the target."""
+    if not verdict.startswith("not significant") or "cannot tell" in verdict:
+        return verdict
+    return f"{verdict}: {reading(row, n)}"
+
+
+def reading(row: dict, n: int) -> str:
+    """'cannot tell Δ below 4.1 points; about 40 seeds would detect the paper's +0.9'."""
+    unit = row["needed_unit"]
+    if row["mde"] is None:
+        return f"no spread in the paired differences over {n} {unit}: no power to state"
+    goal = (f"the paper's {row['target_delta']:+.1f}" if row["target_from"] == "paper" else
+            f"a {abs(row['target_delta']):g}-point Δ")
+    need = row["n_needed"]
+    count = f"more than {MAX_N:,}" if need > MAX_N else f"about {need}"
+    said = f"cannot tell Δ below {row['mde']:.1f} points; {count} {unit} would detect {goal}"
+    if unit == "examples":
+        said += " (1 seed: the seeds needed are not measurable)"
+    return said
+
+
+def line(row: dict) -> str:
+    """A claim's power in a table cell: 'MDE 4.1; 40 seeds for +0.9 (paper)'."""
+    if row.get("mde") is None:
+        return "–"
+    need = row["n_needed"]
+    count = f"> {MAX_N:,}" if need > MAX_N else str(need)
+    unit = "ex" if row["needed_unit"] == "examples" else "seeds"
+    return f"{row['mde']:.2f}; {count} {unit} for {row['target_delta']:+.1f} ({row['target_from']})"
