@@ -59,7 +59,7 @@ def load(folder: Path) -> LoadResult:
                     prefix = prefix.split()
                 problem = make_problem(dataset=NAME, source_id=problem_id, split=split, fold=-1, language=language,
                                        tokens=tokens, num_pos=num_pos, number_texts=texts, answer=require(rec, "answer"),
-                                       origin=origin, equation=rec.get("equation"), prefix=prefix)
+                                       origin=origin, equation=rec.get("equation"), prefix=prefix, notes=out.result.notes)
                 out.note_rules(text, language)
                 return problem
 
