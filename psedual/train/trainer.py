@@ -124,9 +124,22 @@ def _view(config: TrainConfig) -> tuple[Splits, dict]:
     return splits, summary(dataset, splits)
 
 
-def _sets(config: TrainConfig, splits: Splits):
+def _sets(config: TrainConfig, splits: Splits, info: dict):
+    """The run's problem lists and vocabulary; an empty training or test split is an error saying
+    why, before any time is spent (a run over 0 test problems would "complete" at 0.00%)."""
+    skipped = "; ".join(f"{r}: {n:,}" for r, n in info["skipped_by_reason"].items())
+    source = info["user_path"] or info["data_root"]
+    read = (f"{info['kept']:,} problems kept from {source}, {info['skipped']:,} records skipped"
+            + (f" ({skipped})" if skipped else ""))
     if not splits.train:
-        raise ValueError(f"{config.data.dataset}: no training problems")
+        left = "; ".join(f"{r}: {n:,}" for r, n in splits.left_out.items())
+        why = (f"all {sum(splits.left_out.values()):,} were left out of training ({left}; a constant needs "
+               f"--data.min_constant_count {config.data.min_constant_count} training problems using it)" if left
+               else "its training split is empty")
+        raise ValueError(f"{config.data.dataset}: no training problems: {why}; {read}")
+    if not splits.test:
+        raise ValueError(f"{config.data.dataset}: no test problems: its test split is empty, so no run on it could "
+                         f"be scored; {read} (`psedual data stats` lists every skip)")
     train_set, valid_set, test_set = list(splits.train), list(splits.valid), list(splits.test)
     return train_set, valid_set, test_set, Vocab.build(train_set, splits.constants, config.min_word_count)
 
@@ -151,7 +164,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
         torch.cuda.set_device(device)  # NCCL's object gathers run on the current device
     # data and vocabulary (from the training split only)
     splits, data_info = _view(config)
-    train_set, valid_set, _, vocab = _sets(config, splits)
+    train_set, valid_set, _, vocab = _sets(config, splits, data_info)
     if rank == 0:  # what was read, skipped and left out, before any time is spent on it
         print(summary_text(data_info), file=sys.stderr, flush=True)
     # model, optimiser and schedules; then, resuming, their state from last.pt
@@ -297,7 +310,7 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> R
     config = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))
     device = torch.device(device) if device is not None else resolve(config.device)
     splits, data_info = _view(config)
-    train_set, valid_set, test_set, vocab = _sets(config, splits)
+    train_set, valid_set, test_set, vocab = _sets(config, splits, data_info)
     history = read(out / "epochs.parquet", EPOCHS_SCHEMA)
     best = best_epoch(history)  # the epoch training kept in best.pt
     train_seconds = sum(row["seconds"] for row in history)
