@@ -38,6 +38,9 @@ class TestConfig:
     """The folder `psedual train --out` wrote."""
     device: str | None = None
     """Where to evaluate (default: the run's config)."""
+    allow_changed_data: bool = False
+    """Test even though the data on disk differ from what the run trained and tested on
+    (refused by default: its metrics would be for other problems)."""
 
 
 def solve(checkpoint_path: str | Path, text: str, beam_size: int = 5) -> tuple[str, str]:
