@@ -80,3 +80,9 @@ def test_right_keys_foreign_contents_is_one_line(tmp_path, vocab, capsys):
         checkpoint.build_model(checkpoint.load(path), path)
     assert main(["solve", "--checkpoint", str(path), "Tom has 5 apples and eats 2."]) == 2
     assert "foreign.pt" in capsys.readouterr().err
+
+
+def test_solve_a_text_with_no_numbers_says_so(trained, capsys):
+    assert main(["solve", "--checkpoint", str(trained / "best.pt"), "Tom has apples and eats some."]) == 2
+    assert capsys.readouterr().err == ("psedual: error: no numbers in the problem text 'Tom has apples and eats some.': "
+                                       "write its numbers out (5, 2.5, 1/2, 50%)\n")
