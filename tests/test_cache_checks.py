@@ -75,3 +75,21 @@ def test_a_cache_folder_that_is_a_file_is_one_line(tmp_path, monkeypatch, capsys
     err = capsys.readouterr().err
     assert err == (f"psedual: error: {plain}: cannot write the data cache there (File exists); set PSEDUAL_CACHE "
                    "to a folder you can write\n")
+
+
+def test_an_extra_svamp_variant_row_keeps_its_own_id(tmp_path, data_root, cache):
+    import csv
+    import shutil
+
+    from psedual.data.sources.svamp import TAKEN
+
+    shutil.copytree(data_root / "svamp", tmp_path / "root" / "svamp")
+    test_csv = tmp_path / "root" / "svamp" / "test_svamp.csv"
+    rows = list(csv.DictReader(test_csv.open(newline="")))
+    variant = {**rows[0], "Numbers": " ".join(str(float(v) + 1) for v in rows[0]["Numbers"].split())}
+    with test_csv.open("a", newline="") as f:  # SVAMP's first problem over other numbers; its second again
+        csv.DictWriter(f, rows[0].keys()).writerows([variant, rows[1]])
+    ds = load_dataset("svamp", data_root=tmp_path / "root")  # it stopped on a duplicate id it assigned itself
+    test = {p.id for p in ds.problems if p.split == "test"}
+    assert len(test) == 1002 and ds.notes[TAKEN] == 1
+    assert {f"svamp:test-{len(rows)}", f"svamp:test-{len(rows) + 1}"} <= test
