@@ -259,7 +259,7 @@ def _run_test(cfg: Namespace) -> None:
     from psedual.train.trainer import test_run
 
     c = _build(TestConfig, cfg)
-    print(summary(test_run(c.run_dir, c.device)))
+    print(summary(test_run(c.run_dir, c.device, c.allow_changed_data)))
 
 
 def _solve_parser() -> ArgumentParser:

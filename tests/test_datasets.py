@@ -16,14 +16,16 @@ from psedual.data.value import evaluate, values_equal
 
 # Problems whose gold expression does not give the source's own answer: errors in
 # the source files (e.g. MAWPS 3327 says 40 / 7 = 5, Math23K 12495 rounds its
-# answer). They are kept, and value accuracy scores them against the stated answer.
+# answer). They are kept, and value accuracy scores them against the stated answer. SVAMP
+# train-630 (0.6667 * 0.5 = 0.33335, answered 0.3333: 1.5e-4 apart, relative) agreed under the
+# absolute 1e-4 used below 1 before the check became relative (docs/data.md, "Gold expressions").
 DISAGREEING = {
     "math23k": {"12495", "22085", "9718", "9761"},
     "mawps": {"1659", "1853", "2004", "3071", "3100", "3177", "3253", "3327"},
     "mawps-single": {"1659", "1853", "2004", "3071", "3100", "3162", "3165", "3177", "3253", "3298", "3307",
                      "3327", "3330"},
     "svamp": {"train-1118", "train-121", "train-1360", "train-1436", "train-1821", "train-1848", "train-1913",
-              "train-2367", "train-286", "train-401", "train-596", "train-766", "train-82"},
+              "train-2367", "train-286", "train-401", "train-596", "train-630", "train-766", "train-82"},
     "mathqa": set(),
 }
 

@@ -104,7 +104,7 @@ def _params_at_init(folder: Path) -> dict[str, torch.Tensor]:
     from psedual.train.trainer import _sets, _view
 
     config = make_config(load_spec(DDP).fixed)
-    vocab = _sets(config, _view(config)[0])[3]
+    vocab = _sets(config, *_view(config))[3]
     torch.manual_seed(config.seed)
     model = get_solver(config.solver)(vocab, config.model)
     reexaminer = Reexaminer(vocab, config.model, config.psedual)

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from psedual.data.manifest import BUNDLED_DIR, MANIFEST, MANIFEST_TSV, read_mani
 from psedual.data.registry import DATASETS
 from psedual.data.root import find_data_root
 
+TRICKLE_S = 0.2
 ROUTES = {f"/{f.repo}/{f.commit}/{f.upstream}": f for files in MANIFEST.values() for f in files if not f.bundled}
 
 
@@ -35,6 +37,8 @@ class Upstream:
         """Files served with one byte flipped (data-root relative paths)."""
         self.cut: set[str] = set()
         """Files whose next response stops halfway through (once each)."""
+        self.trickle: set[str] = set()
+        """Files served one byte every TRICKLE_S seconds: never slow enough for the per-read timeout."""
         self.ignore_range = False
         """Answer every request with the whole file (200), as a server without Range support does."""
         self.requests: list[tuple[str, str | None]] = []
@@ -67,6 +71,15 @@ class _Handler(BaseHTTPRequestHandler):
         payload = bytes(body[start:])
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
+        if f.path in up.trickle:
+            try:
+                for i in range(len(payload)):
+                    self.wfile.write(payload[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(TRICKLE_S)
+            except OSError:  # the client gave up: what the test wants
+                pass
+            return
         if f.path in up.cut:  # the connection drops halfway: the client sees fewer bytes than announced
             up.cut.discard(f.path)
             self.wfile.write(payload[: len(payload) // 2])
@@ -185,6 +198,35 @@ def test_a_server_without_range_support_starts_over(upstream, data_root, tmp_pat
     # One request: the 200 answer is written from the start, not appended to the 5,000 bytes kept.
     assert [r for r in upstream.requests if r[0] == f.path] == [(f.path, "bytes=5000-")]
     assert f"{f.path}: the server sent the whole file, not the rest: starting over" in lines
+
+
+def test_a_trickling_server_is_stopped_at_the_whole_download_deadline(upstream, tmp_path, capsys):
+    f = MANIFEST["svamp"][0]
+    upstream.trickle.add(f.path)
+    began = time.monotonic()
+    # 1 s of --timeout (more than TRICKLE_S: the per-read timeout never trips) plus the file at 1 MB/s
+    allowed = 1 + f.size / 1e6
+    assert _run(upstream, tmp_path, "svamp", "--timeout", "1", "--min_rate", "1e6") == 2
+    took = time.monotonic() - began
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith(f"psedual: error: {f.path}: download from {f.url(upstream.url)} stopped after "
+                          f"{allowed:.0f} s with ")
+    assert "slower than --min_rate 1e+06 bytes/s" in err and "run the command again to resume" in err
+    assert allowed <= took < allowed + 3
+    have = int(re.search(r"with ([\d,]+) of", err).group(1).replace(",", ""))
+    assert 0 < have < f.size and (tmp_path / (f.path + ".part")).stat().st_size == have
+    with pytest.raises(ValueError, match="min_rate must be positive"):
+        FetchConfig(min_rate=0)
+
+
+@pytest.mark.parametrize("where", ["", ".part"])
+def test_a_folder_where_a_file_goes_is_one_line(upstream, tmp_path, capsys, where):
+    f = MANIFEST["svamp"][0]
+    (tmp_path / (f.path + where)).mkdir(parents=True)
+    assert _run(upstream, tmp_path, "svamp") == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == (f"psedual: error: {tmp_path / (f.path + where)}: is a folder (or another non-file) where the "
+                       f"download of {f.path} must go; move it away and run the command again")
 
 
 def _dead_port() -> int:

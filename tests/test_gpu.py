@@ -45,14 +45,14 @@ def test_a_gpu_trial_trains_on_the_gpu(local_ray, tmp_path, in_process):
     outcome, = run_sweep(spec, str(tmp_path), verbose=0)
     assert outcome.status == "completed", outcome.error
     outcome.checkpoint.to_directory(str(tmp_path / "trial"))
-    state = torch.load(tmp_path / "trial" / "last.pt", weights_only=False)  # where it was saved from
+    state = torch.load(tmp_path / "trial" / "last.pt", weights_only=True)  # where it was saved from
     assert all(t.is_cuda for t in state["model"].values())
 
 
 def test_first_losses_match_cpu(tmp_path):
     cuda = replace(CONFIG, device="cuda", epochs=1)
     train(cuda, tmp_path / "cuda", test=False, progress=False)
-    state = torch.load(tmp_path / "cuda" / "last.pt", weights_only=False)
+    state = torch.load(tmp_path / "cuda" / "last.pt", weights_only=True)
     assert all(t.is_cuda for t in state["model"].values())
     train(replace(cuda, device="cpu"), tmp_path / "cpu", test=False, progress=False)
     a, b = (pl.read_parquet(tmp_path / d / "epochs.parquet").row(0, named=True) for d in ("cuda", "cpu"))
@@ -102,7 +102,7 @@ def _sweep_outcomes(spec, tmp_path):
     for outcome in outcomes:
         assert outcome.status == "completed", outcome.error
         outcome.checkpoint.to_directory(str(tmp_path / outcome.trial))
-        state = torch.load(tmp_path / outcome.trial / "last.pt", weights_only=False)
+        state = torch.load(tmp_path / outcome.trial / "last.pt", weights_only=True)
         assert all(t.is_cuda for t in state["model"].values())
     return outcomes
 

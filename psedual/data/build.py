@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import fields
 from fractions import Fraction
@@ -60,6 +61,11 @@ from psedual.data.numbers import (
 from psedual.data.record import NUM_TOKEN, Problem
 from psedual.data.value import InvalidValue, evaluate, values_equal
 
+# Gold rules (docs/data.md, "Gold expressions") a kept problem's equation needed, counted by
+# the loaders that pass `notes` to `make_problem` and shown by `data stats`.
+NEGATED_NUMBER = "gold rule: a - n where the text holds -n (and no n), read as a + (-n)"
+MINUS_BEFORE_POWER = "gold rule: a minus before a number's power (-3^2 is -(3^2) = -9)"
+_MINUS_BEFORE_POWER = re.compile(r"(?:^|[-+*/^(\[])\s*-\s*[\d.]+%?\s*\^")
 MAX_TEXT_CHARS = 10_000
 MAX_NUMBERS = 100
 OVER_LIMIT = "over a size limit"
@@ -82,8 +88,9 @@ _EN_TOKEN = re.compile(f"{_EN_GLUED}|{_EN_WORDS}|{_EN_MIXED}|{_EN_REST}")
 _EN_PLAIN_TOKEN = re.compile(f"{_EN_WORDS}|{_EN_REST}")
 _NEEDS_FULL = re.compile(r"\d(?:[^\W\d_]| \d+/)")
 _MIXED = re.compile(r"-?(\d+) (\d+)/(\d+)")
-# Answers written as a text writes numbers: `1,250`, `2 1/2` (an expression has no commas or spaced fractions).
-_WRITTEN_ANSWER = re.compile(rf"-?{GROUPED}%?|\d+ \d+/\d+")
+# Answers written as a text writes numbers: `1,250`, `2 1/2`, and Math23K's mixed `7(2/3)` (an
+# expression has no commas or spaced fractions, and refuses a number before a bracket).
+_WRITTEN_ANSWER = re.compile(rf"-?{GROUPED}%?|\d+ \d+/\d+|\d+\(\d+/\d+\)")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
@@ -171,10 +178,19 @@ def equation_side(equation: str) -> str:
     return sides[1] if left_var else sides[0]
 
 
-def slot_literals(node: Node, values: Sequence[Fraction]) -> Node:
-    """Map every literal leaf to its number slot, or to a canonical constant."""
+def slot_literals(node: Node, values: Sequence[Fraction], rules: list[str] | None = None) -> Node:
+    """Map every literal leaf to its number slot, or to a canonical constant. `a - 4` where
+    the text holds -4 and no 4 (`10 -4`, `(10)-4`) is `a + N<k>`, the same value over the
+    text's number: the minus was the number's sign (noted in `rules` as NEGATED_NUMBER)."""
     if not node.is_leaf:
-        return Node(node.token, slot_literals(node.left, values), slot_literals(node.right, values))
+        if node.token == "-" and node.right.is_leaf and not SLOT.fullmatch(node.right.token):
+            right = slot_literals(node.right, values)
+            if not SLOT.fullmatch(right.token) and (k := _slot_of(-parse_number(node.right.token), values)) is not None:
+                if rules is not None:
+                    rules.append(NEGATED_NUMBER)
+                return Node("+", slot_literals(node.left, values, rules), Node(f"N{k}"))
+            return Node("-", slot_literals(node.left, values, rules), right)
+        return Node(node.token, slot_literals(node.left, values, rules), slot_literals(node.right, values, rules))
     try:
         if SLOT.fullmatch(check_slot(node.token)):
             return node
@@ -186,14 +202,20 @@ def slot_literals(node: Node, values: Sequence[Fraction]) -> Node:
         raise RecordError(OVER_LIMIT, f"equation literal: {err}") from err
     except NumberError as err:
         raise RecordError("unparseable equation", str(err)) from err
+    k = _slot_of(value, values)
+    return Node(canonical(value) if k is None else f"N{k}")
+
+
+def _slot_of(value: Fraction, values: Sequence[Fraction]) -> int | None:
+    """The first number of the text equal to `value` (exactly, else within MATCH_TOLERANCE)."""
     for k, v in enumerate(values):
         if v == value:
-            return Node(f"N{k}")
+            return k
     tolerance = MATCH_TOLERANCE * max(1, abs(value))
     for k, v in enumerate(values):
         if abs(v - value) <= tolerance:
-            return Node(f"N{k}")
-    return Node(canonical(value))
+            return k
+    return None
 
 
 def parse_answer(answer: object) -> Fraction:
@@ -234,9 +256,11 @@ def make_problem(
     equation: str | None = None,
     prefix: Sequence[str] | None = None,
     cells: Sequence[int] = (),
+    notes: Counter[str] | None = None,
 ) -> Problem:
     """Check and assemble one Problem from an infix `equation` (literals matched to
-    numbers) or a `prefix` already over slots `N<k>` and constant literals."""
+    numbers) or a `prefix` already over slots `N<k>` and constant literals. The gold
+    rules the equation needed are added to `notes` once the problem is kept."""
     if len(number_texts) > MAX_NUMBERS:
         raise RecordError(OVER_LIMIT, f"{len(number_texts):,} numbers in the text (limit {MAX_NUMBERS})")
     try:
@@ -246,10 +270,14 @@ def make_problem(
     except NumberError as err:
         raise RecordError("unreadable number", str(err)) from err
     _check_expression_fields(equation, prefix)
+    rules: list[str] = []
     try:
         if equation is not None:
             atoms = [t for t in number_texts if not t.isdigit()]
-            tree = slot_literals(parse_infix(equation_side(equation), atoms), values)
+            side = equation_side(equation)
+            tree = slot_literals(parse_infix(side, atoms), values, rules)
+            if "^" in side and _MINUS_BEFORE_POWER.search(side):
+                rules.append(MINUS_BEFORE_POWER)
         else:
             tree = slot_literals(from_prefix(list(prefix)), values)
         value = evaluate(tree, values)
@@ -260,7 +288,7 @@ def make_problem(
     except InvalidValue as err:
         raise RecordError("invalid equation value", str(err)) from err
     gold = parse_answer(answer)
-    return _checked_text(Problem(
+    problem = _checked_text(Problem(
         id=f"{dataset}:{source_id}",
         dataset=dataset,
         split=split,
@@ -276,6 +304,9 @@ def make_problem(
         cells=tuple(cells),
         origin=origin,
     ))
+    if notes is not None:
+        notes.update(rules)
+    return problem
 
 
 def _check_expression_fields(equation: object, prefix: object) -> None:

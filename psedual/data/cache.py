@@ -8,6 +8,13 @@ or a source file never serves stale rows. Strings are checked for valid Unicode
 before they are written (`build`), so no record can break a cache write.
 Files are written to a temporary name and renamed, so a killed writer never
 leaves half a cache entry.
+
+An entry is checked before it is served: `<entry>.sha256` (written last, so it is also the sign
+that the entry is complete) holds the SHA256 of both Parquet files' bytes, and the problems
+file's metadata the entry's key and notes. An entry whose bytes, key or metadata do not match
+(edited, truncated, written by something else) is rebuilt from the sources, with one line on
+stderr naming it and why. A cache folder that cannot be made or written (PSEDUAL_CACHE naming a
+regular file, a permission) is one error line naming it.
 """
 
 from __future__ import annotations
@@ -15,19 +22,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from psedual.atomic import write_parquet
+from psedual.atomic import atomic_write, write_parquet
 from psedual.data.files import DataFileError, read_bytes, resolved
 from psedual.data.numbers import quote
 from psedual.data.record import PROBLEM_SCHEMA, SKIP_SCHEMA, Problem, Skip, problems_from_table, skips_from_table, to_table
 from psedual.data.registry import get_spec
 from psedual.data.root import find_data_root
 
-CODE_VERSION = "1"
+CODE_VERSION = "2"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 # What turns source files into rows; the views (splits, stats, config) are not cached.
 PROCESSING_CODE = ("numbers.py", "number_rules.py", "expr.py", "value.py", "build.py", "record.py", "files.py",
@@ -102,20 +110,53 @@ def _check_unique_ids(problems: list[Problem]) -> None:
         seen[p.id] = p.origin
 
 
+def _entry_files(stem: Path) -> tuple[Path, Path, Path]:
+    """(problems, skips, digests) of one cache entry."""
+    return stem.with_suffix(".problems.parquet"), stem.with_suffix(".skips.parquet"), stem.with_suffix(".sha256")
+
+
+def _digests(problems: Path, skips: Path) -> str:
+    return f"{hashlib.sha256(read_bytes(problems)).hexdigest()} {hashlib.sha256(read_bytes(skips)).hexdigest()}\n"
+
+
+class _BadEntry(Exception):
+    """A cache entry that must not be served: why."""
+
+
 def _read_cache(stem: Path, name: str, key: str) -> Dataset | None:
-    problems, skips = stem.with_suffix(".problems.parquet"), stem.with_suffix(".skips.parquet")
-    if not (problems.exists() and skips.exists()):
+    """The entry, if complete and intact; None (after one line on stderr naming it) to rebuild it."""
+    problems, skips, digests = _entry_files(stem)
+    if not digests.exists():
+        return None  # never completed (or written before entries were checked): built afresh
+    try:
+        try:
+            if read_bytes(digests).decode("ascii", "replace") != _digests(problems, skips):
+                raise _BadEntry("its files' SHA256 differ from those written with them (edited or truncated)")
+            metadata = pq.read_schema(problems).metadata or {}
+            if metadata.get(b"key", b"").decode("utf-8", "replace") != key:
+                raise _BadEntry("its recorded key is not its name's")
+            notes = json.loads(metadata.get(b"notes", b""))
+            if not (isinstance(notes, dict) and all(isinstance(k, str) and type(v) is int for k, v in notes.items())):
+                raise _BadEntry("its notes are not a table of counts")
+            return Dataset(name, problems_from_table(pq.read_table(problems, schema=PROBLEM_SCHEMA)),
+                           skips_from_table(pq.read_table(skips, schema=SKIP_SCHEMA)), notes, key, from_cache=True)
+        except (DataFileError, OSError, ValueError, TypeError, KeyError) as err:  # pyarrow's errors are these too
+            raise _BadEntry(f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from None
+    except _BadEntry as bad:
+        print(f"psedual: cache entry {problems} is not what was written ({bad}): rebuilding it", file=sys.stderr,
+              flush=True)
         return None
-    table = pq.read_table(problems, schema=PROBLEM_SCHEMA)
-    metadata = pq.read_schema(problems).metadata or {}
-    notes = json.loads(metadata.get(b"notes", b"{}"))
-    return Dataset(name, problems_from_table(table), skips_from_table(pq.read_table(skips, schema=SKIP_SCHEMA)),
-                   notes, key, from_cache=True)
 
 
 def _write_cache(stem: Path, dataset: Dataset) -> None:
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    problems = to_table(dataset.problems, PROBLEM_SCHEMA).replace_schema_metadata({"notes": json.dumps(dataset.notes)})
-    # Skips first: a reader needs both files, and the problems file is its sign that both are complete.
-    write_parquet(to_table(dataset.skips, SKIP_SCHEMA), stem.with_suffix(".skips.parquet"))
-    write_parquet(problems, stem.with_suffix(".problems.parquet"))
+    problems_file, skips_file, digests = _entry_files(stem)
+    metadata = {"notes": json.dumps(dataset.notes), "key": dataset.key}
+    try:
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        # Skips, problems, then their digests: a reader needs all three, the last its sign that all are complete.
+        write_parquet(to_table(dataset.skips, SKIP_SCHEMA), skips_file)
+        write_parquet(to_table(dataset.problems, PROBLEM_SCHEMA).replace_schema_metadata(metadata), problems_file)
+        atomic_write(digests, lambda stream: stream.write(_digests(problems_file, skips_file).encode()))
+    except OSError as err:
+        raise DataFileError(f"{stem.parent}: cannot write the data cache there ({err.strerror or err}); "
+                            "set PSEDUAL_CACHE to a folder you can write") from None

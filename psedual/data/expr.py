@@ -68,7 +68,9 @@ class Node:
 
 # --- infix text -> tokens -------------------------------------------------------
 
-_NUMBER = re.compile(r"\d+\(\d+/\d+\)|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?")
+# No `4(1/2)` here: in an equation a number before a bracket is refused (`_InfixParser.primary`),
+# never read as the mixed number 4 1/2; a text that writes `3(1/2)` passes it as an atom.
+_NUMBER = re.compile(r"(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?")
 _CLOSING = {"(": ")", "[": "]"}  # `[ ]` work as parentheses, but each must close its own kind
 
 
@@ -92,7 +94,11 @@ def tokenize_infix(text: str, atoms: Sequence[str] = ()) -> list[str]:
         if ch.isspace():
             pos += 1
             continue
-        atom = next((a for a in atoms if text.startswith(a, pos) and _standalone(text, pos, a)), None)
+        # After an operand a `-` is subtraction, never the sign of an atom: `10 -4` is 10 - 4
+        # even when the text writes -4 (`build.slot_literals` then reads it as 10 + (-4)).
+        signed_ok = not tokens or tokens[-1] in OPERATORS or tokens[-1] in _CLOSING
+        atom = next((a for a in atoms if text.startswith(a, pos) and _standalone(text, pos, a)
+                     and (signed_ok or a[0] != "-")), None)
         if atom is not None:
             tokens.append(atom)
             pos += len(atom)
@@ -167,8 +173,13 @@ def check_depth(node: Node, source: object = None) -> Node:
 
 
 class _InfixParser:
-    """expression := term (('+'|'-') term)*; term := power (('*'|'/') power)*;
-    power := unary ('^' power)?   (right-associative); unary := '-' unary | atom."""
+    """expression := term (('+'|'-') term)*; term := unary (('*'|'/') unary)*;
+    unary := '-' unary | power; power := primary ('^' unary)?   (right-associative);
+    primary := atom | '(' expression ')'.
+
+    A unary minus binds looser than `^`, as in mathematics: `-3^2` is -(3^2) = -9, and
+    `2^-1` is 2^(-1). Juxtaposition (`4(1/2)`, `(2)(3)`) is refused: it could mean a
+    product or a mixed number, and the gold must say which."""
 
     def __init__(self, tokens: list[str], text: str) -> None:
         self.tokens, self.text, self.pos = tokens, text, 0
@@ -202,31 +213,43 @@ class _InfixParser:
         return self.binary("+-", self.term)
 
     def term(self) -> Node:
-        return self.binary("*/", self.power)
-
-    def power(self) -> Node:
-        base = self.unary()
-        if self.peek() == "^":
-            self.take()
-            self.deeper()
-            exponent = self.power()
-            self.nesting -= 1
-            return Node("^", base, exponent)
-        return base
+        return self.binary("*/", self.unary)
 
     def unary(self) -> Node:
         if self.peek() == "-":
             self.take()
             following = self.peek()
+            after = self.tokens[self.pos + 1] if self.pos + 1 < len(self.tokens) else None
             # A minus before a number is part of it (MAWPS: -2.0*-15.0), so it can match the
-            # text's -2; negating anything else (Math23K: 1-(-(1/2))) is 0 - x, keeping trees binary.
-            if following is not None and _NUMBER.fullmatch(following):
+            # text's -2, unless a power follows (`-3^2` is -(3^2)); negating anything else
+            # (Math23K: 1-(-(1/2))) is 0 - x, keeping trees binary.
+            if following is not None and _NUMBER.fullmatch(following) and after != "^":
                 self.take()
                 return Node("-" + following)
             self.deeper()
             operand = self.unary()
             self.nesting -= 1
             return Node("-", Node("0"), operand)
+        return self.power()
+
+    def power(self) -> Node:
+        base = self.primary()
+        if self.peek() == "^":
+            self.take()
+            self.deeper()
+            exponent = self.unary()
+            self.nesting -= 1
+            return Node("^", base, exponent)
+        return base
+
+    def primary(self) -> Node:
+        node = self.atom()
+        if self.peek() in _CLOSING:
+            raise ExpressionError(f"a number or bracket directly before {self.peek()!r} at token {self.pos} of "
+                                  f"{quote(self.text)}: write the product (4*(1/2)) or the sum (4+1/2) it means")
+        return node
+
+    def atom(self) -> Node:
         token = self.take()
         if token in _CLOSING:
             self.deeper()

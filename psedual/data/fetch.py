@@ -11,6 +11,8 @@ ${XDG_DATA_HOME:-~/.local/share}/psedual/data, which find_data_root() also searc
 Each file is streamed to `<file>.part`, its SHA256 checked against psedual/data/manifest.tsv,
 then renamed into place: a reader never sees half a file, and bytes that fail the check are
 deleted. A `.part` left by a broken connection is continued with an HTTP Range request.
+Every download has a deadline as a whole (`--timeout` plus its size at `--min_rate`): the
+per-read timeout alone never trips on a server that sends a byte a second.
 Nothing else in the package downloads anything.
 """
 
@@ -22,6 +24,7 @@ import os
 import re
 import shutil
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -53,6 +56,9 @@ class FetchConfig:
     """Base URL of a host laid out like raw.githubusercontent.com (<base>/<owner>/<repo>/<commit>/<path>)."""
     timeout: float = 60.0
     """Seconds to wait for a connection, or for the next bytes of a download."""
+    min_rate: float = 10_000.0
+    """Bytes per second a download must average: each file's whole download (retries included) is
+    stopped after --timeout seconds plus its size at this rate (Math23K's 8.3 MiB: 60 + 870 s)."""
     retries: int = 2
     """Further attempts after a connection that broke mid-file, each resuming where it stopped."""
     if_missing: bool = False
@@ -69,6 +75,8 @@ class FetchConfig:
             raise ValueError(f"mirror must be an http:// or https:// URL, not {self.mirror!r}")
         if not self.timeout > 0:
             raise ValueError(f"timeout must be positive seconds, got {self.timeout}")
+        if not self.min_rate > 0:
+            raise ValueError(f"min_rate must be positive bytes per second, got {self.min_rate}")
         if self.retries < 0:
             raise ValueError(f"retries must be 0 or more, got {self.retries}")
 
@@ -147,6 +155,11 @@ def _root_with(files: list[SourceFile], config: FetchConfig) -> Path | None:
 def _fetch_one(f: SourceFile, dest: Path, config: FetchConfig, progress: Callable[[str], None],
                report: FetchReport) -> None:
     target = dest / f.path
+    part = target.with_name(target.name + ".part")
+    for path in (target, part):
+        if path.exists() and not path.is_file():  # a folder there would fail the final rename with a traceback
+            raise FetchError(f"{path}: is a folder (or another non-file) where the download of {f.path} must go; "
+                             "move it away and run the command again")
     if target.is_file():
         got = _sha256(target)
         if got == f.sha256:
@@ -158,26 +171,30 @@ def _fetch_one(f: SourceFile, dest: Path, config: FetchConfig, progress: Callabl
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise FetchError(f"{target.parent}: cannot create the folder ({err.strerror}); choose another --dest") from None
-    part = target.with_name(target.name + ".part")
     url = f.url(config.mirror or RAW_GITHUB)
-    if f.bundled:  # shipped in the package (see manifest.py): copied through the same check
-        shutil.copyfile(BUNDLED_DIR / f.upstream, part)
-        resumed = False
-    else:
-        resumed = _download(url, part, f, dest, config, progress, report)
-    got = _sha256(part)
-    if got != f.sha256 and resumed:
-        # The kept prefix may be what is wrong (an older or foreign .part): one whole download decides.
-        progress(f"{f.path}: the resumed file fails its SHA256 check: downloading it whole")
-        part.unlink()
-        _download(url, part, f, dest, config, progress, report)
+    try:
+        if f.bundled:  # shipped in the package (see manifest.py): copied through the same check
+            shutil.copyfile(BUNDLED_DIR / f.upstream, part)
+            resumed = False
+        else:
+            resumed = _download(url, part, f, dest, config, progress, report)
         got = _sha256(part)
-    if got != f.sha256:
-        part.unlink()
-        raise FetchError(f"{f.path}: refused the download from {url}: its SHA256 is {got}, expected {f.sha256}; "
-                         f"nothing was kept (the host served other bytes than the pinned file: try again, or "
-                         f"another --mirror, or place the file by hand at {target})")
-    os.replace(part, target)
+        if got != f.sha256 and resumed:
+            # The kept prefix may be what is wrong (an older or foreign .part): one whole download decides.
+            progress(f"{f.path}: the resumed file fails its SHA256 check: downloading it whole")
+            part.unlink()
+            _download(url, part, f, dest, config, progress, report)
+            got = _sha256(part)
+        if got != f.sha256:
+            part.unlink()
+            raise FetchError(f"{f.path}: refused the download from {url}: its SHA256 is {got}, expected {f.sha256}; "
+                             f"nothing was kept (the host served other bytes than the pinned file: try again, or "
+                             f"another --mirror, or place the file by hand at {target})")
+        os.replace(part, target)
+    except OSError as err:  # a full disk, a permission, a folder made meanwhile: one line naming the path
+        where = err.filename or part
+        raise FetchError(f"{where}: cannot write {f.path} there ({err.strerror or err}); free space, fix the "
+                         "permission or choose another --dest") from None
     report.fetched.append(f.path)
     progress(f"{f.path}: done ({f.size:,} bytes, SHA256 ok)")
 
@@ -185,9 +202,9 @@ def _fetch_one(f: SourceFile, dest: Path, config: FetchConfig, progress: Callabl
 class _Failed(Exception):
     """One attempt that stopped: why, and how many bytes of the file are now in the .part."""
 
-    def __init__(self, reason: str, have: int, progressed: bool) -> None:
+    def __init__(self, reason: str, have: int, progressed: bool, late: bool = False) -> None:
         super().__init__(reason)
-        self.reason, self.have, self.progressed = reason, have, progressed
+        self.reason, self.have, self.progressed, self.late = reason, have, progressed, late
 
 
 def _download(url: str, part: Path, f: SourceFile, dest: Path, config: FetchConfig,
@@ -202,14 +219,23 @@ def _download(url: str, part: Path, f: SourceFile, dest: Path, config: FetchConf
         return resumed
     progress(f"{f.path}: {'resuming at ' + format(start, ',') + ' of' if start else 'downloading'} "
              f"{f.size:,} bytes from {url}")
+    # One deadline for the whole file, retries included: a trickle never trips the per-read timeout.
+    allowed = config.timeout + (f.size - start) / config.min_rate
+    deadline = time.monotonic() + allowed
     attempts = 0
     while True:
         try:
-            _attempt(url, part, f, config, progress, report)
+            _attempt(url, part, f, config, progress, report, deadline)
             return resumed
         except _Failed as err:
             attempts += 1
             # Retry only a connection that broke mid-file; one that never answered is offline: fail fast.
+            if err.late:
+                raise FetchError(f"{f.path}: download from {url} stopped after {allowed:.0f} s with {err.have:,} of "
+                                 f"{f.size:,} bytes: slower than --min_rate {config.min_rate:g} bytes/s (the "
+                                 f"deadline is --timeout {config.timeout:g} s plus the file's size at that rate); "
+                                 f"the bytes received are kept in {part}: run the command again to resume, lower "
+                                 "--min_rate on a slow line, or use another --mirror") from None
             if not err.progressed or attempts > config.retries:
                 raise FetchError(_offline_message(url, err, f, part, dest, config)) from None
             progress(f"{f.path}: connection broke at {err.have:,} of {f.size:,} bytes ({err.reason}); "
@@ -217,7 +243,7 @@ def _download(url: str, part: Path, f: SourceFile, dest: Path, config: FetchConf
 
 
 def _attempt(url: str, part: Path, f: SourceFile, config: FetchConfig, progress: Callable[[str], None],
-             report: FetchReport) -> None:
+             report: FetchReport, deadline: float) -> None:
     have = part.stat().st_size if part.exists() else 0
     headers = {"User-Agent": _USER_AGENT}
     if have:
@@ -245,8 +271,12 @@ def _attempt(url: str, part: Path, f: SourceFile, config: FetchConfig, progress:
         next_tick = (done // tick + 1) * tick if tick else 0
         with open(part, mode) as out:
             while done <= f.size:  # more than f.size bytes is not the file: the SHA check refuses it
+                if time.monotonic() > deadline:
+                    out.flush()
+                    raise _Failed("past the download's deadline", done, got_any, late=True)
                 try:
-                    chunk = response.read(_CHUNK)
+                    # read1: whatever has arrived (read(n) would wait for all n bytes, past any deadline)
+                    chunk = response.read1(_CHUNK)
                 except (OSError, http.client.HTTPException) as err:
                     out.flush()
                     raise _Failed(str(err) or type(err).__name__, done, got_any) from None

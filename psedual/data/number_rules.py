@@ -12,6 +12,7 @@ from psedual.data.numbers import GROUPED, SCIENTIFIC, UNIT_ALTERNATIVES
 # cheap pattern that starts with a digit is tried first (`_DIGIT_*`), so most texts cost a
 # few scans in C and `data stats` load times stay as they were.
 _DIGIT_COMMA_DIGIT = re.compile(r"\d,\d")
+_DIGIT_GROUP_DIGIT = re.compile(r"\d[,_]\d")
 _GROUPED = re.compile(rf"(?<![\d,.])(?:{GROUPED})")
 _DIGIT_E_DIGIT = re.compile(r"\d[eE][-+]?\d")
 _SCIENTIFIC = re.compile(rf"(?<![\w.])(?:{SCIENTIFIC})")
@@ -21,7 +22,7 @@ _EN_UNIT = re.compile(rf"(?<![\w.])[\d.,]*\d(?i:{UNIT_ALTERNATIVES})(?![^\W_])")
 _ZH_GLUED_AFTER = re.compile(r"[\d)%][^\W\d_]")
 _ZH_GLUED_BEFORE = re.compile(r"[\d(][^\W\d_]")  # on the reversed text: a letter, then a digit or `(`
 
-THOUSANDS = "number rule: a thousands separator (1,000 is one number)"
+THOUSANDS = "number rule: a thousands separator (1,000 or 1_000 is one number)"
 COMMA = "number rule: a comma between digits that groups no thousands (3,5 is two numbers)"
 SCIENTIFIC_NOTATION = "number rule: scientific notation (2e-3 is one number)"
 MIXED = "number rule: a mixed number (2 1/2 is one number, 5/2)"
@@ -31,7 +32,7 @@ GLUED = "number rule: a number glued to a unit or word (10cm is 10, then cm)"
 def rules_touched(text: str, language: str) -> list[str]:
     """The rules (their note names above) that reading `text`'s numbers used."""
     rules = []
-    if _DIGIT_COMMA_DIGIT.search(text):
+    if _DIGIT_GROUP_DIGIT.search(text):
         if _GROUPED.search(text):
             rules.append(THOUSANDS)
         if _DIGIT_COMMA_DIGIT.search(_GROUPED.sub(" ", text)):

@@ -24,7 +24,8 @@ from fractions import Fraction
 # mixed numbers, scientific notation and units are docs/data.md's "Numbers in
 # the text" (and `number_rules`, which counts the texts each one touches):
 # - a comma followed by exactly three digits (and then no digit) groups thousands:
-#   `1,000` and `12,345.5` are one number, in both languages;
+#   `1,000` and `12,345.5` are one number, in both languages; so does an underscore
+#   (`1_000`, as Python writes it), which would otherwise split it into 1 and 0;
 # - any other comma between digits separates two numbers: `3,5` is 3 and 5 (there
 #   is no decimal comma; MathQA writes lists and points so: `( 0,4 )`, `25 , 5,10 days`);
 # - scientific notation `2e-3`, `3E5`, `1.5e3` is one number;
@@ -33,13 +34,13 @@ from fractions import Fraction
 # - a number glued to a word is read: Chinese reads it inside any word (`10cm`,
 #   `5千克`); English only before a unit of `UNITS` (`5kg`, `10cm`), so `2d` nails,
 #   the `8th` week and `mp3` stay words.
-GROUPED = r"\d{1,3}(?:,\d{3})+(?![\d,])(?:\.\d+)?"
+GROUPED = r"\d{1,3}(?:(?:,\d{3})+(?![\d,])|(?:_\d{3})+(?![\d_]))(?:\.\d+)?"
 SCIENTIFIC = r"(?:\d+(?:\.\d+)?|\.\d+)[eE][-+]?\d+"
 _ZH_FRACTIONS, _ZH_PLAIN = r"\d+\(\d+/\d+\)|\(\d+/\d+\)", r"\d+\.\d+%?|\d+%?"
 _ZH_NUMBER = rf"{_ZH_FRACTIONS}|{GROUPED}%?|{SCIENTIFIC}|{_ZH_PLAIN}"
 _EN_NUMBER = rf"^-?(?:{GROUPED}|{SCIENTIFIC}|\d+ \d+/\d+|\d*\.\d+|\d+/\d+|\d+)$"
 NUMBER_PATTERNS = {"zh": re.compile(_ZH_NUMBER), "en": re.compile(_EN_NUMBER)}
-# A Chinese word without a comma or an `e` is read the same without those two alternatives, faster.
+# A Chinese word without a comma, an underscore or an `e` is read the same without those two alternatives, faster.
 _ZH_WITHOUT_COMMA_OR_E = re.compile(f"{_ZH_FRACTIONS}|{_ZH_PLAIN}")
 UNITS = ("mm", "cm", "dm", "m", "km", "mg", "g", "kg", "ml", "l", "lb", "lbs", "oz", "ft", "yd", "yds", "mi",
          "mph", "kmh", "kph", "h", "hr", "hrs", "min", "mins", "sec", "secs", "gal", "qt")
@@ -86,7 +87,7 @@ def check_size(value: Fraction, text: object = None) -> Fraction:
 
 
 def parse_number(text: str) -> Fraction:
-    """Read one written number exactly: `12`, `1,000`, `3.5`, `.5`, `2e-06`, `1.5E3`,
+    """Read one written number exactly: `12`, `1,000`, `1_000`, `3.5`, `.5`, `2e-06`, `1.5E3`,
     `50%`, `(1/2)`, `1/2`, `3(1/2)`, `2 1/2`, or a canonical `p/q`."""
     s = text.strip()
     # Counted before any int() is built: a 5,000-digit string would hit Python's own limit.
@@ -95,7 +96,7 @@ def parse_number(text: str) -> Fraction:
     percent = s.endswith("%")
     if percent:
         s = s[:-1].strip()
-    s = s.replace(",", "") if re.fullmatch(r"-?\d{1,3}(,\d{3})+(\.\d+)?", s) else s
+    s = re.sub("[,_]", "", s) if re.fullmatch(r"-?\d{1,3}((,\d{3})+|(_\d{3})+)(\.\d+)?", s) else s
     if m := _MIXED.fullmatch(s) or _MIXED_SPACED.fullmatch(s):
         whole, num, den = (int(g) for g in m.groups())
         if den == 0:
@@ -146,6 +147,6 @@ def find_numbers(token: str, language: str) -> list[re.Match[str]]:
     """The numbers written inside one text token: a Chinese word may hold one among
     other characters (`10cm` holds 10); an English token is a number or not at all
     (the tokenizer has already split numbers from words, and `mp3` is a word)."""
-    if language == "zh" and "," not in token and "e" not in token and "E" not in token:
+    if language == "zh" and not any(ch in token for ch in ",_eE"):
         return list(_ZH_WITHOUT_COMMA_OR_E.finditer(token))
     return list(NUMBER_PATTERNS[language].finditer(token))

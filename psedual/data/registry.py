@@ -57,7 +57,7 @@ DATASETS: dict[str, DatasetSpec] = {
     "jsonl": DatasetSpec("jsonl", (), 0, lambda _, path: jsonl.load(path),
                          "your folder: `train.jsonl`, `test.jsonl`, optional `valid.jsonl`", "see below",
                          "the folder holding train/valid/test.jsonl",
-                         lambda _, user: sorted(user.glob("*.jsonl")) if user is not None else [], True),
+                         lambda _, user: jsonl.files(user), True),
 }
 """The datasets, by name: the configs' choices, the cache, `data stats` and analysis's fold
 protocol read it. Adding one is its reader in `sources/`, one line here and a test, then `make readme`."""

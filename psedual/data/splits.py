@@ -91,6 +91,22 @@ def split_dataset(dataset: Dataset, config: DataConfig) -> Splits:
     return Splits(_by_id(kept), _by_id(valid), _by_id(test), constants, left_out)
 
 
+def _content(problem: Problem) -> tuple[str, tuple[str, ...]]:
+    """A problem's normalised text (case-folded words, its numbers in place) and its gold."""
+    words = list(problem.tokens)
+    for k, pos in enumerate(problem.num_pos):
+        words[pos] = problem.numbers[k]
+    return " ".join(words).casefold(), problem.prefix
+
+
+def leaked(splits: Splits) -> dict[str, int]:
+    """Valid and test problems whose normalised text and gold also occur in the training split
+    (under another id: ids are unique): what a solver may have learnt by heart."""
+    seen = {_content(p) for p in splits.train}
+    return {name: sum(_content(p) in seen for p in problems)
+            for name, problems in (("valid", splits.valid), ("test", splits.test))}
+
+
 OUTSIDE_VOCABULARY = "uses a constant outside the vocabulary"
 INCONSISTENT = "gold disagrees with the answer (drop_inconsistent)"
 

@@ -13,7 +13,7 @@ from psedual.data.cache import Dataset, load_dataset
 from psedual.data.config import DataConfig
 from psedual.data.record import Problem
 from psedual.data.registry import DATASETS, DatasetName, get_spec
-from psedual.data.splits import Splits, constants_of, split_dataset
+from psedual.data.splits import Splits, constants_of, leaked, split_dataset
 
 
 def _row(label: str, problems: list[Problem], skipped: int) -> str:
@@ -64,7 +64,13 @@ def describe(dataset: Dataset, config: DataConfig, seconds: float) -> str:
         lines.append(f"    training problems left out: {left}; valid/test problems needing a constant "
                      f"outside the vocabulary (kept, unsolvable): {unsolvable['valid']}/{unsolvable['test']}")
         lines.append(f"    {_inconsistent(s)}")
+        lines.append(f"    {_leakage(leaked(s))}")
     return "\n".join(lines)
+
+
+def _leakage(counts: dict[str, int]) -> str:
+    return (f"leakage: valid/test problems whose text and gold are also in train (other ids): "
+            f"{counts['valid']:,}/{counts['test']:,}" + (" (scores on them may be memory)" if any(counts.values()) else ""))
 
 
 def _inconsistent(s: Splits) -> str:
@@ -83,7 +89,7 @@ def summary(dataset: Dataset, splits: Splits) -> dict:
             "notes": dict(dataset.notes), "train": len(splits.train), "valid": len(splits.valid),
             "test": len(splits.test), "left_out": sum(splits.left_out.values()),
             "left_out_by_reason": dict(splits.left_out),
-            "train_disagreeing": splits.train_disagreeing}
+            "train_disagreeing": splits.train_disagreeing, "leaked": leaked(splits)}
 
 
 def summary_text(info: dict) -> str:
@@ -100,6 +106,8 @@ def summary_text(info: dict) -> str:
     left = "; ".join(f"{r}: {n:,}" for r, n in info["left_out_by_reason"].items()) or "none"
     lines.append(f"  run view: train {info['train']:,} / valid {info['valid']:,} / test {info['test']:,}; "
                  f"left out of training: {left}")
+    if any(info.get("leaked", {}).values()):
+        lines.append(f"  {_leakage(info['leaked'])}")
     if info["train_disagreeing"]:
         lines.append(f"  {info['train_disagreeing']:,} training problems' gold disagrees with the answer "
                      "(trained on; --data.drop_inconsistent leaves them out)")

@@ -1,6 +1,12 @@
 """The value of an expression: exact rational arithmetic over `Fraction` (floats only where
 a power leaves the rationals), bounded so that no expression eats memory, and the tolerant
-equality that compares a value with a dataset's answer."""
+equality that compares a value with a dataset's answer.
+
+Zero is found exactly where it can be: a rational power with a rational result (`4^0.5`,
+`(27/8)^(1/3)`) stays a Fraction, so `1/(4^0.5-2)` is a division by zero, not 1/4e-16. Where a
+root is irrational the arithmetic is in floats, and a sum or difference within CANCELLATION
+(relative to its larger term) of zero is zero: `1/((2^0.5)^2-2)` is refused too, where floats
+would give 4.5e15."""
 
 from __future__ import annotations
 
@@ -16,12 +22,20 @@ from psedual.data.numbers import (
     parse_number,
 )
 
-# Two values are equal when |a - b| <= VALUE_TOLERANCE * max(1, |b|): an absolute
-# 1e-4 for answers below 1 and a relative 1e-4 above. Dataset answers are often
+# A value a equals an answer b when |a - b| <= VALUE_TOLERANCE * |b| (relative), or
+# |a - b| <= ABSOLUTE_FLOOR (what float noise leaves of a zero). Dataset answers are often
 # rounded (MAWPS writes 500/6 as 83.33), and float-derived literals such as
-# 0.3333333333333333 stand for 1/3; both must still count as equal.
+# 0.3333333333333333 stand for 1/3; both must still count as equal. An absolute 1e-4 below
+# 1 (as before) called 0 equal to 8e-5 and 0.00012 equal to 0.0002.
 VALUE_TOLERANCE = 1e-4
+ABSOLUTE_FLOOR = 1e-12
 _TOLERANCE = Fraction(1, 10_000)
+_FLOOR = Fraction(1, 10**12)
+# A float sum or difference this small relative to its larger term is float noise of a zero
+# (2^0.5 squared minus 2 is 4.4e-16, 2.2e-16 of 2).
+CANCELLATION = 1e-12
+# Roots tried exactly: a denominator of the exponent up to this (1/2, 1/3, ... 1/12).
+_EXACT_ROOTS = 12
 # Bounds that keep a hostile or broken expression from eating memory: 9^9^9 has
 # hundreds of millions of digits.
 MAX_EXPONENT = 1000
@@ -68,10 +82,10 @@ def _eval(node: Node, numbers: Sequence[Fraction]) -> Value:
     a, b = _eval(node.left, numbers), _eval(node.right, numbers)
     op = node.token
     try:
-        if op == "+":
-            value = a + b
-        elif op == "-":
-            value = a - b
+        if op in "+-":
+            value = a + b if op == "+" else a - b
+            if isinstance(value, float) and abs(value) <= CANCELLATION * max(abs(float(a)), abs(float(b))):
+                value = 0.0
         elif op == "*":
             value = a * b
         elif op == "/":
@@ -105,6 +119,8 @@ def _power(base: Value, exponent: Value) -> Value:
         return base ** int(exponent)
     if float(exponent).is_integer():
         return float(base) ** int(exponent)
+    if isinstance(base, Fraction) and isinstance(exponent, Fraction) and (root := _exact_root(base, exponent)):
+        return root
     if base < 0:
         raise InvalidValue("negative base with a fractional exponent has no real value")
     try:
@@ -113,17 +129,47 @@ def _power(base: Value, exponent: Value) -> Value:
         raise InvalidValue("value too large") from err
 
 
+def _exact_root(base: Fraction, exponent: Fraction) -> Fraction | None:
+    """base ** exponent when it is rational (`4^(1/2)` is 2, `(8/27)^(2/3)` is 4/9), else None."""
+    q = exponent.denominator
+    if base < 0 or q > _EXACT_ROOTS:
+        return None
+    num, den = _int_root(base.numerator, q), _int_root(base.denominator, q)
+    if num is None or den is None:
+        return None
+    root = Fraction(num, den)
+    if max(root.numerator.bit_length(), root.denominator.bit_length()) * abs(exponent.numerator) > MAX_BITS:
+        raise InvalidValue("value too large")
+    return root ** exponent.numerator
+
+
+def _int_root(n: int, q: int) -> int | None:
+    """The integer r with r**q == n, or None (Newton's method on integers: exact at any size)."""
+    if n < 2:
+        return n
+    r = 1 << -(-n.bit_length() // q)  # at least the root
+    while True:
+        smaller = ((q - 1) * r + n // r ** (q - 1)) // q
+        if smaller >= r:
+            break
+        r = smaller
+    return r if r**q == n else None
+
+
 def values_equal(a: Value | None, b: Value | None) -> bool:
-    """Tolerant equality (see VALUE_TOLERANCE); an invalid value equals nothing."""
+    """Whether value `a` equals answer `b` (see VALUE_TOLERANCE and ABSOLUTE_FLOOR: the tolerance is
+    relative to `b`); an invalid value equals nothing."""
     if a is None or b is None:
         return False
     if isinstance(a, Fraction) and isinstance(b, Fraction):
-        return abs(a - b) <= _TOLERANCE * max(1, abs(b))
+        gap = abs(a - b)
+        return gap <= _TOLERANCE * abs(b) or gap <= _FLOOR
     try:
         fa, fb = float(a), float(b)
     except OverflowError:
         return False
-    return abs(fa - fb) <= VALUE_TOLERANCE * max(1.0, abs(fb))
+    gap = abs(fa - fb)
+    return gap <= VALUE_TOLERANCE * abs(fb) or gap <= ABSOLUTE_FLOOR
 
 
 def try_evaluate(expression: Node | Sequence[str], numbers: Sequence[Fraction] = ()) -> Value | None:

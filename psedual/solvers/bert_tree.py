@@ -17,6 +17,7 @@ from psedual.solvers.vocab import Vocab
 
 class BertTree(GTS):
     name = "bert_tree"
+    reads_subwords = True
 
     def build_encoder(self, vocab: Vocab, config: SolverConfig) -> nn.Module:
         return PLMEncoder(config)

@@ -35,6 +35,7 @@ class DNSEncoded:
 class DNS(nn.Module):
     name = "dns"
     may_leave_parameters_unused = False
+    reads_subwords = False
 
     def __init__(self, vocab: Vocab, config: SolverConfig = SolverConfig()) -> None:
         super().__init__()

@@ -47,6 +47,7 @@ class Encoded:
 
 class GTS(nn.Module):
     name = "gts"
+    reads_subwords = False  # BertTree, built on GTS, does
     may_leave_parameters_unused = False  # a batch of one-number expressions runs merge and child goals on no rows
 
     def __init__(self, vocab: Vocab, config: SolverConfig = SolverConfig()) -> None:

@@ -32,6 +32,9 @@ class Solver(Protocol):
     may_leave_parameters_unused: bool
     """Whether a training step may leave a trainable parameter without a gradient (data
     parallelism must then search the graph for them every step)."""
+    reads_subwords: bool
+    """Whether its encoder is a pretrained one reading subwords: a run then leaves out, at load
+    time, the training problems longer than the encoder's positions (`plm.subword_check`)."""
 
     def __init__(self, vocab: Vocab, config: SolverConfig) -> None:
         """A fresh solver; the trainer seeds torch first, so the same seed gives the same weights."""

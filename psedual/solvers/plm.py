@@ -18,12 +18,13 @@ naming the problem, not a silent truncation that would lose slots.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
 from torch import nn
 
-from psedual.data.record import NUM_TOKEN
+from psedual.data.record import NUM_TOKEN, Problem
 from psedual.solvers.batch import Batch
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.tensors import to_device
@@ -48,11 +49,13 @@ def plm_path(name: str) -> Path:
 class WordAligner:
     """Words → subword ids with each word's first-subword position."""
 
-    def __init__(self, tokenizer) -> None:
+    def __init__(self, tokenizer, positions: int | None = None) -> None:
         self.tokenizer = tokenizer
         self.pieces: dict[str, list[int]] = {NUM_TOKEN: [tokenizer.mask_token_id]}
         """Each distinct word's subwords, tokenized once."""
-        self.max_length = min(getattr(tokenizer, "model_max_length", 512) or 512, 100_000)
+        # the tokenizer's limit, and the model's position embeddings where it has fewer (a
+        # tokenizer without a limit says 1e30)
+        self.max_length = min(getattr(tokenizer, "model_max_length", 512) or 512, positions or 100_000, 100_000)
 
     def __call__(self, words: tuple[str, ...], problem_id: str = "?") -> tuple[list[int], list[int]]:
         """(subword ids with [CLS]/[SEP], first-subword position of each word)."""
@@ -69,16 +72,38 @@ class WordAligner:
         return ids, first
 
 
+def _aligner(path: Path) -> WordAligner:
+    from transformers import AutoConfig, AutoTokenizer
+
+    positions = getattr(AutoConfig.from_pretrained(path, local_files_only=True), "max_position_embeddings", None)
+    return WordAligner(AutoTokenizer.from_pretrained(path, local_files_only=True), positions)
+
+
+def subword_check(config: SolverConfig) -> Callable[[Problem], str | None]:
+    """Why a problem is too long for `config`'s encoder (None: it fits). The run view applies
+    it to training problems at load time (a counted leave-out), not at their first batch."""
+    aligner = _aligner(plm_path(config.plm))
+
+    def check(problem: Problem) -> str | None:
+        try:
+            aligner(problem.tokens, problem.id)
+        except ValueError as err:
+            return str(err)
+        return None
+
+    return check
+
+
 class PLMEncoder(nn.Module):
     """Word states [B, T, H] (first subwords, projected to the solver's hidden size) and the
     problem vector [B, H] (the [CLS] state projected): the recurrent WordEncoder's interface."""
 
     def __init__(self, config: SolverConfig) -> None:
         super().__init__()
-        from transformers import AutoConfig, AutoModel, AutoTokenizer
+        from transformers import AutoConfig, AutoModel
 
         path = plm_path(config.plm)
-        self.aligner = WordAligner(AutoTokenizer.from_pretrained(path, local_files_only=True))
+        self.aligner = _aligner(path)
         if config.plm_layers or config.plm_hidden:
             # a resized encoder (tests' tiny models) cannot take the pretrained weights: random init
             sizes = {}

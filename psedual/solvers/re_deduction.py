@@ -100,6 +100,7 @@ class DeductionEncoded:
 
 class REDeduction(nn.Module):
     name = "re_deduction"
+    reads_subwords = True
     may_leave_parameters_unused = True  # the rationalizer, when every expression of a batch is one step
 
     def __init__(self, vocab: Vocab, config: SolverConfig = SolverConfig()) -> None:

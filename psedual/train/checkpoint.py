@@ -3,10 +3,17 @@
 A checkpoint carries its solver name, solver config and vocabulary, so `solve`
 needs nothing else, and loading it for a different solver or vocabulary fails
 with a message saying what differs (not a tensor-shape error).
+
+A checkpoint is read with `weights_only=True`: a pickle may name any function to call while
+it is read, so a `.pt` from elsewhere could run code. Everything saved here is therefore
+tensors and plain values (dicts, lists, tuples, strings, numbers, None; the vocabulary as a
+JSON string), which torch's restricted unpickler accepts; a file holding anything else is
+refused unread, in one line naming it.
 """
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import asdict
 from pathlib import Path
 
@@ -30,13 +37,38 @@ def load(path: Path) -> dict:
     if not path.is_file():
         raise CheckpointError(f"{path}: checkpoint not found")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises many types for a corrupt file; name the file either way
-        raise CheckpointError(f"{path}: not a readable checkpoint ({type(err).__name__}: {err})") from None
+        named = _named_global(err)
+        if named is not None:  # the restricted unpickler met a callable a pickle could have run
+            raise CheckpointError(f"{path}: refused: it holds objects other than tensors and plain values, which "
+                                  f"could run code when read ({named}); PseDual's checkpoints never do") from None
+        raise CheckpointError(f"{path}: not a readable checkpoint ({type(err).__name__}: {_first_line(err)})") from None
     missing = {"solver", "solver_config", "vocab", "model"} - set(state) if isinstance(state, dict) else {"all"}
     if missing:
         raise CheckpointError(f"{path}: not a PseDual checkpoint (missing {sorted(missing)})")
     return state
+
+
+def _advice(line: str) -> bool:
+    """A line of torch's unpickling refusal that is advice, not what it met (it even suggests
+    loading with weights_only=False)."""
+    return any(w in line for w in ("weights_only", "Weights only", "Please file an issue", "documentation"))
+
+
+def _named_global(err: Exception) -> str | None:
+    """The line of a weights_only refusal naming the global (a callable) the pickle asked for."""
+    if not isinstance(err, pickle.UnpicklingError):
+        return None
+    return next((line.strip() for line in str(err).splitlines() if "global" in line.lower() and not _advice(line)),
+                None)
+
+
+def _first_line(err: Exception) -> str:
+    """One line of an error message, advice left out and long ones cut."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip() and not _advice(line)]
+    shown = lines[0] if lines else type(err).__name__
+    return shown if len(shown) <= 300 else shown[:300] + "..."
 
 
 def model_state(model) -> dict:
@@ -48,7 +80,11 @@ def check(state: dict, path: Path, expect_solver: str | None = None, expect_voca
     """The checkpoint's vocabulary, refusing one made for another solver or vocabulary."""
     if expect_solver is not None and state["solver"] != expect_solver:
         raise CheckpointError(f"{path}: checkpoint is for solver {state['solver']!r}, not {expect_solver!r}")
-    vocab = Vocab.from_json(state["vocab"])
+    try:  # the right keys with foreign contents: a JSON error or a wrong type, in one line naming the file
+        vocab = Vocab.from_json(state["vocab"])
+    except (ValueError, TypeError, KeyError, VocabularyError) as err:
+        raise CheckpointError(f"{path}: its vocabulary is not a PseDual vocabulary ({type(err).__name__}: "
+                              f"{_first_line(err)})") from None
     if expect_vocab is not None and vocab != expect_vocab:
         diff = [k for k in ("words", "constants", "max_slots", "operators")
                 if getattr(vocab, k) != getattr(expect_vocab, k)]
@@ -62,8 +98,8 @@ def build_model(state: dict, path: Path, expect_solver: str | None = None, expec
     try:
         model = get_solver(state["solver"])(vocab, SolverConfig(**state["solver_config"]))
         model.load_state_dict(state["model"])
-    except (ValueError, TypeError, RuntimeError, VocabularyError) as err:
-        raise CheckpointError(f"{path}: cannot rebuild the model ({err})") from None
+    except (ValueError, TypeError, RuntimeError, KeyError, AttributeError, VocabularyError) as err:
+        raise CheckpointError(f"{path}: cannot rebuild the model ({type(err).__name__}: {_first_line(err)})") from None
     return model
 
 

@@ -120,7 +120,12 @@ def resume(run: Run, resuming: bool) -> None:
     state = checkpoint.load(last)
     # compared as configs, so a checkpoint saved before a field existed (at its default) still fits;
     # the device is not the run's identity (a run may resume on another machine)
-    if replace(TrainConfig.from_dict(state["config"]), device=config.device) != config:
+    try:
+        saved = TrainConfig.from_dict(state["config"])
+    except (KeyError, TypeError, ValueError, AttributeError) as err:  # the right keys, foreign contents
+        raise checkpoint.CheckpointError(f"{last}: its config is not a PseDual training config "
+                                         f"({type(err).__name__}: {err})") from None
+    if replace(saved, device=config.device) != config:
         raise checkpoint.CheckpointError(f"{last}: saved for a different config; start a new output folder")
     checkpoint.check(state, last, config.solver, run.vocab)
     run.model.load_state_dict(state["model"])  # into these modules: the optimiser holds their parameters

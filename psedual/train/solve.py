@@ -7,7 +7,7 @@ from pathlib import Path
 
 from psedual.data.build import text_tokens
 from psedual.data.expr import infix_with_numbers
-from psedual.data.numbers import canonical, parse_number
+from psedual.data.numbers import canonical, parse_number, quote
 from psedual.data.record import Problem
 from psedual.data.value import try_evaluate
 from psedual.solvers.batch import collate
@@ -38,6 +38,9 @@ class TestConfig:
     """The folder `psedual train --out` wrote."""
     device: str | None = None
     """Where to evaluate (default: the run's config)."""
+    allow_changed_data: bool = False
+    """Test even though the data on disk differ from what the run trained and tested on
+    (refused by default: its metrics would be for other problems)."""
 
 
 def solve(checkpoint_path: str | Path, text: str, beam_size: int = 5) -> tuple[str, str]:
@@ -48,6 +51,8 @@ def solve(checkpoint_path: str | Path, text: str, beam_size: int = 5) -> tuple[s
     tokens, num_pos, texts = text_tokens(text, language)
     if not tokens:
         raise ValueError("empty problem text")
+    if not texts:  # a solver's expression is over the text's numbers: with none it has nothing to write
+        raise ValueError(f"no numbers in the problem text {quote(text)}: write its numbers out (5, 2.5, 1/2, 50%)")
     values = [parse_number(t) for t in texts]
     problem = Problem("input", "input", "test", -1, language, tuple(tokens), tuple(num_pos),
                       tuple(canonical(v) for v in values), tuple(texts), (), "0", False, (), "command line")

@@ -18,7 +18,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
@@ -32,8 +32,10 @@ from psedual.metrics import (expression_accuracy, expression_correct, expression
                              perfect_match_ratio, value_accuracy, value_correct)
 from psedual.reexamine import Reexaminer, schedules
 from psedual.reexamine.schedules import Clock
+from psedual.solvers import get_solver
 from psedual.solvers.batch import collate
 from psedual.solvers.config import inference
+from psedual.solvers.plm import subword_check
 from psedual.solvers.vocab import Vocab
 from psedual.train import checkpoint, setup, tables
 from psedual.train.records import EPOCHS_SCHEMA, METRICS_SCHEMA, PREDICTIONS_SCHEMA, read, values
@@ -129,13 +131,42 @@ EpochHook = Callable[[dict, Path], None]
 def _view(config: TrainConfig) -> tuple[Splits, dict]:
     """The run's splits, and what was read and left out (`data.stats.summary`) for its outputs."""
     dataset = load_dataset(config.data.dataset, config.data.data_root, config.data.user_path)
-    splits = split_dataset(dataset, config.data)
+    splits = _fit_encoder(config, split_dataset(dataset, config.data))
     return splits, summary(dataset, splits)
 
 
-def _sets(config: TrainConfig, splits: Splits):
+TOO_MANY_SUBWORDS = "more subwords than the pretrained encoder's positions"
+
+
+def _fit_encoder(config: TrainConfig, splits: Splits) -> Splits:
+    """`splits` without the training problems a subword-reading solver's encoder cannot hold
+    (counted as left out, as a rare constant is); found at load time, not at their first batch,
+    which stopped the run. Valid and test problems stay: they are scored wrong, undecoded."""
+    if not get_solver(config.solver).reads_subwords:
+        return splits
+    too_long = subword_check(config.model)
+    kept = tuple(p for p in splits.train if too_long(p) is None)
+    if len(kept) == len(splits.train):
+        return splits
+    return replace(splits, train=kept, left_out={**splits.left_out, TOO_MANY_SUBWORDS: len(splits.train) - len(kept)})
+
+
+def _sets(config: TrainConfig, splits: Splits, info: dict):
+    """The run's problem lists and vocabulary; an empty training or test split is an error saying
+    why, before any time is spent (a run over 0 test problems would "complete" at 0.00%)."""
+    skipped = "; ".join(f"{r}: {n:,}" for r, n in info["skipped_by_reason"].items())
+    source = info["user_path"] or info["data_root"]
+    read = (f"{info['kept']:,} problems kept from {source}, {info['skipped']:,} records skipped"
+            + (f" ({skipped})" if skipped else ""))
     if not splits.train:
-        raise ValueError(f"{config.data.dataset}: no training problems")
+        left = "; ".join(f"{r}: {n:,}" for r, n in splits.left_out.items())
+        why = (f"all {sum(splits.left_out.values()):,} were left out of training ({left}; a constant needs "
+               f"--data.min_constant_count {config.data.min_constant_count} training problems using it)" if left
+               else "its training split is empty")
+        raise ValueError(f"{config.data.dataset}: no training problems: {why}; {read}")
+    if not splits.test:
+        raise ValueError(f"{config.data.dataset}: no test problems: its test split is empty, so no run on it could "
+                         f"be scored; {read} (`psedual data stats` lists every skip)")
     train_set, valid_set, test_set = list(splits.train), list(splits.valid), list(splits.test)
     return train_set, valid_set, test_set, Vocab.build(train_set, splits.constants, config.min_word_count)
 
@@ -160,7 +191,8 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
         torch.cuda.set_device(device)  # NCCL's object gathers run on the current device
     # data and vocabulary (from the training split only)
     splits, data_info = _view(config)
-    train_set, valid_set, _, vocab = _sets(config, splits)
+    data_info = {**data_info, "identity": _identity(splits)}  # data.json: what `psedual test` checks
+    train_set, valid_set, _, vocab = _sets(config, splits, data_info)
     if rank == 0:  # what was read, skipped and left out, before any time is spent on it
         print(summary_text(data_info), file=sys.stderr, flush=True)
     # model, optimiser and schedules; then, resuming, their state from last.pt
@@ -291,14 +323,46 @@ def _checkpoint(run: setup.Run, on_epoch: EpochHook | None) -> None:
         on_epoch({**row, "best_epoch": kept["epoch"], "best_valid_value_acc": kept["valid_value_acc"]}, out)
 
 
-def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> RunResult:
+def _identity(splits: Splits) -> dict[str, str]:
+    """What a test's data must still be: the training split (the vocabulary comes from it) and
+    the test split, each as one hash of ids, golds, answers and numbers (`data.json`)."""
+    def of(problems) -> str:
+        return split_hash((p.id, (*p.prefix, "=", p.answer, "|", *p.numbers)) for p in problems)
+
+    return {"train": of(splits.train), "test": of(splits.test)}
+
+
+def _check_identity(out: Path, splits: Splits, info: dict, allow_changed_data: bool) -> None:
+    """Refuse to test a run on data other than it was trained and tested on, unless allowed
+    (then say so). A run folder from before `data.json` held the identity is not checked."""
+    try:
+        recorded = json.loads((out / "data.json").read_text()).get("identity")
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if not isinstance(recorded, dict):
+        return
+    now = _identity(splits)
+    changed = [k for k in ("train", "test") if recorded.get(k) != now[k]]
+    if not changed:
+        return
+    what = (f"{out}: the {' and '.join(changed)} data of {info['dataset']} (from {info['user_path'] or info['data_root']}) "
+            f"differ from what this run used ({', '.join(f'{k} {recorded.get(k)} now {now[k]}' for k in changed)})")
+    if not allow_changed_data:
+        raise ValueError(f"{what}: refused, as its metrics would be for other problems; restore the data, or pass "
+                         "--allow_changed_data to test on the data now on disk")
+    print(f"warning: {what}; testing on the data now on disk (--allow_changed_data)", file=sys.stderr, flush=True)
+
+
+def test_run(out_dir: str | Path, device: torch.device | str | None = None,
+             allow_changed_data: bool = False) -> RunResult:
     """Evaluate a run folder's `best.pt` on test, once; write `predictions.parquet` and
     `metrics.parquet` there. Needs `config.json`, `best.pt` and `epochs.parquet`. Runs on
     `device`, else the config's (a checkpoint trained anywhere loads onto either). A test
     problem the solver cannot represent is scored wrong, its reason in the predictions'
     `unscored` column; if anything else fails here, the checkpoints stay, and `psedual test
     RUN_DIR` (or `psedual train --resume` with the same options) runs this again without
-    training."""
+    training. Data that changed since training (its `data.json` identity) is refused unless
+    `allow_changed_data`."""
     began, out = time.perf_counter(), Path(out_dir)
     missing = [n for n in ("config.json", "epochs.parquet", "best.pt") if not (out / n).is_file()]
     if missing:
@@ -306,7 +370,8 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None) -> R
     config = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))
     device = torch.device(device) if device is not None else resolve(config.device)
     splits, data_info = _view(config)
-    train_set, valid_set, test_set, vocab = _sets(config, splits)
+    _check_identity(out, splits, data_info, allow_changed_data)
+    train_set, valid_set, test_set, vocab = _sets(config, splits, data_info)
     history = read(out / "epochs.parquet", EPOCHS_SCHEMA)
     best = best_epoch(history)  # the epoch training kept in best.pt
     train_seconds = sum(row["seconds"] for row in history)

@@ -34,8 +34,7 @@ def measure(flat: dict) -> dict:
     torch.set_num_threads(config.threads or 1)
     began = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
-        splits, _ = _view(config)
-        train_set, valid_set, _, vocab = _sets(config, splits)
+        train_set, valid_set, _, vocab = _sets(config, *_view(config))
         run = setup.build(config, Path(out), train_set, valid_set, vocab, resolve(config.device), 0, 1)
         run.forward = _distribute(run)
         start = time.perf_counter() - began

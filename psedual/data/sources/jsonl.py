@@ -16,6 +16,10 @@ Layout: `DIR/train.jsonl`, `DIR/test.jsonl`, and optionally `DIR/valid.jsonl`
   defaults to `<split>-<line>`; ids must be unique: a repeated id stops the load
   (`DataFileError` naming both lines).
 
+Only those three files are read: anything else in the folder (`dev.jsonl`, `valid.json`, a
+folder named `old.jsonl`) is listed in one note (`data stats` shows it), never read, and
+not part of the cache key.
+
 Lines end at `\n` only (a JSON string may hold U+2028 or U+0085). A line that is not JSON stops the load (`DataFileError` naming file and line);
 any other fault of one record is a counted skip naming `file:line` and why,
 including the size limits listed in `build` (10,000 characters of text, 100
@@ -35,10 +39,37 @@ NAME = "jsonl"
 SPLIT_FILES = {"train": "train.jsonl", "valid": "valid.jsonl", "test": "test.jsonl"}
 
 
+_LISTED = 10
+"""Names the not-read note lists before it says how many more."""
+
+
+def files(folder: Path | None) -> list[Path]:
+    """The source files of a folder: train, test and (if there) valid.jsonl; what keys the cache."""
+    if folder is None:
+        return []
+    return [folder / name for split, name in SPLIT_FILES.items() if split != "valid" or (folder / name).exists()]
+
+
+def not_read_note(folder: Path) -> str | None:
+    """One note naming what else the folder holds (a `dev.jsonl` or `valid.json` the user may
+    have meant as a split), or None."""
+    try:
+        others = sorted(e.name + ("/" if e.is_dir() else "") for e in folder.iterdir()
+                        if e.name not in SPLIT_FILES.values() and not e.name.startswith("."))
+    except OSError:
+        return None
+    if not others:
+        return None
+    shown = ", ".join(others[:_LISTED]) + (f" and {len(others) - _LISTED} more" if len(others) > _LISTED else "")
+    return f"not read (only {', '.join(SPLIT_FILES.values())} are): {shown}"
+
+
 def load(folder: Path) -> LoadResult:
     if not folder.is_dir():
         raise DataFileError(f"{folder}: not a folder (a jsonl dataset is a folder with train.jsonl and test.jsonl)")
     out = Collector(NAME)
+    if (note := not_read_note(folder)) is not None:
+        out.result.notes[note] += 1
     for split, name in SPLIT_FILES.items():
         path = folder / name
         if split == "valid" and not path.exists():
@@ -59,7 +90,7 @@ def load(folder: Path) -> LoadResult:
                     prefix = prefix.split()
                 problem = make_problem(dataset=NAME, source_id=problem_id, split=split, fold=-1, language=language,
                                        tokens=tokens, num_pos=num_pos, number_texts=texts, answer=require(rec, "answer"),
-                                       origin=origin, equation=rec.get("equation"), prefix=prefix)
+                                       origin=origin, equation=rec.get("equation"), prefix=prefix, notes=out.result.notes)
                 out.note_rules(text, language)
                 return problem
 

@@ -58,7 +58,7 @@ def load(root: Path) -> LoadResult:
             cells = [c for c in all_cells if c < len(starts)]
             problem = make_problem(dataset=NAME, source_id=source_id, split=split, fold=-1, language="zh",
                                    tokens=tokens, num_pos=num_pos, number_texts=texts, answer=require(rec, "ans"),
-                                   origin=origin, equation=stripped, cells=[starts[c] for c in cells])
+                                   origin=origin, equation=stripped, cells=[starts[c] for c in cells], notes=out.result.notes)
             if stripped != equation:
                 out.result.notes["unit stripped from equation"] += 1
             if len(cells) != len(all_cells):

@@ -33,7 +33,7 @@ def load(root: Path, train_file: Path | None = None) -> LoadResult:
                 tokens, num_pos, texts = text_tokens(text, "en")
                 problem = make_problem(dataset=NAME, source_id=f"{split}-{i}", split=split, fold=-1, language="en",
                                        tokens=tokens, num_pos=num_pos, number_texts=texts, answer=require(rec, "ans"),
-                                       origin=origin, equation=require_text(rec, "equation"))
+                                       origin=origin, equation=require_text(rec, "equation"), notes=out.result.notes)
                 out.note_rules(text, "en")
                 return problem
 

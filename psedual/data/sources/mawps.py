@@ -34,7 +34,7 @@ def _add(out: Collector, rec: object, *, split: str, fold: int, origin: str) -> 
         tokens, num_pos, texts = text_tokens(text, "en")
         problem = make_problem(dataset=out.dataset, source_id=source_id(require(rec, "iIndex"), "iIndex"), split=split,
                                fold=fold, language="en", tokens=tokens, num_pos=num_pos, number_texts=texts,
-                               answer=answer, origin=origin, equation=equations[0])
+                               answer=answer, origin=origin, equation=equations[0], notes=out.result.notes)
         out.note_rules(text, "en")
         return problem
 

@@ -8,7 +8,10 @@ matching their text and numbers to `SVAMP.json`. The two files disagree on 58
 problems (a typo, or numbers in another order); the CSV is what the SVAMP
 paper tested on, so it is kept, and the mismatches are counted. A row is
 matched to SVAMP.json only once it has become a problem, so a malformed row
-(too few `Numbers`, an unreadable one) is a counted skip naming its line.
+(too few `Numbers`, an unreadable one) is a counted skip naming its line. An ID is given to
+one row at most, the row matching it exactly first: another row that would take it (a copy, or
+an added variant over other numbers) keeps `test-<row>`, counted, never a duplicate id that
+would stop the load.
 """
 
 from __future__ import annotations
@@ -30,19 +33,34 @@ _MASK = re.compile(r"number(\d+)")
 _COLUMNS = ("Question", "Numbers", "Equation", "Answer")
 
 
+TAKEN = "test rows matching an SVAMP.json ID another row has (CSV kept, id test-<row>)"
+
+
 def load(root: Path) -> LoadResult:
     out = Collector(NAME)
     ids = _svamp_ids(root / FILES[2], out)
+    rows = {name: read_csv(root / name, _COLUMNS) for name in FILES[:2]}
+    # An ID goes to the row whose text and numbers match it exactly before any row matching its
+    # text only, and to one row at most: an extra variant row (same text, other numbers) keeps
+    # its own test-<row> id instead of stopping the load with a duplicate id.
+    exact = {ids[key] for _, row in rows[FILES[1]] if (key := _safe_key(row)) in ids}
+    taken: set[str] = set()
     for name, split in ((FILES[0], "train"), (FILES[1], "test")):
         path = root / name
-        for i, (line, row) in enumerate(read_csv(path, _COLUMNS)):
+        for i, (line, row) in enumerate(rows[name]):
             origin = f"{path}:{line}"
 
             def build(row=row, split=split, origin=origin, i=i):
                 problem = _problem(row, f"{split}-{i}", split, origin)
                 # Only now: the row's masks and Numbers are known to be consistent and readable.
-                svamp_id = _test_id(row, ids, out) if split == "test" else None
-                return replace(problem, id=f"{NAME}:{svamp_id}") if svamp_id else problem
+                svamp_id = _test_id(row, ids, exact, out) if split == "test" else None
+                if svamp_id is None:
+                    return problem
+                if svamp_id in taken:
+                    out.result.notes[TAKEN] += 1
+                    return problem
+                taken.add(svamp_id)
+                return replace(problem, id=f"{NAME}:{svamp_id}")
 
             out.add(build, split=split, fold=-1, origin=origin)
     return out.result
@@ -92,12 +110,20 @@ def _problem(row: dict[str, str], source_id: str, split: str, origin: str):
                         prefix=prefix)
 
 
-def _test_id(row: dict[str, str], ids: dict, out: Collector) -> str | None:
+def _safe_key(row: dict[str, str]) -> tuple[str, tuple] | None:
+    """`_row_key`, or None for a malformed row (its own build turns it into a counted skip)."""
+    try:
+        return _row_key(row)
+    except (ValueError, LookupError, AttributeError, TypeError):
+        return None
+
+
+def _test_id(row: dict[str, str], ids: dict, exact: set[str], out: Collector) -> str | None:
     key = _row_key(row)
     if key in ids:
         return ids[key]
     same_text = [v for k, v in ids.items() if k[0] == key[0]]
-    if len(same_text) == 1:
+    if len(same_text) == 1 and same_text[0] not in exact:  # an ID another row matches exactly is that row's
         out.result.notes["test rows whose numbers differ from SVAMP.json (CSV kept)"] += 1
         return same_text[0]
     out.result.notes["test rows whose text differs from SVAMP.json (CSV kept, id test-<row>)"] += 1
