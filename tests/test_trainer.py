@@ -225,3 +225,18 @@ def test_run_folders_join_the_result_tables_and_the_analysis(finished, finished_
     assert not any(f.startswith("data identity not recorded") for f in claim["flags"])
     assert main(["results", "add", str(tmp_path), "--experiment", "solo", "--root", root]) == 2
     assert "not a finished run folder (missing config.json" in capsys.readouterr().err
+
+
+def test_the_infill_probe_scores_a_finished_run_as_its_metrics_do(finished_psedual):
+    """bench/infill_probe.py's numbers: from the gold, the run's own test metrics; the rule with no
+    model and the scrambled gold beside them (issue 41)."""
+    from psedual.train.probe import probe_run
+
+    _, out = finished_psedual
+    metrics = pl.read_parquet(out / "metrics.parquet").row(0, named=True)
+    probe = probe_run(out)
+    assert probe.n == metrics["n_test_infilled"] == 383 and probe.quantity_keys == "anonymous"
+    assert probe.gold.acc == pytest.approx(metrics["test_infill_acc"])
+    assert probe.gold.pmr == pytest.approx(metrics["test_perfect_match"])
+    assert probe.rule.acc > 0.95 and 0.8 < probe.in_text_order < 0.9  # MAWPS fold 0's scored test golds
+    assert probe.scrambled.acc != probe.gold.acc

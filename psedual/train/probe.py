@@ -73,8 +73,8 @@ def probe_run(run_dir: str | Path, seed: int = 0) -> InfillProbe:
     config = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))
     if config.psedual is None:
         raise ValueError(f"{out}: a base run has no infiller to probe")
-    splits, _ = _view(config)
-    _, _, test_set, vocab = _sets(config, splits)
+    splits, info = _view(config)
+    _, _, test_set, vocab = _sets(config, splits, info)
     state = checkpoint.load(out / "best.pt")
     model = checkpoint.build_model(state, out / "best.pt", config.solver, vocab)
     reexaminer = Reexaminer(vocab, config.model, config.psedual)
