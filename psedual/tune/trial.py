@@ -105,9 +105,10 @@ def train_with_workers(flat: dict, resources: Resources, storage: str) -> None:
         train_loop_config={"flat": flat},
         scaling_config=scaling(resources),
         torch_config=TorchConfig(backend=resources.backend),
+        # the Train run (its checkpoints) under the trial's experiment, not at the storage root
         run_config=ray.train.RunConfig(
-            name=f"{trial.get_experiment_name()}-{trial.get_trial_id()}",
-            storage_path=storage,
+            name=f"train_{trial.get_trial_id()}",
+            storage_path=f"{storage.rstrip('/')}/{trial.get_experiment_name()}",
             callbacks=[TuneReportCallback()],
             # Ray's default controller failure limit is infinite: a trial that cannot be placed
             # would retry forever. Worker failures resume from the last checkpoint.
