@@ -15,6 +15,7 @@ import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 import pytest
 
+from conftest import loopback_ray_env
 from psedual.results import tables
 from psedual.storage import filesystem
 from psedual.tune.space import load_spec
@@ -51,9 +52,12 @@ def s3_ray(s3):
     """A private 2-CPU Ray started with the S3 server's environment (its workers inherit it)."""
     import ray
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield s3
-    ray.shutdown()
+    with loopback_ray_env():
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        try:
+            yield s3
+        finally:
+            ray.shutdown()
 
 
 def test_a_train_workers_checkpoint_on_s3_is_read_through_the_storages_filesystem(s3, tmp_path):
@@ -63,14 +67,14 @@ def test_a_train_workers_checkpoint_on_s3_is_read_through_the_storages_filesyste
 
     from psedual.tune.sweep import _outcome
 
-    fs, base = filesystem(s3)
-    folder = f"{base}/unit/train_abc/checkpoint_0"
+    fs, base = filesystem(f"s3://{BUCKET}/unit")  # beside the sweeps' storage, not in it
+    folder = f"{base}/train_abc/checkpoint_0"
     fs.create_dir(folder)
     with fs.open_output_stream(f"{folder}/best.pt") as f:
         f.write(b"weights")
     flat = {**load_spec(ROOT / "search_spaces" / "smoke.yaml").fixed, "variant": "gcn"}
     result = Result(metrics={"epoch": 1, "valid_value_acc": 0.5, "checkpoint_path": folder, "config": flat},
-                    checkpoint=None, error=None, path=f"{base}/unit/trial")
+                    checkpoint=None, error=None, path=f"{base}/trial")
     outcome = _outcome(result, SimpleNamespace(config=flat, trial_id="abc_00000"), fs)
     assert (outcome.trial, outcome.status, outcome.metrics["valid_value_acc"]) == ("abc_00000", "completed", 0.5)
     outcome.checkpoint.to_directory(str(tmp_path / "got"))
@@ -84,10 +88,10 @@ def test_a_trial_lost_before_its_first_report_is_an_error_outcome(s3):
 
     from psedual.tune.sweep import _outcome
 
-    fs, base = filesystem(s3)
+    fs, base = filesystem(f"s3://{BUCKET}/unit")
     flat = {**load_spec(ROOT / "search_spaces" / "smoke.yaml").fixed, "variant": "base"}
     lost = RuntimeError("The node running this trial died")
-    outcome = _outcome(Result(metrics={}, checkpoint=None, error=lost, path=f"{base}/unit/lost"),
+    outcome = _outcome(Result(metrics={}, checkpoint=None, error=lost, path=f"{base}/lost"),
                        SimpleNamespace(config=flat, trial_id="lost_00001"), fs)
     assert (outcome.trial, outcome.status, outcome.checkpoint, outcome.metrics) == ("lost_00001", "error", None, {})
     assert outcome.flat["variant"] == "base" and outcome.error == "RuntimeError: The node running this trial died"
@@ -104,7 +108,7 @@ def _top_level(storage: str) -> list[str]:
     return sorted(Path(i.path).name for i in fs.get_file_info(pafs.FileSelector(base)))
 
 
-@pytest.mark.slow  # ~35 s: a Ray Train worker group's start
+@pytest.mark.slow  # ~25-35 s: a Ray Train worker group's start
 def test_a_train_worker_sweep_on_s3_writes_the_tables_and_keeps_its_folders_under_the_experiment(s3_ray):
     """Train hands a checkpoint on S3 back as a path without its scheme: built without its
     filesystem, it was read as a local path (`URI has empty scheme`) and no table was written."""
@@ -123,7 +127,7 @@ def test_a_train_worker_sweep_on_s3_writes_the_tables_and_keeps_its_folders_unde
     assert _top_level(s3_ray) == ["epochs", "predictions", "runs", "s3_workers"]
 
 
-@pytest.mark.slow  # ~28 s
+@pytest.mark.slow  # ~14-28 s (the fast tests above cover the S3 checkpoint path in the default run)
 def test_an_in_process_sweep_on_s3_writes_the_tables_and_its_claim(s3_ray, capsys):
     from psedual.job import run_spec
 
