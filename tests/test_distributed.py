@@ -414,3 +414,21 @@ def test_a_trials_test_holds_what_one_of_its_workers_held(monkeypatch, resources
     outcome = TrialOutcome("t0", {}, "completed", {}, "a checkpoint", None)
     assert collect_mod.evaluate_trials([outcome], resources) == {"t0": "tested"}
     assert (asked["num_cpus"], asked["num_gpus"]) == (1.0, gpus)  # a shared GPU's test shares it too
+
+
+def test_a_trial_holding_a_gpu_its_torch_cannot_see_fails_at_once_naming_the_node(monkeypatch):
+    """An AMI's driver older than the wheel's CUDA (or a CPU build of torch) on a GPU node: the
+    trial held a GPU and trained silently on the CPU; now one line names the node and versions."""
+    import platform
+
+    from psedual.train.device import placed
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for name in ("auto", "cuda"):
+        with pytest.raises(RuntimeError, match=r"this trial holds GPU 0 but torch .* sees no CUDA device") as err:
+            placed(name, [0])
+        message = str(err.value)
+        assert f"node {platform.node()}:" in message and torch.__version__ in message and "driver:" in message
+        assert "\n" not in message
+    assert placed("cpu", [0]) == torch.device("cpu")  # asked for: taken as asked
+    assert placed("auto", []) == torch.device("cpu")  # no GPU held: the CPU, as before

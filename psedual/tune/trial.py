@@ -88,8 +88,9 @@ def train_worker(loop_config: dict) -> None:
     try:
         resumed = _restore(ray.train.get_checkpoint(), out)
         gpus = ray.get_gpu_ids()
+        device = placed(config.device, gpus)  # fails here, naming the node, on a GPU torch cannot see
         train(config, out, resume=resumed, progress=False, test=False, rank=rank, world_size=world,
-              on_epoch=on_epoch, device=get_device() if gpus else placed(config.device, gpus))
+              on_epoch=on_epoch, device=get_device() if device.type == "cuda" else device)
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
