@@ -39,11 +39,27 @@ def test_every_mount_source_is_in_a_fresh_clone_and_every_node_fetches_the_data(
         assert any("psedual data fetch" in c for c in commands[install + 1:]), node
 
 
-def test_ray_up_finds_boto3_through_the_cluster_extra():
+def test_ray_up_and_the_heads_autoscaler_find_boto3_through_the_cluster_extra():
     text = (ROOT / "pyproject.toml").read_text()
     extra = re.search(r"^cluster = \[(.*)\]", text, re.M)
     assert extra and "boto3" in extra.group(1)
+    assert "EXTRAS=test,cluster" in " ".join(GPU["head_setup_commands"])
+    assert "EXTRAS ?= test" in (ROOT / "Makefile").read_text()
     assert "[cluster]" in (ROOT / "README.md").read_text() and "[cluster]" in (ROOT / "docs" / "cluster.md").read_text()
+
+
+def test_every_node_installs_the_pinned_versions():
+    """A worker autoscaled hours after the head installs then: the same Ray only if pinned."""
+    makefile = (ROOT / "Makefile").read_text()
+    assert "-c constraints.txt" in makefile and "$(VENV)/.installed: pyproject.toml constraints.txt" in makefile
+    pins = dict(line.split("==") for line in (ROOT / "constraints.txt").read_text().splitlines()
+                if line and not line.startswith("#"))
+    from importlib.metadata import version
+
+    assert pins["ray"] == version("ray") and pins["torch"] == version("torch").split("+")[0]
+    assert pins["boto3"] and pins["moto"]
+    for node in ("head_setup_commands", "worker_setup_commands"):
+        assert any("make install" in c for c in GPU[node]), node
 
 
 def test_the_dashboard_stays_on_the_heads_loopback():
