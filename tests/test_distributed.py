@@ -133,8 +133,9 @@ def test_tests_after_a_sweep_run_as_parallel_tasks_with_the_same_rows(two_worker
         assert read[0].equals(read[1]), table
 
 
-def test_a_gpu_trial_hands_the_trainer_rays_cuda_device(monkeypatch):
-    """Without a GPU: the worker passes whatever device Ray assigned (cuda:0 here) to the trainer."""
+def test_a_gpu_trial_hands_the_trainer_rays_cuda_device(monkeypatch, cuda_visible):
+    """Where torch sees the GPU Ray assigned (mocked): the worker passes Ray's device (cuda:0
+    here) to the trainer. A torch that sees none fails instead (the test after the next)."""
     import ray.train
     import ray.train.torch
 
