@@ -20,8 +20,8 @@ DEFAULT_SPACE = "search_spaces/default.yaml"
 NEXT = (
     ("a bigger sweep: 3 solvers × {base, GRU, GCN} × 6 seeds (54 trials)",
      "python tune.py --space search_spaces/table1_mawps_seeds.yaml"),
-    ("the paper's table 1 on MAWPS (5 folds, full recipe, a GPU per trial) on a cluster: docs/sweeps.md",
-     "ray submit clusters/gpu.yaml tune.py --space psedual/search_spaces/table1_mawps.yaml --address auto "
+    ("the paper's table 1 on MAWPS (5 folds, full recipe, a GPU per trial) on a cluster: docs/cluster.md",
+     "ray submit --tmux clusters/gpu.yaml tune.py --space psedual/search_spaces/table1_mawps.yaml --address auto "
      "--storage s3://BUCKET/psedual"),
     ("a query of the result tables in Polars",
      "python -c \"import polars as pl; print(pl.scan_parquet('{storage}/runs/**/*.parquet', hive_partitioning=True)"

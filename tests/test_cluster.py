@@ -1,6 +1,7 @@
 """A simulated GPU cluster on this machine (Ray's `cluster_utils.Cluster`: a 0-GPU head and nodes
-with fake GPUs, every raylet on 127.0.0.1): GPU trials land on GPU nodes only, and a node lost
-under a trial costs that trial one error row; the job still writes its tables and claims."""
+with fake GPUs, every raylet on 127.0.0.1): GPU trials and their tests land on GPU nodes only,
+and a node lost under a trial costs that trial one error row; the job still writes its tables
+and runs its comparison."""
 
 from __future__ import annotations
 
@@ -46,24 +47,33 @@ def cluster():
             cluster.shutdown()
 
 
-def _kill_the_node_once_its_trial_starts(cluster, node, killed: list) -> None:
-    """Remove `node` as soon as a trial's actor runs on it (Tune's function trainables run as
-    `ImplicitFunc` actors; the tests after the sweep are tasks): seconds before its first report,
-    which waits for its data, its model and an epoch. Ray's resource view lags too much to tell."""
+GPU_WORK = ("ImplicitFunc", "evaluate_checkpoint")
+"""Process titles of GPU work: Tune's function trainables run as `ImplicitFunc` actors, the
+tests after the sweep as `evaluate_checkpoint` tasks."""
+
+
+def _watch(cluster, head, nodes, done: threading.Event, seen: dict) -> None:
+    """Until `done`: note which node's workers run GPU work (`seen[name]`: the titles), and
+    remove nodes[1] as soon as a trial's actor runs there, seconds before its first report
+    (which waits for its data, its model and an epoch). Ray's resource view lags too much to tell."""
     import psutil
     from ray._private import ray_constants
 
-    raylet = psutil.Process(node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            running = any("ImplicitFunc" in " ".join(p.cmdline()) for p in raylet.children(recursive=True))
-        except psutil.Error:  # a worker process that ended while being read
-            running = False
-        if running:
-            cluster.remove_node(node, allow_graceful=False)
-            killed.append(time.monotonic())
-            return
+    def raylet(node):
+        return psutil.Process(node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid)
+
+    watched = {"head": raylet(head), "gpu0": raylet(nodes[0]), "gpu1": raylet(nodes[1])}
+    seen.update({name: set() for name in watched})
+    while not done.is_set():
+        for name, proc in list(watched.items()):
+            try:
+                titles = {" ".join(p.cmdline()) for p in proc.children(recursive=True)}
+            except psutil.Error:  # a worker that ended while being read
+                continue
+            seen[name] |= {work for work in GPU_WORK if any(work in t for t in titles)}
+            if name == "gpu1" and "ImplicitFunc" in seen[name]:
+                cluster.remove_node(nodes[1], allow_graceful=False)
+                del watched[name]
         time.sleep(0.05)
 
 
@@ -77,12 +87,17 @@ def test_a_node_lost_under_a_trial_costs_one_error_row_and_the_job_writes_its_ta
     # a GPU each (fake ones: the trials name the CPU, as a GPU sweep names `auto`), no retry
     spec = replace(smoke, name="lost", fixed={**smoke.fixed, "device": "cpu"},
                    resources=Resources(gpus_per_trial=1, max_concurrent=2, max_failures=0))
-    killed: list = []
-    killer = threading.Thread(target=_kill_the_node_once_its_trial_starts, args=(cluster, nodes[1], killed))
-    killer.start()
-    code = run_spec(spec, "lost", False, str(tmp_path), cluster.address)
-    killer.join()
-    assert killed, "no trial ran on the second GPU node"
+    seen: dict = {}
+    done = threading.Event()
+    watcher = threading.Thread(target=_watch, args=(cluster, cluster.head_node, nodes, done, seen))
+    watcher.start()
+    try:
+        code = run_spec(spec, "lost", False, str(tmp_path), cluster.address)
+    finally:
+        done.set()
+        watcher.join()
+    # GPU work only on the GPU nodes: the surviving one ran its trial and that trial's test
+    assert seen == {"head": set(), "gpu0": set(GPU_WORK), "gpu1": {"ImplicitFunc"}}, seen
     runs = pl.read_parquet(tmp_path / "runs" / "experiment=lost" / "*.parquet")
     assert code == 1 and sorted(runs["status"]) == ["completed", "error"]
     lost = runs.filter(pl.col("status") == "error").row(0, named=True)
