@@ -10,6 +10,8 @@ BIN := $(VENV)/bin
 TORCH_VERSION ?= 2.13.0
 TORCH_BUILD ?= auto
 TORCH_CPU_INDEX ?=
+# The package's extras: a cluster's head adds `cluster` (boto3, which Ray's AWS autoscaler imports).
+EXTRAS ?= test
 # Where a missing benchmark file is downloaded from: empty for GitHub itself (each file pinned by
 # commit and SHA256), or a host laid out the same way (an internal mirror: DATA_MIRROR=https://...).
 DATA_MIRROR ?=
@@ -17,7 +19,9 @@ FETCH = $(BIN)/psedual data fetch --if_missing $(if $(DATA_MIRROR),--mirror $(DA
 
 .PHONY: install demo readme test
 
-$(VENV)/.installed: pyproject.toml
+# constraints.txt pins every package to the versions the tests passed with (the same on every
+# cluster node, whenever it installs); pyproject.toml keeps the ranges the code needs.
+$(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	@build=$(TORCH_BUILD); \
@@ -30,7 +34,7 @@ $(VENV)/.installed: pyproject.toml
 		$(BIN)/pip install -q "torch==$(TORCH_VERSION)" $(if $(TORCH_CPU_INDEX),--index-url $(TORCH_CPU_INDEX));; \
 	*) echo "TORCH_BUILD must be auto, cpu or cuda, not $$build"; exit 2;; \
 	esac
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[$(EXTRAS)]' -c constraints.txt
 	touch $@
 
 install: $(VENV)/.installed

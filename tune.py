@@ -3,7 +3,7 @@
     python tune.py                                   # the default sweep, on a local Ray started here
     python tune.py --space search_spaces/table1_mawps.yaml
     python tune.py --resume default                  # continue a killed sweep
-    ray submit clusters/gpu.yaml tune.py --space psedual/search_spaces/table1_mawps.yaml --address auto \\
+    ray submit --tmux clusters/gpu.yaml tune.py --space psedual/search_spaces/table1_mawps.yaml --address auto \\
         --storage s3://my-bucket/psedual
 
 (`ray submit` runs ~/tune.py in the head's home, where gpu.yaml mounts the repo as ~/psedual.)

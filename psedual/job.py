@@ -20,8 +20,8 @@ DEFAULT_SPACE = "search_spaces/default.yaml"
 NEXT = (
     ("a bigger sweep: 3 solvers × {base, GRU, GCN} × 6 seeds (54 trials)",
      "python tune.py --space search_spaces/table1_mawps_seeds.yaml"),
-    ("the paper's table 1 on MAWPS (5 folds, full recipe, a GPU per trial) on a cluster: docs/sweeps.md",
-     "ray submit clusters/gpu.yaml tune.py --space psedual/search_spaces/table1_mawps.yaml --address auto "
+    ("the paper's table 1 on MAWPS (5 folds, full recipe, a GPU per trial) on a cluster: docs/cluster.md",
+     "ray submit --tmux clusters/gpu.yaml tune.py --space psedual/search_spaces/table1_mawps.yaml --address auto "
      "--storage s3://BUCKET/psedual"),
     ("a query of the result tables in Polars",
      "python -c \"import polars as pl; print(pl.scan_parquet('{storage}/runs/**/*.parquet', hive_partitioning=True)"
@@ -141,7 +141,7 @@ def run_job(job: TuneJob) -> int:
 
 def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, verbose: bool = False) -> int:
     """One experiment: the sweep (or its resumption), each trial's test, the runs table, and the
-    comparison of its arms; 1 if a trial ended in error."""
+    comparison of its arms (of the trials that finished); 1 if a trial ended in error."""
     if address is None:  # a Ray started here, for this process only: no token to manage
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import polars as pl
@@ -160,15 +160,18 @@ def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, v
         print(runs.select([c for c in SHOWN if c in runs.columns]))
     print(f"{len(runs)} trials in {time.perf_counter() - began:.0f} s; tables in "
           f"{storage}/{{runs,epochs,predictions}}/experiment={name}/")
-    if (runs["status"] == "error").any():
-        return 1
+    failed = runs.filter(pl.col("status") == "error")
+    for row in failed.iter_rows(named=True):
+        print(f"trial {row['trial']} failed: {row['error']}", flush=True)
+    # a failed trial (its node lost, its retries spent) is one error row: the others are still
+    # compared (the comparison skips it, saying so) and their claims written
     compare = compare_args(spec, runs["variant"].unique().to_list(), storage, name)
     if compare is not None:
         print(f"\nIs the difference real? psedual analyze {' '.join(compare[1:])}\n", flush=True)
         from analysis.cli import main as analyze
 
         analyze(compare)  # a refusal is one line naming the runs; the sweep itself succeeded
-    return 0
+    return 1 if failed.height else 0
 
 
 def compare_args(spec, variants: list[str], storage: str, name: str) -> list[str] | None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -87,6 +90,26 @@ def local_ray():
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
+
+
+@contextlib.contextmanager
+def loopback_ray_env():
+    """The environment for a Ray a test starts as a cluster stand-in: every address it binds and
+    advertises on 127.0.0.1 (Ray otherwise advertises this machine's own IP), and its session
+    files in a private folder (its address file never names it to `ray.init(address="auto")`
+    elsewhere on the machine). Children (raylets, workers) read the variable; this process has
+    read Ray's constant at import already, so it is set here too."""
+    from ray._private import ray_constants
+
+    tmp = tempfile.mkdtemp(prefix="ray-test-", dir="/tmp")  # short: Ray's socket paths have a length limit
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+            patch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)
+            patch.setenv("RAY_TMPDIR", tmp)
+            yield patch
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.fixture

@@ -133,8 +133,9 @@ def test_tests_after_a_sweep_run_as_parallel_tasks_with_the_same_rows(two_worker
         assert read[0].equals(read[1]), table
 
 
-def test_a_gpu_trial_hands_the_trainer_rays_cuda_device(monkeypatch):
-    """Without a GPU: the worker passes whatever device Ray assigned (cuda:0 here) to the trainer."""
+def test_a_gpu_trial_hands_the_trainer_rays_cuda_device(monkeypatch, cuda_visible):
+    """Where torch sees the GPU Ray assigned (mocked): the worker passes Ray's device (cuda:0
+    here) to the trainer. A torch that sees none fails instead (the test after the next)."""
     import ray.train
     import ray.train.torch
 
@@ -414,3 +415,21 @@ def test_a_trials_test_holds_what_one_of_its_workers_held(monkeypatch, resources
     outcome = TrialOutcome("t0", {}, "completed", {}, "a checkpoint", None)
     assert collect_mod.evaluate_trials([outcome], resources) == {"t0": "tested"}
     assert (asked["num_cpus"], asked["num_gpus"]) == (1.0, gpus)  # a shared GPU's test shares it too
+
+
+def test_a_trial_holding_a_gpu_its_torch_cannot_see_fails_at_once_naming_the_node(monkeypatch):
+    """An AMI's driver older than the wheel's CUDA (or a CPU build of torch) on a GPU node: the
+    trial held a GPU and trained silently on the CPU; now one line names the node and versions."""
+    import platform
+
+    from psedual.train.device import placed
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for name in ("auto", "cuda"):
+        with pytest.raises(RuntimeError, match=r"this trial holds GPU 0 but torch .* sees no CUDA device") as err:
+            placed(name, [0])
+        message = str(err.value)
+        assert f"node {platform.node()}:" in message and torch.__version__ in message and "driver:" in message
+        assert "\n" not in message
+    assert placed("cpu", [0]) == torch.device("cpu")  # asked for: taken as asked
+    assert placed("auto", []) == torch.device("cpu")  # no GPU held: the CPU, as before

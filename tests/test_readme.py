@@ -15,7 +15,7 @@ from psedual.cli import main
 ROOT = Path(__file__).parent.parent
 README = ROOT / "README.md"
 MAX_LINES = 350
-DOCS = ("data", "solvers", "psedual", "sweeps", "gpu", "llm", "analysis", "results")
+DOCS = ("data", "solvers", "psedual", "sweeps", "cluster", "gpu", "llm", "analysis", "results")
 
 
 def commands(text: str) -> list[str]:
@@ -46,6 +46,11 @@ def _psedual_help(args: list[str], capsys) -> str:
 def check(command: str, capsys) -> None:
     """Fail unless the README's `command` names what exists, with options its parser knows."""
     words = shlex.split(command)
+    if words[0] == ".venv/bin/ray":
+        words[0] = "ray"
+    if words[:2] == ["ray", "submit"]:  # ray's own options (--tmux) come before the cluster file
+        words = ["ray", "submit", *(w for w in words[2:words.index("tune.py") - 1] if not w.startswith("--")),
+                 *words[words.index("tune.py") - 1:]]
     if words[0] in (".venv/bin/psedual", "psedual"):
         args = words[1:]
     elif words[:2] == ["python", "tune.py"]:
@@ -60,6 +65,10 @@ def check(command: str, capsys) -> None:
         return
     elif words[0] == "make":
         assert re.search(rf"^{re.escape(words[1])}:", (ROOT / "Makefile").read_text(), re.M), command
+        return
+    elif words[:3] == [".venv/bin/pip", "install", "-e"]:  # an extra of this package
+        extra = re.fullmatch(r"\.\[(\w+)\]", words[3]).group(1)
+        assert re.search(rf"^{extra} = \[", (ROOT / "pyproject.toml").read_text(), re.M), command
         return
     elif words[:2] == ["python", "-c"]:
         compile(words[2], "README", "exec")
@@ -95,6 +104,9 @@ def test_the_check_catches_an_option_the_cli_lacks(capsys):
         check(".venv/bin/psedual train --solvr gts --out runs/x", capsys)
     with pytest.raises(AssertionError, match="no check here"):
         check("curl https://example.com", capsys)
+    check(".venv/bin/pip install -e '.[cluster]'", capsys)
+    with pytest.raises(AssertionError, match="clustr"):
+        check(".venv/bin/pip install -e '.[clustr]'", capsys)
 
 
 def test_the_readme_is_a_short_guide_with_its_topics_in_docs():

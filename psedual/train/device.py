@@ -22,12 +22,29 @@ def placed(name: str, gpu_ids: list) -> torch.device:
     """The device of a process Ray placed, holding the GPUs `gpu_ids` (`ray.get_gpu_ids()`).
     Ray sets no CUDA_VISIBLE_DEVICES for a process that asked for no GPU, so `auto` there would
     see every GPU of the machine and train on GPU 0 unaccounted: without a GPU of its own a
-    process trains on the CPU (and never initialises CUDA); `cuda` without one is an error."""
+    process trains on the CPU (and never initialises CUDA); `cuda` without one is an error. A
+    process that holds a GPU its torch cannot use (a CPU build, a driver older than the wheel's
+    CUDA) fails at once rather than train for hours on the CPU; `cpu` there is taken as asked."""
     if gpu_ids:
+        if name != "cpu" and not torch.cuda.is_available():
+            raise RuntimeError(no_cuda(gpu_ids))
         return resolve(name)
     if name == "cuda":
         raise ValueError("device cuda: this trial holds no GPU (give its resources use_gpu or gpus_per_trial)")
     return torch.device("cpu")
+
+
+def no_cuda(gpu_ids: list) -> str:
+    """One line: which node holds a GPU that torch cannot see, and the versions that disagree."""
+    import platform
+    from pathlib import Path
+
+    driver = Path("/proc/driver/nvidia/version")
+    driver = driver.read_text().splitlines()[0].strip() if driver.is_file() else "no NVIDIA driver loaded"
+    return (f"node {platform.node()}: this trial holds GPU {', '.join(map(str, gpu_ids))} but torch "
+            f"{torch.__version__} (CUDA {torch.version.cuda or 'none: a CPU build'}) sees no CUDA device; driver: "
+            f"{driver}. Install the CUDA torch the driver supports on this node (make install TORCH_BUILD=cuda), "
+            "or give the trial device: cpu")
 
 
 def autocast(device: torch.device, precision: str):

@@ -7,7 +7,6 @@ checkpoint holding `best.pt`. Test evaluation and tables are `psedual.results`' 
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import ray
 import ray.tune
 from ray.train import Checkpoint
 
-from psedual.storage import storage_uri
+from psedual.storage import filesystem, storage_uri
 from psedual.tune.progress import RAY_LOGS, Progress, quiet_tune_logs
 from psedual.train.best import SELECT_BY
 from psedual.train.config import TrainConfig
@@ -135,8 +134,12 @@ def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bo
                                    name=name, storage_path=storage, verbose=1 if loud else 0, callbacks=callbacks,
                                    failure_config=ray.tune.FailureConfig(max_failures=spec.resources.max_failures),
                                    checkpoint_config=ray.tune.CheckpointConfig(num_to_keep=2)))
-    grid = tuner.fit()
-    return [_outcome(r) for r in grid]
+    tuner.fit()
+    # the results read back from the experiment's state: a trial whose node was lost before its
+    # first report has no metrics, and so no config, in its Result; its Trial has both
+    fs, fs_path = filesystem(path)
+    analysis = ray.tune.ExperimentAnalysis(fs_path, storage_filesystem=fs)
+    return [_outcome(r, t, fs) for r, t in zip(ray.tune.ResultGrid(analysis), analysis.trials)]
 
 
 def max_epochs(spec: SweepSpec) -> int:
@@ -187,17 +190,19 @@ def _tune_config(spec: SweepSpec) -> ray.tune.TuneConfig:
     return ray.tune.TuneConfig(**common, search_alg=search, scheduler=scheduler)
 
 
-def _outcome(result) -> TrialOutcome:
+def _outcome(result, trial, fs) -> TrialOutcome:
+    """A trial's outcome from its Result and its Trial (whose config and id a Result lacks when
+    the trial never reported: its node lost, or its start failed). `fs` is the storage's
+    filesystem: Ray Train reports a checkpoint's path on it without the URI's scheme."""
     metrics = {k: v for k, v in (result.metrics or {}).items() if k not in _TUNE_KEYS}
     checkpoint = result.checkpoint
     if checkpoint is None and (result.metrics or {}).get("checkpoint_path"):
-        checkpoint = Checkpoint(result.metrics["checkpoint_path"])  # reported by Ray Train workers
-    flat = expand(dict(result.config))
+        checkpoint = Checkpoint(result.metrics["checkpoint_path"], filesystem=fs)  # reported by Ray Train workers
+    flat = expand(dict(trial.config))
     epochs = make_config(flat).epochs
     if result.error is not None:
         status = "error"
     else:
         status = "completed" if metrics.get("epoch", 0) >= epochs else "stopped"
-    trial_id = (result.metrics or {}).get("trial_id") or hashlib.sha1(result.path.encode()).hexdigest()[:12]
-    return TrialOutcome(trial_id, flat, status, metrics, checkpoint,
+    return TrialOutcome(trial.trial_id, flat, status, metrics, checkpoint,
                         None if result.error is None else f"{type(result.error).__name__}: {result.error}")

@@ -88,8 +88,9 @@ def train_worker(loop_config: dict) -> None:
     try:
         resumed = _restore(ray.train.get_checkpoint(), out)
         gpus = ray.get_gpu_ids()
+        device = placed(config.device, gpus)  # fails here, naming the node, on a GPU torch cannot see
         train(config, out, resume=resumed, progress=False, test=False, rank=rank, world_size=world,
-              on_epoch=on_epoch, device=get_device() if gpus else placed(config.device, gpus))
+              on_epoch=on_epoch, device=get_device() if device.type == "cuda" else device)
     finally:
         shutil.rmtree(out, ignore_errors=True)
 
@@ -105,9 +106,10 @@ def train_with_workers(flat: dict, resources: Resources, storage: str) -> None:
         train_loop_config={"flat": flat},
         scaling_config=scaling(resources),
         torch_config=TorchConfig(backend=resources.backend),
+        # the Train run (its checkpoints) under the trial's experiment, not at the storage root
         run_config=ray.train.RunConfig(
-            name=f"{trial.get_experiment_name()}-{trial.get_trial_id()}",
-            storage_path=storage,
+            name=f"train_{trial.get_trial_id()}",
+            storage_path=f"{storage.rstrip('/')}/{trial.get_experiment_name()}",
             callbacks=[TuneReportCallback()],
             # Ray's default controller failure limit is infinite: a trial that cannot be placed
             # would retry forever. Worker failures resume from the last checkpoint.

@@ -1,0 +1,112 @@
+"""A simulated GPU cluster on this machine (Ray's `cluster_utils.Cluster`: a 0-GPU head and nodes
+with fake GPUs, every raylet on 127.0.0.1): GPU trials and their tests land on GPU nodes only,
+and a node lost under a trial costs that trial one error row; the job still writes its tables
+and runs its comparison."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from conftest import loopback_ray_env
+from psedual.tune.space import load_spec
+
+ROOT = Path(__file__).parent.parent
+LOOPBACK = "127.0.0.1"
+
+
+@pytest.fixture
+def cluster():
+    """A head with 2 CPUs and no GPU, two nodes with 1 CPU and 1 (fake) GPU each, all on
+    127.0.0.1; this test's own Ray, shut down at its end (never one it did not start)."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    assert not ray.is_initialized()
+    with loopback_ray_env() as env:
+        # Ray refuses a raylet with GPUs that CUDA_VISIBLE_DEVICES hides (conftest hides them
+        # all); the trials name the CPU, so a real GPU of this machine stays unused
+        env.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+        # a lost raylet is noticed within ~2 s, not Ray's default ~30 s
+        system = {"health_check_period_ms": 500, "health_check_failure_threshold": 3,
+                  "health_check_timeout_ms": 500}
+        cluster = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": 2, "num_gpus": 0, "node_ip_address": LOOPBACK, "include_dashboard": False,
+            "_system_config": system})
+        try:
+            nodes = [cluster.add_node(num_cpus=1, num_gpus=1, node_ip_address=LOOPBACK) for _ in range(2)]
+            ray.init(address=cluster.address, log_to_driver=False)
+            yield cluster, nodes
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
+
+
+GPU_WORK = ("ImplicitFunc", "evaluate_checkpoint")
+"""Process titles of GPU work: Tune's function trainables run as `ImplicitFunc` actors, the
+tests after the sweep as `evaluate_checkpoint` tasks."""
+
+
+def _watch(cluster, head, nodes, done: threading.Event, seen: dict) -> None:
+    """Until `done`: note which node's workers run GPU work (`seen[name]`: the titles), and
+    remove nodes[1] as soon as a trial's actor runs there, seconds before its first report
+    (which waits for its data, its model and an epoch). Ray's resource view lags too much to tell."""
+    import psutil
+    from ray._private import ray_constants
+
+    def raylet(node):
+        return psutil.Process(node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid)
+
+    watched = {"head": raylet(head), "gpu0": raylet(nodes[0]), "gpu1": raylet(nodes[1])}
+    seen.update({name: set() for name in watched})
+    while not done.is_set():
+        for name, proc in list(watched.items()):
+            try:
+                titles = {" ".join(p.cmdline()) for p in proc.children(recursive=True)}
+            except psutil.Error:  # a worker that ended while being read
+                continue
+            seen[name] |= {work for work in GPU_WORK if any(work in t for t in titles)}
+            if name == "gpu1" and "ImplicitFunc" in seen[name]:
+                cluster.remove_node(nodes[1], allow_graceful=False)
+                del watched[name]
+        time.sleep(0.05)
+
+
+# ~18 s on the quiet 2-core machine (three raylets, two tiny trials, the tables): in the default suite
+def test_a_node_lost_under_a_trial_costs_one_error_row_and_the_job_writes_its_tables(cluster, tmp_path, capsys):
+    from psedual.job import run_spec
+    from psedual.train.resources import Resources
+
+    cluster, nodes = cluster
+    smoke = load_spec(ROOT / "search_spaces" / "smoke.yaml")
+    # a GPU each (fake ones: the trials name the CPU, as a GPU sweep names `auto`), no retry
+    spec = replace(smoke, name="lost", fixed={**smoke.fixed, "device": "cpu"},
+                   resources=Resources(gpus_per_trial=1, max_concurrent=2, max_failures=0))
+    seen: dict = {}
+    done = threading.Event()
+    watcher = threading.Thread(target=_watch, args=(cluster, cluster.head_node, nodes, done, seen))
+    watcher.start()
+    try:
+        code = run_spec(spec, "lost", False, str(tmp_path), cluster.address)
+    finally:
+        done.set()
+        watcher.join()
+    # GPU work only on the GPU nodes: the surviving one ran its trial and that trial's test
+    assert seen == {"head": set(), "gpu0": set(GPU_WORK), "gpu1": {"ImplicitFunc"}}, seen
+    runs = pl.read_parquet(tmp_path / "runs" / "experiment=lost" / "*.parquet")
+    assert code == 1 and sorted(runs["status"]) == ["completed", "error"]
+    lost = runs.filter(pl.col("status") == "error").row(0, named=True)
+    assert lost["epochs_done"] == 0 and lost["test_value_acc"] is None and lost["error"]
+    done = runs.filter(pl.col("status") == "completed").row(0, named=True)
+    assert done["n_test"] == 397 and done["test_value_acc"] is not None
+    for table, n in (("epochs", 1), ("predictions", 397)):
+        assert pl.read_parquet(tmp_path / table / "experiment=lost" / "*.parquet").height == n, table
+    printed = capsys.readouterr()
+    assert f"trial {lost['trial']} failed: " in printed.out
+    # the comparison still runs: it names the run it skipped (here the pair's other arm is gone)
+    assert f"skipped 1 run(s) with no test result: lost/{lost['trial']} (error)" in printed.err
