@@ -206,6 +206,17 @@ def data_flags(cell: str, pairs: list[tuple[dict, dict]], allowed: set[str]) -> 
                     raise GuardrailError(f"{cell}: {said}; compare runs on the same data, or pass --allow_diff+ {col} "
                                          f"to compare anyway (the claim is then flagged)")
                 flags.append(f"data differs (allowed by --allow_diff): {said}")
+    runs = {(r["experiment"], r["trial"]): r for pair in pairs for r in pair}
+    leaked = {k: r["data_test_leaked"] for k, r in runs.items() if (r.get("data_test_leaked") or 0) > 0}
+    if leaked:
+        most = max(leaked.values())
+        flags.append(f"leakage: up to {most} test problem(s) per run also in its training split under other ids "
+                     f"({len(leaked)} of {len(runs)} runs, e.g. {_name(next(iter(leaked)))}): the test is not wholly "
+                     f"held out (psedual data stats counts them)")
+    changed = sorted(_name(k) for k, r in runs.items() if r.get("data_changed"))
+    if changed:
+        flags.append(f"tested on data changed since training (psedual test --allow_changed_data): "
+                     f"{', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''}")
     if unknown:
         shown = sorted(set(unknown))
         flags.append(f"data identity not recorded for {len(shown)} pair(s) ({'; '.join(shown[:2])}"

@@ -230,3 +230,20 @@ def test_seeds_by_folds_of_unequal_size_pool_examples(tmp_path, capsys):
                     "--metric+", "value", "--metric+", "expression"]) == 0
     out = capsys.readouterr().out
     assert out.count("PseDual-GCN vs base") == 2 and "compare_all" in out
+
+
+def test_claims_on_runs_with_leakage_or_changed_data_are_flagged():
+    """Issue 37: a test split that overlaps training (other ids), or a run tested on data changed
+    since it trained (`psedual test --allow_changed_data`), flags the claim."""
+    from analysis.guardrails import data_flags
+
+    def run(trial, leaked=None, changed=None):
+        return {"experiment": "x", "trial": trial, "data_train_hash": "a", "data_test_hash": "b",
+                "data_test_leaked": leaked, "data_changed": changed}
+
+    assert data_flags("cell", [(run("b0", 0), run("g0", 0))], set()) == []
+    assert data_flags("cell", [(run("b0"), run("g0"))], set()) == []  # tables from before the columns
+    flags = data_flags("cell", [(run("b0", 67), run("g0", 67)), (run("b1", 67, True), run("g1", 67))], set())
+    assert flags == ["leakage: up to 67 test problem(s) per run also in its training split under other ids (4 of 4 "
+                     "runs, e.g. x/b0): the test is not wholly held out (psedual data stats counts them)",
+                     "tested on data changed since training (psedual test --allow_changed_data): x/b1"]

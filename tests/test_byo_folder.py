@@ -104,6 +104,9 @@ def test_psedual_test_refuses_data_changed_since_training(tmp_path, capsys):
     assert (run / "metrics.parquet").read_bytes() == metrics  # not overwritten
     assert main(["test", str(run), "--allow_changed_data", "true"]) == 0
     assert "testing on the data now on disk (--allow_changed_data)" in capsys.readouterr().err
+    import polars as pl  # the metrics say so, and analysis flags a claim on them
+
+    assert pl.read_parquet(run / "metrics.parquet")["data_changed"].to_list() == [True]
 
 
 def test_the_same_problem_in_train_and_test_under_another_id_is_reported(tmp_path, capsys):

@@ -240,3 +240,13 @@ def test_the_infill_probe_scores_a_finished_run_as_its_metrics_do(finished_psedu
     assert probe.gold.pmr == pytest.approx(metrics["test_perfect_match"])
     assert probe.rule.acc > 0.95 and 0.8 < probe.in_text_order < 0.9  # MAWPS fold 0's scored test golds
     assert probe.scrambled.acc != probe.gold.acc
+
+
+def test_the_metrics_record_the_test_splits_leakage_and_no_changed_data(finished_psedual):
+    _, out = finished_psedual
+    metrics = pl.read_parquet(out / "metrics.parquet").row(0, named=True)
+    import json
+
+    data = json.loads((out / "data.json").read_text())
+    assert metrics["data_test_leaked"] == data["leaked"]["test"] > 0  # MAWPS fold 0 repeats problems across splits
+    assert metrics["data_changed"] is False

@@ -190,6 +190,12 @@ class DataRecord:
     """JSON: skipped records per reason."""
     data_left_out_by_reason: str | None = None
     """JSON: left-out records per reason."""
+    data_test_leaked: int | None = None
+    """Test problems whose normalised text and gold also occur in the training split under another
+    id (`data.splits.leaked`): analysis flags a claim on runs that have any."""
+    data_changed: bool | None = None
+    """True where `psedual test --allow_changed_data` tested the run on data other than it was
+    trained and tested on (its splits' hashes differed); analysis flags such a claim."""
 
 
 @dataclass(frozen=True)

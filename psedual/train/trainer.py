@@ -171,7 +171,8 @@ def _sets(config: TrainConfig, splits: Splits, info: dict):
     return train_set, valid_set, test_set, Vocab.build(train_set, splits.constants, config.min_word_count)
 
 
-def _data_record(info: dict, train_set, valid_set, test_set, unscored: list, infilled: int | None) -> DataRecord:
+def _data_record(info: dict, train_set, valid_set, test_set, unscored: list, infilled: int | None,
+                 changed: bool = False) -> DataRecord:
     """The sizes, the data summary (the full one is the run's data.json) and the hashes of the
     training and test splits' ids and golds: what analysis pairs arms by."""
     return DataRecord(n_train=len(train_set), n_valid=len(valid_set), n_test=len(test_set), n_test_infilled=infilled,
@@ -181,7 +182,8 @@ def _data_record(info: dict, train_set, valid_set, test_set, unscored: list, inf
                       data_root=info["user_path"] or info["data_root"], data_kept=info["kept"],
                       data_skipped=info["skipped"], data_left_out=info["left_out"],
                       data_skipped_by_reason=json.dumps(info["skipped_by_reason"]),
-                      data_left_out_by_reason=json.dumps(info["left_out_by_reason"]))
+                      data_left_out_by_reason=json.dumps(info["left_out_by_reason"]),
+                      data_test_leaked=info.get("leaked", {}).get("test"), data_changed=changed)
 
 
 def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int | None, show_bar: bool,
@@ -332,25 +334,27 @@ def _identity(splits: Splits) -> dict[str, str]:
     return {"train": of(splits.train), "test": of(splits.test)}
 
 
-def _check_identity(out: Path, splits: Splits, info: dict, allow_changed_data: bool) -> None:
+def _check_identity(out: Path, splits: Splits, info: dict, allow_changed_data: bool) -> bool:
     """Refuse to test a run on data other than it was trained and tested on, unless allowed
-    (then say so). A run folder from before `data.json` held the identity is not checked."""
+    (then say so, and return True). A run folder from before `data.json` held the identity is
+    not checked."""
     try:
         recorded = json.loads((out / "data.json").read_text()).get("identity")
     except (OSError, ValueError, AttributeError):
         recorded = None
     if not isinstance(recorded, dict):
-        return
+        return False
     now = _identity(splits)
     changed = [k for k in ("train", "test") if recorded.get(k) != now[k]]
     if not changed:
-        return
+        return False
     what = (f"{out}: the {' and '.join(changed)} data of {info['dataset']} (from {info['user_path'] or info['data_root']}) "
             f"differ from what this run used ({', '.join(f'{k} {recorded.get(k)} now {now[k]}' for k in changed)})")
     if not allow_changed_data:
         raise ValueError(f"{what}: refused, as its metrics would be for other problems; restore the data, or pass "
                          "--allow_changed_data to test on the data now on disk")
     print(f"warning: {what}; testing on the data now on disk (--allow_changed_data)", file=sys.stderr, flush=True)
+    return True
 
 
 def test_run(out_dir: str | Path, device: torch.device | str | None = None,
@@ -370,7 +374,7 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None,
     config = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))
     device = torch.device(device) if device is not None else resolve(config.device)
     splits, data_info = _view(config)
-    _check_identity(out, splits, data_info, allow_changed_data)
+    changed = _check_identity(out, splits, data_info, allow_changed_data)
     train_set, valid_set, test_set, vocab = _sets(config, splits, data_info)
     history = read(out / "epochs.parquet", EPOCHS_SCHEMA)
     best = best_epoch(history)  # the epoch training kept in best.pt
@@ -409,7 +413,7 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None,
                        final_epsilon, final_tau, train_seconds, str(out))
     tables.write(rows, out / "predictions.parquet", PREDICTIONS_SCHEMA)
     data = _data_record(data_info, train_set, valid_set, test_set, unscored,
-                        sum(g is not None for g in fill[1]) if config.psedual is not None else None)
+                        sum(g is not None for g in fill[1]) if config.psedual is not None else None, changed)
     cost = RunCost(len(history), time.perf_counter() - began)
     tables.write([{**values(RunInfo(config.variant)), **config.flat(), **values(cost), **values(result),
                    **values(data)}], out / "metrics.parquet", METRICS_SCHEMA)
