@@ -11,7 +11,8 @@ marker and the row records, which say what is an outcome (tests/test_analysis.py
     stats.py     the paired, across-seed and interval computations (scipy)
     multiple.py  Holm and Benjamini-Hochberg over a family of comparisons
     claims.py    one claim row per comparison
-    guardrails.py  what is refused (incomplete predictions, confounded configs) or flagged
+    guardrails.py  what is refused between runs (other data, confounded configs) or flagged
+    run_checks.py  each run against its own tables (predictions, epochs, replicate seeds)
     selection.py the one checked path from the runs table to one run per slot
     summaries.py infilling accuracy and the training-size curve
     presets.py   the paper's comparisons from parsed options (commands and report alike)

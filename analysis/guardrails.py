@@ -1,22 +1,14 @@
 """Checks that a claim compares what it says it compares, before any statistic is computed.
 
-- Predictions: every run's per-example rows are complete (no nulls), unique by id, as many as
-  the run says it tested (`n_test`), and give back its `test_value_acc`. A run that fails is
-  refused by name, with the ids concerned.
 - Results: a non-finite value (NaN, ±inf: a diverged run) is never a result and never wins a
-  slot; a run's infilling rows are as many as it says it infilled (`n_test_infilled`).
-- Data: a run's predictions give back the test split it recorded (`data_test_hash`, over ids and
-  golds); paired runs trained and tested on the same data (`n_train`, `data_train_hash`,
+  slot.
+- Data: paired runs trained and tested on the same data (`n_train`, `data_train_hash`,
   `data_test_hash`, and the golds of every paired example). Tables written before the hashes
   were recorded are flagged: their data identity is not checked.
 - Slots: the trials of one slot may differ only in what a sweep searched; trials that differ
   in their data are refused (add the column to the cell), and replicates (the same config and
   seed) are refused rather than the luckiest kept.
-- Runs (issue 39): a runs row's validation score is its epochs table's at its best_epoch; its
-  expression correctness is its predicted expression's being the gold one, and its test
-  accuracies its predictions' means; an empty optional string is missing (`blank_strings`); every
-  run has a seed, and a fold where its dataset's other runs have one; two seeds of one arm with
-  identical predictions or loss curves are one seed (`check_seed_replicates`).
+- Runs: each run against its own tables (predictions, epochs, replicate seeds): `run_checks`.
 - Pooling: the runs of one arm of a cell share their config but for numbers searched within the
   slots (`check_pooled`); a choice column picked per arm by validation is refused with `--by`.
 - Configs: the two arms of a claim may differ in the arm and nothing else. Every runs column
@@ -37,8 +29,6 @@ from dataclasses import fields
 
 import polars as pl
 
-from psedual.data.expr import SLOT
-from psedual.data.identity import split_hash
 from psedual.reexamine.config import BASE
 from psedual.train.rows import ARM_COLUMNS, NOT_COMPARED, RUN_RECORDS
 
@@ -52,105 +42,13 @@ class GuardrailError(ValueError):
     not line up, a slot holds replicates, a result is not finite, or a run's predictions are incomplete."""
 
 
-def _name(key: tuple[str, str]) -> str:
+def run_name(key: tuple[str, str]) -> str:
     return f"{key[0]}/{key[1]}"
 
 
 def non_finite(value) -> bool:
     """NaN or ±inf (a diverged run's score); None is missing, not non-finite."""
     return isinstance(value, float) and not math.isfinite(value)
-
-
-def check_predictions(runs: pl.DataFrame, preds: dict[tuple[str, str], pl.DataFrame], columns: list[str]) -> None:
-    """Refuse a run whose test accuracy is not a number, or whose predictions are missing,
-    duplicated, null, truncated, not its recorded test split, or short of its infilled rows."""
-    for r in runs.iter_rows(named=True):
-        key = (r["experiment"], r["trial"])
-        if non_finite(r.get("test_value_acc")):
-            raise GuardrailError(f"{_name(key)}: test_value_acc is {r['test_value_acc']}: not a result (a diverged "
-                                 f"or broken run); leave it out with --where+ or fix its row")
-        table = preds.get(key)
-        if table is None or table.is_empty():
-            raise GuardrailError(f"{_name(key)}: no rows in the predictions table")
-        dup = table.filter(pl.col("id").is_duplicated())["id"].unique().sort().to_list()
-        if dup:
-            raise GuardrailError(f"{_name(key)}: test example id(s) repeated: {dup[:SHOWN_IDS]}")
-        for col in columns:
-            null = table.filter(pl.col(col).is_null())["id"].sort().to_list()
-            if null:
-                raise GuardrailError(f"{_name(key)}: {len(null)} test example(s) with no {col}: {null[:SHOWN_IDS]}")
-        n_test = r.get("n_test")
-        if n_test is not None and table.height != n_test:
-            raise GuardrailError(f"{_name(key)}: {table.height} prediction rows but the run tested {n_test} "
-                                 f"examples: the predictions are truncated or padded")
-        for col, said in RUN_ACCURACY.items():
-            if col in table.columns and r.get(said) is not None and not table[col].is_null().any():
-                acc = table[col].cast(pl.Float64).mean()
-                if abs(acc - r[said]) > 1e-9:
-                    raise GuardrailError(f"{_name(key)}: its predictions give {said} {acc:.6f} but the runs table says "
-                                         f"{r[said]:.6f}")
-        _check_expressions(key, table)
-        _check_split(key, r, table)
-
-
-RUN_ACCURACY = {"value_correct": "test_value_acc", "expression_correct": "test_expr_acc",
-                "expression_correct_values": "test_expr_acc_values"}
-"""Each per-example correctness column of the predictions table, and the runs column its mean is."""
-
-
-def _check_expressions(key: tuple[str, str], table: pl.DataFrame) -> None:
-    """Strict expression correctness is the predicted expression's being the gold one, token for
-    token (`psedual.metrics.expression_correct`): recomputed where the table holds both. A strictly
-    right expression is right by values too (the same tokens give the same numbers)."""
-    if {"predicted", "gold", "expression_correct"} <= set(table.columns):
-        same = pl.col("predicted").eq_missing(pl.col("gold"))
-        for marked, wrong in ((True, ~same), (False, same)):
-            bad = table.filter((pl.col("expression_correct") == marked) & wrong)["id"].sort().to_list()
-            if bad:
-                raise GuardrailError(f"{_name(key)}: {len(bad)} test example(s) marked {'' if marked else 'not '}"
-                                     f"expression_correct where the predicted expression is "
-                                     f"{'not ' if marked else ''}the gold expression: {bad[:SHOWN_IDS]}")
-    if {"expression_correct", "expression_correct_values"} <= set(table.columns):
-        bad = table.filter(pl.col("expression_correct") & ~pl.col("expression_correct_values"))["id"].sort().to_list()
-        if bad:
-            raise GuardrailError(f"{_name(key)}: {len(bad)} test example(s) strictly expression_correct but not "
-                                 f"expression_correct_values: {bad[:SHOWN_IDS]}")
-    if {"predicted", "gold", "expression_correct_values"} <= set(table.columns):
-        marked = table.filter(pl.col("expression_correct_values"))
-        bad = [i for i, p, g in marked.select("id", "predicted", "gold").rows() if not _same_skeleton(p, g)]
-        if bad:
-            raise GuardrailError(f"{_name(key)}: {len(bad)} test example(s) marked expression_correct_values where "
-                                 f"the predicted expression's operators or constants are not the gold's: "
-                                 f"{sorted(bad)[:SHOWN_IDS]}")
-    if {"predicted", "value_correct"} <= set(table.columns):
-        bad = table.filter(pl.col("value_correct") & (pl.col("predicted").list.len().fill_null(0) == 0))["id"]
-        if bad.len():
-            raise GuardrailError(f"{_name(key)}: {bad.len()} test example(s) marked value_correct with no predicted "
-                                 f"expression: {bad.sort().to_list()[:SHOWN_IDS]}")
-
-
-def _same_skeleton(predicted: list[str] | None, gold: list[str] | None) -> bool:
-    """Whether two prefix expressions can be equal once their slots are replaced by numbers (the
-    published expression accuracy, `psedual.metrics.expression_correct_values`): as long, and equal
-    wherever neither holds a slot. Without the problem's numbers this is as far as it can be checked."""
-    if predicted is None or gold is None or len(predicted) != len(gold):
-        return False
-    return all(p == g or SLOT.fullmatch(p) or SLOT.fullmatch(g) for p, g in zip(predicted, gold))
-
-
-def _check_split(key: tuple[str, str], r: dict, table: pl.DataFrame) -> None:
-    """The predictions are the test split the run recorded, and hold every infilled row it counted."""
-    if r.get("data_test_hash") and "gold" in table.columns:
-        got = split_hash(zip(table["id"].to_list(), (g or [] for g in table["gold"].to_list())))
-        if got != r["data_test_hash"]:
-            raise GuardrailError(f"{_name(key)}: its {table.height} prediction rows (ids and golds, hash {got}) are "
-                                 f"not the test split it recorded (data_test_hash {r['data_test_hash']}): ids not "
-                                 f"in its test split, or other golds")
-    if r.get("n_test_infilled") is not None and "infill_gold" in table.columns:
-        have = table["infill_gold"].is_not_null().sum()
-        if have != r["n_test_infilled"]:
-            raise GuardrailError(f"{_name(key)}: {have} prediction rows hold infilling but the run infilled "
-                                 f"{r['n_test_infilled']} test examples: the infilling rows are truncated or padded")
 
 
 def _values(column: pl.Series) -> list:
@@ -164,7 +62,7 @@ def check_slots(runs: pl.DataFrame, slot: list[str], compared: list[str]) -> Non
     for part in runs.partition_by(slot, maintain_order=True):
         if part.height < 2:
             continue
-        names = [_name((e, t)) for e, t in part.select("experiment", "trial").rows()]
+        names = [run_name((e, t)) for e, t in part.select("experiment", "trial").rows()]
         where = ", ".join(f"{k}={part[k][0]}" for k in slot)
         # the data config, and what the runs recorded of their data (a missing record is no difference)
         data = {c: _values(part[c]) for c in compared if c.startswith("data.") and part[c].n_unique() > 1}
@@ -191,7 +89,7 @@ def data_flags(cell: str, pairs: list[tuple[dict, dict]], allowed: set[str]) -> 
     the runs table does not record it (tables written before `data_*_hash`)."""
     flags, unknown = [], []
     for b, t in pairs:
-        names = f"{_name((b['experiment'], b['trial']))} and {_name((t['experiment'], t['trial']))}"
+        names = f"{run_name((b['experiment'], b['trial']))} and {run_name((t['experiment'], t['trial']))}"
         for col in DATA_IDENTITY:
             x, y = b.get(col), t.get(col)
             if x is None or y is None:
@@ -211,9 +109,9 @@ def data_flags(cell: str, pairs: list[tuple[dict, dict]], allowed: set[str]) -> 
     if leaked:
         most = max(leaked.values())
         flags.append(f"leakage: up to {most} test problem(s) per run also in its training split under other ids "
-                     f"({len(leaked)} of {len(runs)} runs, e.g. {_name(next(iter(leaked)))}): the test is not wholly "
+                     f"({len(leaked)} of {len(runs)} runs, e.g. {run_name(next(iter(leaked)))}): the test is not wholly "
                      f"held out (psedual data stats counts them)")
-    changed = sorted(_name(k) for k, r in runs.items() if r.get("data_changed"))
+    changed = sorted(run_name(k) for k, r in runs.items() if r.get("data_changed"))
     if changed:
         flags.append(f"tested on data changed since training (psedual test --allow_changed_data): "
                      f"{', '.join(changed[:3])}{', ...' if len(changed) > 3 else ''}")
@@ -316,7 +214,7 @@ def check_pooled(cell: str, runs: pl.DataFrame, compared: list[str], searched: s
     if varied:
         first = varied[0].split(" ")[0]
         raise GuardrailError(f"{cell}: its runs pool over {'; '.join(varied)} (runs "
-                             f"{', '.join(_name(k) for k in runs.select('experiment', 'trial').rows()[:SHOWN_IDS])}"
+                             f"{', '.join(run_name(k) for k in runs.select('experiment', 'trial').rows()[:SHOWN_IDS])}"
                              f"{', ...' if runs.height > SHOWN_IDS else ''}): one figure would mix configs; add "
                              f"--by+ {first} (or --where+), or --allow_diff+ {first} to pool anyway")
 
@@ -350,7 +248,7 @@ def blank_strings(runs: pl.DataFrame) -> pl.DataFrame:
             empty = runs.filter(blank)
             if empty.height:
                 r = empty.row(0, named=True)
-                raise GuardrailError(f"{_name((r['experiment'], r['trial']))}: {col} is an empty string "
+                raise GuardrailError(f"{run_name((r['experiment'], r['trial']))}: {col} is an empty string "
                                      f"({empty.height} run(s)): a runs row always records it; fix or leave out the row")
         elif col in OPTIONAL_STRINGS:
             runs = runs.with_columns(pl.when(blank).then(None).otherwise(pl.col(col)).alias(col))
@@ -363,91 +261,13 @@ def check_keys(runs: pl.DataFrame, seed: str, fold: str) -> None:
     for col, why in ((seed, "a claim pairs its arms' runs by seed"),):
         null = runs.filter(pl.col(col).is_null())
         if null.height:
-            names = ", ".join(_name(k) for k in null.select("experiment", "trial").rows()[:SHOWN_IDS])
+            names = ", ".join(run_name(k) for k in null.select("experiment", "trial").rows()[:SHOWN_IDS])
             raise GuardrailError(f"{names}: no {col} (null in {null.height} run(s)): {why}; fix the row or leave "
                                  f"it out with --where+")
     for part in runs.partition_by("data.dataset"):
         null = part.filter(pl.col(fold).is_null())
         if 0 < null.height < part.height:
-            names = ", ".join(_name(k) for k in null.select("experiment", "trial").rows()[:SHOWN_IDS])
+            names = ", ".join(run_name(k) for k in null.select("experiment", "trial").rows()[:SHOWN_IDS])
             folds = sorted(part[fold].drop_nulls().unique().to_list())
             raise GuardrailError(f"{names} has no fold but {part['data.dataset'][0]} runs beside it have folds "
                                  f"{folds}: which fold it tested is unknown; fix the row or leave it out with --where+")
-
-
-def _same(x, y) -> bool:
-    """Equal scores: both NaN (a diverged run's), or within rounding."""
-    if non_finite(x) or non_finite(y):
-        return str(x) == str(y)
-    return abs(x - y) <= 1e-9
-
-
-def check_validation(runs: pl.DataFrame, epochs: pl.DataFrame, competing: set[tuple[str, str]]) -> None:
-    """Each trained run's validation scores in the runs table are its epochs table's at its
-    `best_epoch`: a runs row whose `valid_value_acc` is anything else (a copy of its test accuracy)
-    would win its slot on what it was not selected by. A run without epochs rows is refused where
-    it competes for its slot (`competing`: slots of several trials), flagged (`selection`) where it
-    is its slot's only run."""
-    scores = [c for c in ("valid_value_acc", "valid_expr_acc") if c in runs.columns and c in epochs.columns]
-    tables = epochs.partition_by(["experiment", "trial"], as_dict=True) if epochs.height else {}
-    for r in runs.iter_rows(named=True):
-        key = (r["experiment"], r["trial"])
-        rows = tables.get(key)
-        if r.get("llm.model") is not None:
-            continue
-        if rows is None and key in competing:
-            raise GuardrailError(f"{_name(key)}: no epochs rows, and it competes with other trials of its slot by its "
-                                 f"runs row's validation score: that score cannot be checked; add its epochs table "
-                                 f"or leave it out with --where+")
-        if rows is None:
-            continue
-        if rows["epoch"].null_count():
-            raise GuardrailError(f"{_name(key)}: {rows['epoch'].null_count()} epochs row(s) without an epoch number: "
-                                 f"which epoch it kept cannot be checked")
-        if r.get("best_epoch") is None:
-            continue
-        kept = rows.filter(pl.col("epoch") == r["best_epoch"])
-        if kept.is_empty():
-            raise GuardrailError(f"{_name(key)}: best_epoch {r['best_epoch']} has no row in "
-                                 f"its epochs table (epochs {sorted(rows['epoch'].to_list())}): its validation score "
-                                 f"cannot be checked")
-        for col in scores:
-            said, there = r[col], kept[col][0]
-            if said is not None and there is not None and not _same(said, there):
-                raise GuardrailError(f"{_name((r['experiment'], r['trial']))}: {col} {said:.6g} in the runs table but "
-                                     f"{there:.6g} at its best_epoch {r['best_epoch']} in its epochs table: the runs "
-                                     f"row is not what the run validated (a test score copied in?); it would win its "
-                                     f"slot on it")
-
-
-def _fingerprint(table: pl.DataFrame) -> tuple[int, ...]:
-    """A run's prediction rows in id order, each as a hash of every column read but the run's key."""
-    return tuple(table.drop("experiment", "trial", strict=False).sort("id").hash_rows(seed=0).to_list())
-
-
-def check_seed_replicates(runs: pl.DataFrame, group: list[str], seed: str, preds: dict[tuple[str, str], pl.DataFrame],
-                          epochs: pl.DataFrame) -> None:
-    """Two runs of one arm (`group`: the cell and arm) under different seeds whose predictions are
-    identical row for row, or whose training-loss curves are, are one seed run twice: counted as
-    two, they would halve the spread a claim is tested against."""
-    curves = {}
-    if "train_loss" in epochs.columns:
-        for key, rows in epochs.sort("epoch").partition_by(["experiment", "trial"], as_dict=True).items():
-            loss = rows["train_loss"]
-            if loss.null_count() < loss.len():
-                curves[key] = (tuple(rows["epoch"].to_list()), tuple(loss.to_list()))
-    for part in runs.partition_by(group, maintain_order=True):
-        for what, marks in (("predictions", {k: _fingerprint(preds[k]) for k in part.select("experiment", "trial")
-                                             .rows() if k in preds}),
-                            ("training curves", {k: curves[k] for k in part.select("experiment", "trial").rows()
-                                                 if k in curves})):
-            seen: dict = {}
-            for r in part.sort(seed).iter_rows(named=True):
-                key = (r["experiment"], r["trial"])
-                if key not in marks:
-                    continue
-                first = seen.setdefault(marks[key], (key, r[seed]))
-                if first[0] != key and first[1] != r[seed]:
-                    raise GuardrailError(f"{_name(first[0])} (seed {first[1]}) and {_name(key)} (seed {r[seed]}) hold "
-                                         f"identical {what}: one seed run twice, not two seeds; keep one with "
-                                         f"--where+")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis import guardrails, read
+from analysis import guardrails, read, run_checks
 from analysis.guardrails import GuardrailError
 from psedual.train.best import best_epoch
 
@@ -146,7 +146,7 @@ def select(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, 
     # every candidate's validation score is its epochs table's before one is picked by it
     epoch_rows = read.for_trials(epochs, runs).collect()
     several = runs.filter(pl.len().over(slot) > 1).select(read.KEY).rows()
-    guardrails.check_validation(runs, epoch_rows, set(several))
+    run_checks.check_validation(runs, epoch_rows, set(several))
     selected: dict[tuple[str, str], list[str]] = {}
     runs = keep_one_per_slot(runs, slot, select_by, notes, selected)
     epoch_rows = epoch_rows.join(runs.select(read.KEY), on=list(read.KEY), how="semi")
@@ -157,8 +157,8 @@ def select(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, 
     wanted = list(dict.fromkeys([*columns, *(c for c in (*CHECKED, *extra) if c in present)]))
     preds = read.for_trials(predictions, runs).select(*read.KEY, "id", *wanted).collect().partition_by(
         list(read.KEY), as_dict=True)
-    guardrails.check_predictions(runs, preds, columns)
-    guardrails.check_seed_replicates(runs, [c for c in slot if c not in (SEED, FOLD)], SEED, preds, epoch_rows)
+    run_checks.check_predictions(runs, preds, columns)
+    run_checks.check_seed_replicates(runs, [c for c in slot if c not in (SEED, FOLD)], SEED, preds, epoch_rows)
     return Selected(runs, preds, run_flags, tuned, compared)
 
 

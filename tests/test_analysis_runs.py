@@ -24,6 +24,12 @@ def _cli(capsys, *words: str) -> tuple[int, str, str]:
     return code, said.out, said.err
 
 
+def _refused(root: Path, pattern: str, **build) -> None:
+    """The crafted tables under `root` make no claim: a GuardrailError matching `pattern`."""
+    with pytest.raises(claims.GuardrailError, match=pattern):
+        _build(root, **build)
+
+
 def test_a_runs_row_whose_validation_score_is_not_its_epochs_tables_is_refused(tmp_path):
     # six tuned trials per slot and no effect at all; gcn's runs rows hold their test accuracy as
     # valid_value_acc (their epochs tables say 0.5 at the kept epoch), so the runs column picks the
@@ -61,10 +67,8 @@ def test_identical_training_curves_are_refused_as_one_seed(tmp_path):
 def test_a_config_column_missing_from_one_arm_is_a_confound(tmp_path):
     # the base runs' files lack epochs, hidden size, beam and code version: before, "better"
     crafted.config_missing(tmp_path)
-    with pytest.raises(claims.GuardrailError, match=r"the arms differ in more than base vs gcn: code_version: base "
-                                                    r"\[None\] vs gcn \['v2'\]; epochs: base \[None\] vs gcn \[80\]; "
-                                                    r"beam_size: .*; model.hidden_size: "):
-        _build(tmp_path)
+    _refused(tmp_path, r"the arms differ in more than base vs gcn: code_version: base \[None\] vs gcn \['v2'\]; "
+                       r"epochs: base \[None\] vs gcn \[80\]; beam_size: .*; model.hidden_size: ")
 
 
 def test_the_pseudual_fields_are_absent_by_design_on_base_runs_only(tmp_path):
@@ -86,9 +90,7 @@ def test_failed_runs_never_make_a_claim(tmp_path, failure, who):
     # before: "better" from six runs of each arm that failed, or from six gcn runs that recorded an
     # error (status error: skipped, as before)
     crafted.failing(failure, who)(tmp_path)
-    with pytest.raises(claims.GuardrailError, match=r"x/(b|g)0 \((status failed|error: RuntimeError: CUDA out of "
-                                                    r"memory|status error)\)"):
-        _build(tmp_path)
+    _refused(tmp_path, r"x/(b|g)0 \((status failed|error: RuntimeError: CUDA out of memory|status error)\)")
 
 
 def test_expression_correctness_is_checked_against_the_expressions(tmp_path):

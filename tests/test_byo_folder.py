@@ -73,7 +73,7 @@ def test_no_training_problems_says_why(tmp_path):
 
 
 def test_a_problem_longer_than_the_encoder_is_left_out_at_load(tmp_path):
-    from psedual.train.trainer import TOO_MANY_SUBWORDS
+    from psedual.train.view import TOO_MANY_SUBWORDS
 
     long = {"id": "long", "text": "Tom has 5 apples and eats 2. " + "Then he walks on. " * 340, "equation": "x=5-2",
             "answer": 3}

@@ -101,10 +101,10 @@ def _params_at_init(folder: Path) -> dict[str, torch.Tensor]:
     """The parameters a run starts from (the trainer seeds them from the config)."""
     from psedual.reexamine import Reexaminer
     from psedual.solvers import get_solver
-    from psedual.train.trainer import _sets, _view
+    from psedual.train.view import sets, view
 
     config = make_config(load_spec(DDP).fixed)
-    vocab = _sets(config, *_view(config))[3]
+    vocab = sets(config, *view(config))[3]
     torch.manual_seed(config.seed)
     model = get_solver(config.solver)(vocab, config.model)
     reexaminer = Reexaminer(vocab, config.model, config.psedual)

@@ -20,7 +20,8 @@ from psedual.reexamine import Reexaminer
 from psedual.reexamine import probe
 from psedual.train import checkpoint
 from psedual.train.config import TrainConfig
-from psedual.train.trainer import _sets, _view, infill
+from psedual.train.trainer import infill
+from psedual.train.view import sets, view
 
 
 @dataclass(frozen=True)
@@ -73,8 +74,8 @@ def probe_run(run_dir: str | Path, seed: int = 0) -> InfillProbe:
     config = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))
     if config.psedual is None:
         raise ValueError(f"{out}: a base run has no infiller to probe")
-    splits, info = _view(config)
-    _, _, test_set, vocab = _sets(config, splits, info)
+    splits, info = view(config)
+    _, _, test_set, vocab = sets(config, splits, info)
     state = checkpoint.load(out / "best.pt")
     model = checkpoint.build_model(state, out / "best.pt", config.solver, vocab)
     reexaminer = Reexaminer(vocab, config.model, config.psedual)

@@ -26,7 +26,8 @@ def measure(flat: dict) -> dict:
     from psedual.train import setup
     from psedual.train.device import resolve
     # the trainer's own steps (not a copy of them), timed one phase at a time
-    from psedual.train.trainer import _distribute, _sets, _train_epoch, _validate, _view
+    from psedual.train.trainer import _distribute, _train_epoch, _validate
+    from psedual.train.view import sets, view
     from psedual.tune.space import make_config
 
     config = make_config(flat)
@@ -34,7 +35,7 @@ def measure(flat: dict) -> dict:
     torch.set_num_threads(config.threads or 1)
     began = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
-        train_set, valid_set, _, vocab = _sets(config, *_view(config))
+        train_set, valid_set, _, vocab = sets(config, *view(config))
         run = setup.build(config, Path(out), train_set, valid_set, vocab, resolve(config.device), 0, 1)
         run.forward = _distribute(run)
         start = time.perf_counter() - began
