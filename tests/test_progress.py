@@ -48,3 +48,25 @@ def test_trials_are_named_by_arm_seed_and_id_and_ranked_by_the_kept_score():
     assert OBJECTIVE == "best_valid_value_acc"
     config = _tune_config(load_spec("search_spaces/optuna.yaml"))
     assert config.metric == OBJECTIVE and config.search_alg.metric == OBJECTIVE
+
+
+def test_the_driver_log_file_is_attached_once_per_process(tmp_path):
+    import logging
+
+    from psedual.tune.progress import quiet_tune_logs
+
+    before = list(logging.getLogger("ray.tune").handlers)
+    try:
+        quiet_tune_logs(tmp_path / "driver.log")
+        quiet_tune_logs(tmp_path / "driver.log")  # a paper job's second part
+        added = [h for h in logging.getLogger("ray.tune").handlers if h not in before]
+        assert len(added) == 1 and logging.getLogger("ray.train").handlers[-1] is added[0]
+        logging.getLogger("ray.tune.x").warning("snapshot slow")
+        assert (tmp_path / "driver.log").read_text().count("snapshot slow") == 1
+    finally:
+        for name in ("ray.tune", "ray.train"):
+            logger = logging.getLogger(name)
+            for h in [h for h in logger.handlers if h not in before]:
+                logger.removeHandler(h)
+                h.close()
+            logger.propagate = True

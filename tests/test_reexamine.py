@@ -395,11 +395,9 @@ def test_loss_of_two_seeded_psedual_steps_is_pinned(mawps, vocab, name):
 # --- what the infiller may read (issue 41) ------------------------------------------------
 
 def _ids(vocab, *prefixes):
-    rows = [vocab.output_ids(p) for p in prefixes]
-    out = torch.full((len(rows), max(map(len, rows))), -1, dtype=torch.long)
-    for r, row in enumerate(rows):
-        out[r, :len(row)] = torch.tensor(row)
-    return out
+    from psedual.solvers.tensors import padded_ids
+
+    return padded_ids([vocab.output_ids(p) for p in prefixes])
 
 
 def _keys(reexaminer, vocab, problems, *prefixes):

@@ -46,7 +46,7 @@ from psedual.solvers.batch import Batch
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.encoder import WordEncoder
 from psedual.solvers.rollout import NEG, Rollout
-from psedual.solvers.tensors import to_device
+from psedual.solvers.tensors import padded_ids, to_device
 from psedual.solvers.vocab import Vocab
 
 VALUE_FEATURES = 4
@@ -190,10 +190,7 @@ class Reexaminer(nn.Module):
             g = torch.Generator().manual_seed(_seed(f"{base}/{p.id}/leaves"))
             swapped.append(swap_operands(row, len(ops), commutative,
                                          lambda: bool(torch.randint(0, 2, (1,), generator=g).item())))
-        tokens = torch.full(batch.targets.shape, -1, dtype=torch.long)
-        for b, row in enumerate(swapped):
-            tokens[b, :len(row)] = torch.tensor(row, dtype=torch.long)
-        return hard_rollout(to_device(tokens, batch.targets.device), V, swapped)
+        return hard_rollout(to_device(padded_ids(swapped, batch.targets.shape[1]), batch.targets.device), V, swapped)
 
     def _used(self, tokens: torch.Tensor, S: int) -> torch.Tensor:
         """[B, S] whether each slot occurs among the output ids `tokens` [B, L]."""

@@ -11,7 +11,7 @@ import torch
 
 from psedual.data.expr import OPERATORS
 from psedual.data.record import Problem
-from psedual.solvers.tensors import to_device
+from psedual.solvers.tensors import padded_ids, to_device
 from psedual.solvers.vocab import Vocab
 
 
@@ -111,10 +111,7 @@ def collate(problems: Sequence[Problem], vocab: Vocab, with_targets: bool = True
     batch = Batch(tuple(problems), w, torch.tensor([len(i) for i in words]), num_pos, num_mask, slots)
     if with_targets:
         ids = [vocab.output_ids(p.prefix, p.id) for p in problems]
-        L = max(map(len, ids))
-        batch.targets = torch.full((len(problems), L), -1, dtype=torch.long)
-        for b, t in enumerate(ids):
-            batch.targets[b, : len(t)] = torch.tensor(t)
+        batch.targets = padded_ids(ids)
         batch.tree = _tree_index(problems, ids, vocab)
         batch.ids = ids
     return batch

@@ -19,3 +19,11 @@ def put_rows(target: torch.Tensor, index: torch.Tensor, rows: torch.Tensor) -> t
     promotes `index_copy`'s inputs, CUDA autocast raises, so the promotion is made here."""
     common = torch.promote_types(target.dtype, rows.dtype)
     return target.to(common).index_copy(0, index, rows.to(common))
+
+
+def padded_ids(rows: list[list[int]], length: int | None = None) -> torch.Tensor:
+    """[len(rows), length] output ids, -1 after each row's end (length: the longest row's, or more)."""
+    out = torch.full((len(rows), length if length is not None else max(map(len, rows))), -1, dtype=torch.long)
+    for b, row in enumerate(rows):
+        out[b, :len(row)] = torch.tensor(row, dtype=torch.long)
+    return out

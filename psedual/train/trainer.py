@@ -31,6 +31,7 @@ from psedual.reexamine import Reexaminer, schedules
 from psedual.reexamine.schedules import Clock
 from psedual.solvers.batch import collate
 from psedual.solvers.config import inference
+from psedual.solvers.tensors import padded_ids
 from psedual.solvers.vocab import Vocab
 from psedual.train import checkpoint, setup, tables
 from psedual.train.records import EPOCHS_SCHEMA, METRICS_SCHEMA, PREDICTIONS_SCHEMA, read, values
@@ -85,12 +86,7 @@ def infill(model, reexaminer: Reexaminer, problems, vocab: Vocab, batch_size: in
         for i in range(0, len(writable), batch_size):
             chunk = writable[i:i + batch_size]
             batch = collate(chunk, vocab).to(device)
-            shown = None
-            if show is not None:
-                rows = [vocab.output_ids(show(p), p.id) for p in chunk]
-                shown = torch.full((len(rows), max(map(len, rows))), -1, dtype=torch.long)
-                for r, row in enumerate(rows):
-                    shown[r, :len(row)] = torch.tensor(row)
+            shown = None if show is None else padded_ids([vocab.output_ids(show(p), p.id) for p in chunk])
             fill.update(zip((p.id for p in chunk), zip(*reexaminer.infill_gold(model, batch, shown))))
     return [fill[p.id][0] if p.id in fill else None for p in problems], \
         [fill[p.id][1] if p.id in fill else None for p in problems]

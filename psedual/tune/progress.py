@@ -61,9 +61,15 @@ class Progress(ray.tune.Callback):
 def quiet_tune_logs(path: str | Path) -> None:
     """Send the driver's Ray Tune and Train log records (snapshot and syncing warnings) to `path`
     instead of the terminal."""
-    handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    path = str(Path(path).resolve())
+    handler = None
     for name in ("ray.tune", "ray.train"):
         logger = logging.getLogger(name)
-        logger.addHandler(handler)
         logger.propagate = False
+        # once per file: a paper job runs a sweep per part in one process
+        if any(getattr(h, "baseFilename", None) == path for h in logger.handlers):
+            continue
+        if handler is None:
+            handler = logging.FileHandler(path)
+            handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
