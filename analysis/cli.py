@@ -4,6 +4,7 @@
     psedual analyze table3  --experiment+ table3_fusion          # teacher forcing vs scheduled fusion
     psedual analyze infill  --experiment+ table1_mawps_small     # infilling accuracy, perfect match
     psedual analyze curve   --experiment+ figure1_sizes --png training_size.png
+    psedual analyze curve   --experiment+ default --over epoch           # learning curves: where the arms stand
     psedual analyze compare --experiment+ default --arm variant --base base --treatment+ gcn --by+ solver
     psedual analyze report  --experiment+ paper-small --out report/  # Tables 1-4, Figure 1, the paper's figures
 
@@ -22,7 +23,7 @@ from dataclasses import fields
 
 from jsonargparse import ArgumentError, ArgumentParser, set_parsing_settings
 
-from analysis import paper, paper_report, presets, report
+from analysis import learning, paper, paper_report, presets, report
 from analysis.errors import ERRORS, one_line
 from analysis.options import (LIST_OPTIONS, AnalyzeOptions, CompareOptions, CurveOptions, InfillOptions,
                               ReportOptions, Table1Options, Table3Options)
@@ -52,6 +53,15 @@ def _compare(args: CompareOptions) -> None:
     print()
     print(report.fold_scores(built.rows))
     print(report.footer(built.rows, built.notes))
+    if not built.rows.is_empty():
+        _standings(presets.learning_curves(args, built, runs), built)
+
+
+def _standings(curve, built) -> None:
+    print("\nWhere the arms stand by epoch (validation value accuracy, mean over seeds, of the runs compared; "
+          "descriptive, no test per epoch):")
+    for line in learning.standings(built.rows, curve):
+        print(f"  {line}")
 
 
 def _infill(args: InfillOptions) -> None:
@@ -68,7 +78,19 @@ def _infill(args: InfillOptions) -> None:
 
 
 def _curve(args: CurveOptions) -> None:
-    points, built, path = presets.curve(args, presets.runs(args), args.png)
+    if args.over == "epoch":
+        runs = presets.runs(args)
+        curve, built, path = presets.epoch_curve(args, runs, args.arm, args.base, tuple(args.treatment),
+                                                 tuple(args.by) or ("data.dataset", "solver"))
+        print(learning.table(curve, args.format))
+        _standings(curve, built)
+        print()
+        print(report.claim_lines(built.rows, args.format))
+        print()
+        print(report.footer(built.rows, built.notes))
+        print(f"figure: {path}")
+        return
+    points, built, path = presets.curve(args, presets.runs(args), args.figure_path)
     print(report.curve_table(points, args.format))
     print("\nThe 95% CIs above are of each arm's accuracy (t over seeds; Wilson for one seed); the CIs below "
           "are of the difference Δ.\n")

@@ -116,12 +116,40 @@ class CompareOptions(ClaimOptions):
             raise ValueError(f"treatment {list(self.treatment)} must be non-empty and exclude base {self.base!r}")
 
 
+Over = Literal["train_size", "epoch"]
+
+
 @dataclass(frozen=True, kw_only=True)
 class CurveOptions(ClaimOptions):
-    """The training-size figure (PNG): each arm's test accuracy against the training size."""
+    """A curve per arm (PNG and table): test accuracy against the training size (the paper's
+    Figure 1), or validation accuracy against the epoch (learning curves: where the arms stand)."""
 
-    png: str = "training_size.png"
-    """The figure's path."""
+    over: Over = "train_size"
+    """`train_size`: each arm's test value accuracy against the training size (the runs of a
+    data.train_size sweep); `epoch`: each arm's validation value accuracy by epoch, mean ± sd over
+    the seeds, from the runs the claims pair (`arm`, `base`, `treatment`)."""
+    png: str | None = None
+    """The figure's path; none: training_size.png or learning_curve.png."""
+    arm: str = "variant"
+    """`over epoch`: the column whose values are the arms."""
+    base: str = BASE
+    """`over epoch`: the reference arm."""
+    treatment: Names = ()
+    """`over epoch`: the arms compared with `base` (`--treatment+ ARM`); none: every PseDual
+    expression encoder present."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check("over", [self.over], get_args(Over))
+        if self.over == "train_size" and (self.treatment or self.arm != "variant" or self.base != BASE):
+            raise ValueError("arm, base and treatment are for --over epoch; the training-size curve compares "
+                             "every PseDual variant with base")
+        if self.base in self.treatment:
+            raise ValueError(f"treatment {list(self.treatment)} must exclude base {self.base!r}")
+
+    @property
+    def figure_path(self) -> str:
+        return self.png or ("training_size.png" if self.over == "train_size" else "learning_curve.png")
 
 
 @dataclass(frozen=True, kw_only=True)

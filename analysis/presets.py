@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from analysis import claims as claims_mod
-from analysis import power, read, report, summaries
+from analysis import learning, power, read, report, summaries
 from analysis.claims import Comparison
 from analysis.options import AnalyzeOptions, ClaimOptions
 from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
@@ -97,3 +97,23 @@ def curve(args: ClaimOptions, runs: pl.DataFrame, png: str) -> tuple[pl.DataFram
              f"bands: 95% CI (t over seeds; Wilson for 1 seed)\n"
              f"* / ** {args.correction}-adjusted p < .05 / .01, ↑ better ↓ worse than base")
     return points, built, report.figure(points, png, title)
+
+
+def learning_curves(args: AnalyzeOptions, built: claims_mod.Claims, runs: pl.DataFrame) -> pl.DataFrame:
+    """Validation value accuracy by epoch per arm, from the runs the claims paired (`learning.curves`)."""
+    return learning.curves(built.rows, runs, read.scan(args.root, "epochs", args.experiment))
+
+
+def epoch_curve(args: ClaimOptions, runs: pl.DataFrame, arm: str, base: str, treatments: tuple[str, ...],
+                by: tuple[str, ...]) -> tuple[pl.DataFrame, claims_mod.Claims, str]:
+    """`analyze curve --over epoch`: the claims of `treatments` against `base`, and the learning
+    curves of the runs they paired, drawn to the options' figure path: the curve, claims and path."""
+    present = set(runs[read.column(arm, runs.columns)].drop_nulls().cast(pl.String).to_list())
+    treatments = tuple(treatments) or tuple(t for t in EXPRESSION_ENCODERS if t in present)
+    if base not in present or not treatments:
+        raise ValueError(f"the learning curves need {arm}={base} and a treatment; present: {sorted(present)}")
+    built = build(args, comparison(args, family(args, "curve"), arm, base, treatments, by), runs)
+    curve = learning_curves(args, built, runs)
+    title = (f"validation value accuracy by epoch (experiments: {', '.join(args.experiment or ['all'])})\n"
+             f"mean over seeds, band ± 1 sd; the runs the claims pair")
+    return curve, built, learning.figure(curve, args.figure_path, title)

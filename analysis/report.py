@@ -15,7 +15,8 @@ from psedual.reexamine.config import VARIANT_LABELS
 Format = Literal["markdown", "latex"]
 FORMATS = get_args(Format)
 ARM_LABELS = {**VARIANT_LABELS,
-              "teacher_forcing": "teacher forcing", "scheduled": "scheduled fusion", "predicted": "predicted only"}
+              "teacher_forcing": "teacher forcing", "scheduled": "scheduled fusion", "predicted": "predicted only",
+              "horizon": "ε horizon (ours)", "epoch": "ε per epoch (published)"}
 
 
 def label(arm: str) -> str:

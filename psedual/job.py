@@ -58,8 +58,15 @@ class TuneJob:
     only: str | None = None
     """A paper file: run only these parts, comma-separated (`table1,table3`)."""
     plan: bool = False
-    """A paper file: print each part's trials, epochs, steps, hours, wall time and dollars from
-    the stored calibration (psedual/tune/costs.tsv), and launch nothing."""
+    """Launch nothing; print the plan. A paper file: each part's trials, epochs, steps, hours, wall
+    time and dollars from the stored calibration (psedual/tune/costs.tsv). A grid sweep: per
+    comparison, its seeds, the smallest Δ they detect and the seeds the target Δ needs, at the
+    spread of `plan_from` or `plan_sd`."""
+    plan_from: str | None = None
+    """A grid sweep's plan (and `seeds_for`): the spread of each comparison's per-seed Δ as this
+    earlier experiment in `storage` measured it."""
+    plan_sd: float | None = None
+    """A grid sweep's plan (and `seeds_for`): the sd of the per-seed Δ, in points, as stated."""
     calibrate: bool = False
     """A paper file: time each distinct trial shape of the profile on this machine (as many at
     once as the profile runs) and a part's overhead, store them in psedual/tune/costs.tsv, then plan."""
@@ -81,6 +88,10 @@ class TuneJob:
     def __post_init__(self) -> None:
         if self.name is not None and self.resume is not None:
             raise ValueError("give name (a new experiment) or resume (an existing one), not both")
+        if self.plan_from is not None and self.plan_sd is not None:
+            raise ValueError("give plan_from (an earlier experiment's spread) or plan_sd (a stated one), not both")
+        if self.plan_sd is not None and not self.plan_sd > 0:
+            raise ValueError(f"plan_sd must be > 0 points, got {self.plan_sd}")
         if min(self.price_cpu_hour, self.price_gpu_hour) < 0:
             raise ValueError("prices must be >= 0")
         if (self.llm_base_url is None) != (self.llm_model is None):
@@ -125,10 +136,21 @@ def run_job(job: TuneJob) -> int:
     """Run the sweep, test, print the runs table; 1 if a trial ended in error."""
     from psedual.tune.space import load_spec
 
-    if job.profile or job.only or job.plan or job.calibrate:
-        raise ValueError(f"{job.space} is a sweep file: profile, only, plan and calibrate are for a paper file "
+    if job.profile or job.only or job.calibrate:
+        raise ValueError(f"{job.space} is a sweep file: profile, only and calibrate are for a paper file "
                          "(search_spaces/paper.yaml)")
     spec = load_spec(job.space)
+    name = job.name or job.resume or spec.name
+    if job.plan:
+        spec, lines = resolve_seeds(spec, job, name)
+        seeds = spec.grid.get("seed", [spec.fixed.get("seed", 0)])
+        print(f"plan: {job.space}: {len(spec.trial_configs()) * spec.num_samples} trials, {len(seeds)} seeds; what "
+              f"each comparison can detect (test value accuracy, paired t-test over seeds):")
+        print("\n".join(lines) if lines else "  no comparison: the sweep has no base arm and PseDual arm")
+        return 0
+    if spec.seeds_for is not None:
+        spec, lines = resolve_seeds(spec, job, name)
+        print(lines[0], flush=True)
     name = experiment_name(job, spec.name)
     print(f"experiment {name}: {job.space} ({'resumed' if job.resume else 'new'}), storage {job.storage}", flush=True)
     code = run_spec(spec, name, job.resume is not None, job.storage, job.address, job.verbose)
@@ -165,8 +187,7 @@ def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, v
         print(f"trial {row['trial']} failed: {row['error']}", flush=True)
     # a failed trial (its node lost, its retries spent) is one error row: the others are still
     # compared (the comparison skips it, saying so) and their claims written
-    compare = compare_args(spec, runs["variant"].unique().to_list(), storage, name)
-    if compare is not None:
+    for compare in compare_args(spec, runs["variant"].unique().to_list(), storage, name):
         print(f"\nIs the difference real? psedual analyze {' '.join(compare[1:])}\n", flush=True)
         from analysis.cli import main as analyze
 
@@ -174,16 +195,89 @@ def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, v
     return 1 if failed.height else 0
 
 
-def compare_args(spec, variants: list[str], storage: str, name: str) -> list[str] | None:
-    """`analyze compare` of every PseDual arm against base, per cell of the sweep's other grid
-    keys; None when the sweep has no base arm and PseDual arm to compare."""
+@dataclass(frozen=True)
+class Planned:
+    """One comparison the job makes after a sweep, as `analyze compare` is given it."""
+
+    arm: str
+    """The column whose values are the arms."""
+    base: str
+    """The reference arm."""
+    treatments: tuple[str, ...]
+    """The arms compared with `base`."""
+    where: tuple[str, ...]
+    """`--where` filters (`KEY=VALUE`; `KEY=null|VALUE` where a base trial has no such value)."""
+    cells: tuple[str, ...]
+    """`--by` columns."""
+    family: str | None
+    """The claims family's name (`--name`); none: analyze's default."""
+
+
+def comparisons(spec, variants: list[str], name: str) -> list[Planned]:
+    """The sweep's `compare` entries, or (none given) every PseDual arm against base, per cell of
+    the sweep's other grid keys; none when the sweep has no base arm and PseDual arm to compare."""
     from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
+    from psedual.tune.space import PSEDUAL_PREFIX, SweepComparison, arm_values
 
-    treatments = [v for v in EXPRESSION_ENCODERS if v in variants]
-    if BASE not in variants or not treatments:
-        return None
-    cells = [*CELLS, *(k for k in spec.grid if k not in (*CELLS, *NOT_CELLS))]
-    return ["analyze", "compare", "--root", storage, "--experiment+", name, "--arm", "variant", "--base", BASE,
-            *(a for t in treatments for a in ("--treatment+", t)),
-            *(a for k in cells for a in ("--by+", k))]
+    if not spec.compare:
+        treatments = [v for v in EXPRESSION_ENCODERS if v in variants]
+        if BASE not in variants or not treatments:
+            return []
+        entries, named = [SweepComparison(treatments=tuple(treatments))], False
+    else:
+        entries, named = spec.compare, True
+    arms = [c.arm for c in entries]
+    out = []
+    for i, c in enumerate(entries):
+        # the arms' own keys and the units a claim pairs over are no cells
+        cells = (*CELLS, *(k for k in spec.grid if k not in (*CELLS, *NOT_CELLS, c.arm, *c.where)))
+        treatments = c.treatments or tuple(v for v in arm_values(spec, c.arm) if v is not None and v != c.base)
+        # a base trial has no psedual.* values: it matches any (`analyze`'s null)
+        where = tuple(f"{k}=null|{v}" if k.startswith(PSEDUAL_PREFIX) and c.arm == "variant" else f"{k}={v}"
+                      for k, v in c.where.items())
+        family = f"compare_{name}_{c.arm}" + (f"_{i + 1}" if arms.count(c.arm) > 1 else "") if named else None
+        out.append(Planned(c.arm, str(c.base), tuple(map(str, treatments)), where, cells, family))
+    return out
 
+
+def compare_args(spec, variants: list[str], storage: str, name: str) -> list[list[str]]:
+    """`analyze compare`'s arguments for each of `comparisons`."""
+    return [["analyze", "compare", "--root", storage, "--experiment+", name, "--arm", p.arm, "--base", p.base,
+             *(a for t in p.treatments for a in ("--treatment+", t)), *(a for w in p.where for a in ("--where+", w)),
+             *(a for k in p.cells for a in ("--by+", k)), *(["--name", p.family] if p.family else [])]
+            for p in comparisons(spec, variants, name)]
+
+
+def resolve_seeds(spec, job: TuneJob, name: str) -> tuple[object, list[str]]:
+    """The spec with `seeds_for` resolved to `grid.seed` (unchanged without it), and what the plan
+    says of each comparison's power at those seeds."""
+    from psedual.power_plan import Spread, line, names, observed, seeds_for, target
+    from psedual.tune.space import SpecError, arm_values
+
+    planned = comparisons(spec, arm_values(spec, "variant"), name)
+    spreads = {}
+    for p in planned:
+        for t in p.treatments:
+            got = None
+            if job.plan_from is not None:
+                got = observed(job.storage, job.plan_from, list(p.where), p.arm, p.base, t)
+            elif job.plan_sd is not None:
+                got = Spread(job.plan_sd, "--plan_sd")
+            elif spec.seeds_for is not None and spec.seeds_for.sd is not None:
+                got = Spread(spec.seeds_for.sd, "seeds_for.sd")
+            spreads[(p, t)] = got
+    lines = []
+    if spec.seeds_for is not None:
+        known = [s for s in spreads.values() if s is not None]
+        if not known:
+            raise SpecError(f"{job.space}: seeds_for needs the spread of the per-seed Δ: give seeds_for.sd, "
+                            f"--plan_sd POINTS, or --plan_from EXPERIMENT (one that ran these comparisons)")
+        n, said = seeds_for(spec.seeds_for.delta, known, spec.seeds_for.max)
+        spec = spec.with_seeds(list(range(n)))
+        lines.append(said)
+    seeds = len(spec.grid.get("seed", [spec.fixed.get("seed", 0)])) * spec.num_samples
+    for p in planned:
+        for t in p.treatments:
+            lines.append(line(names(p.arm, p.base, t), seeds, spreads[(p, t)],
+                                         target(spec, p.arm, p.base, t)))
+    return spec, lines

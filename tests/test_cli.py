@@ -24,6 +24,7 @@ from psedual.results.collect import AddConfig
 from psedual.train.best import SELECT_BY
 from psedual.train.config import TrainConfig
 from psedual.train.solve import SolveConfig, TestConfig
+from psedual.tune.space import load_spec
 from psedual.typed_cli import COMMANDS, _train_config, flags
 
 # Non-default values that every check in the configs accepts; the rest are derived from the type.
@@ -195,11 +196,27 @@ def test_a_list_option_adds_one_value_per_plus_or_takes_a_list():
 
 
 def test_the_main_jobs_comparison_parses_as_it_is_printed():
-    spec = types.SimpleNamespace(grid={"variant": ["base", "gru", "gcn"], "seed": [0, 1], "lr": [0.001]})
-    argv = compare_args(spec, ["gcn", "base", "gru"], "results", "smoke")
+    spec = types.SimpleNamespace(grid={"variant": ["base", "gru", "gcn"], "seed": [0, 1], "lr": [0.001]}, compare=[])
+    argv, = compare_args(spec, ["gcn", "base", "gru"], "results", "smoke")
     got = _analyze_options(argv[1:])
     assert (got.experiment, got.arm, got.base, got.treatment) == (("smoke",), "variant", "base", ("gru", "gcn"))
-    assert got.by == ("data.dataset", "solver", "lr")
+    assert got.by == ("data.dataset", "solver", "lr") and got.name is None
+    assert compare_args(spec, ["base"], "results", "smoke") == []
+
+
+def test_a_sweeps_own_comparisons_parse_as_printed():
+    """converged.yaml's three comparisons: the arms' own keys are no cells, a base trial matches any
+    psedual.* value (null), and each comparison writes its own claims file."""
+    spec = load_spec("search_spaces/converged.yaml")
+    got = [_analyze_options(argv[1:]) for argv in compare_args(spec, ["base", "gru", "gcn"], "results", "converged")]
+    assert [(g.arm, g.base, g.treatment) for g in got] == [
+        ("variant", "base", ("gru", "gcn")), ("psedual.fusion", "teacher_forcing", ("scheduled",)),
+        ("psedual.epsilon_schedule", "epoch", ("horizon",))]
+    assert got[0].where == ("psedual.fusion=null|scheduled", "psedual.epsilon_schedule=null|horizon")
+    assert got[1].where == ("variant=gcn", "psedual.epsilon_schedule=horizon")
+    assert [g.name for g in got] == ["compare_converged_variant", "compare_converged_psedual.fusion",
+                                     "compare_converged_psedual.epsilon_schedule"]
+    assert all(g.by == ("data.dataset", "solver") for g in got)
 
 
 def test_analyze_refuses_a_dashed_name_a_list_option_given_twice_and_a_bad_choice(tmp_path, capsys):

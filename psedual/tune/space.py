@@ -9,7 +9,7 @@ trials only. Every value a sweep can produce is checked by building its TrainCon
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 import yaml
@@ -20,6 +20,48 @@ from psedual.train.resources import Resources
 
 DISTRIBUTIONS = ("uniform", "loguniform", "int", "choice")
 MODES = ("optuna", "grid")
+
+
+@dataclass(frozen=True)
+class SweepComparison:
+    """One comparison the main job makes after the sweep (`psedual analyze compare`): `treatments`
+    against `base`, the arms being the values of `arm`, over the trials that match `where`."""
+
+    arm: str = "variant"
+    """The key whose values are the arms (`variant`, `psedual.fusion`, `psedual.epsilon_schedule`)."""
+    base: str = BASE
+    """The reference arm's value."""
+    treatments: tuple = ()
+    """The arms compared with `base`; none: every other value of `arm` the sweep has."""
+    where: dict = field(default_factory=dict)
+    """Keep only the trials with these values (`{psedual.fusion: scheduled}`); a base trial has no
+    `psedual.*` values and matches any."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "treatments", tuple(self.treatments if isinstance(self.treatments, (list, tuple))
+                                                     else [self.treatments]))
+        if not isinstance(self.where, dict):
+            raise ValueError(f"where: expected a mapping of keys to values, got {self.where!r}")
+        if self.base in self.treatments:
+            raise ValueError(f"treatments {list(self.treatments)} must exclude base {self.base!r}")
+
+
+@dataclass(frozen=True)
+class SeedsFor:
+    """A grid's seeds chosen for what they must detect: as many as a paired t-test over seeds needs
+    to detect `delta` with 80% power at a two-sided 0.05, at the spread of the per-seed Δ (`sd`, or
+    an earlier experiment's: `--plan_from`), capped at `max`; resolved when the job plans or starts."""
+
+    delta: float
+    """The Δ (points) the comparisons must detect."""
+    max: int = 20
+    """The most seeds the sweep may run (the plan says when the cap binds)."""
+    sd: float | None = None
+    """The sd (points) of the per-seed Δ expected; none: `--plan_from` or `--plan_sd` must give it."""
+
+    def __post_init__(self) -> None:
+        if not 0 < abs(self.delta) < 100 or not 2 <= self.max <= 1000 or (self.sd is not None and self.sd <= 0):
+            raise ValueError(f"seeds_for: delta must be a nonzero Δ in points, max 2..1000 seeds, sd > 0; got {self}")
 
 
 class SpecError(ValueError):
@@ -67,6 +109,17 @@ class SweepSpec:
     """optuna: trials to run first, each a mapping of every `search` key to a value (e.g. the
     base solver, so that a sweep always has its baseline); the sampler takes over after."""
     resources: Resources = field(default_factory=Resources)
+    compare: list = field(default_factory=list)
+    """grid: the comparisons the main job makes after the sweep, each a `SweepComparison` mapping
+    (`{arm: psedual.fusion, base: teacher_forcing, where: {variant: gcn}}`); none: every PseDual
+    variant against base."""
+    seeds_for: SeedsFor | None = None
+    """grid: instead of `grid.seed`, the seeds a target Δ needs (`{delta: 1.0, max: 20, sd: 2.0}`),
+    resolved at plan and run time (`SeedsFor`)."""
+
+    def with_seeds(self, seeds: list[int]) -> "SweepSpec":
+        """This spec with `grid.seed` set (the resolution of `seeds_for`)."""
+        return replace(self, grid={**self.grid, "seed": list(seeds)}, seeds_for=None)
 
     def trial_configs(self) -> list[dict]:
         """Representative flat configs: every grid combination, or each range's ends and each choice."""
@@ -123,11 +176,28 @@ def build_spec(raw: object, where: str) -> SweepSpec:
     if unknown:
         raise SpecError(f"{path}: unknown top-level keys {unknown}; valid: {', '.join(sorted(allowed))}")
     try:
-        spec = SweepSpec(**{**raw, "resources": Resources(**(raw.get("resources") or {}))})
+        resources = Resources(**(raw.get("resources") or {}))
+    except (TypeError, ValueError) as err:
+        raise SpecError(f"{path}: resources: {err}") from None
+    compare = raw.get("compare") or []
+    if not isinstance(compare, list):
+        raise SpecError(f"{path}: compare: expected a list of comparisons")
+    comparisons = []
+    for i, c in enumerate(compare):
+        try:
+            comparisons.append(SweepComparison(**c))
+        except (TypeError, ValueError) as err:
+            raise SpecError(f"{path}: compare[{i}]: {err} (keys: arm, base, treatments, where)") from None
+    seeds_for = raw.get("seeds_for")
+    if seeds_for is not None:
+        try:
+            seeds_for = SeedsFor(**seeds_for)
+        except (TypeError, ValueError) as err:
+            raise SpecError(f"{path}: seeds_for: {err} (keys: delta, max, sd)") from None
+    try:
+        spec = SweepSpec(**{**raw, "resources": resources, "compare": comparisons, "seeds_for": seeds_for})
     except TypeError as err:
         raise SpecError(f"{path}: {err}") from None
-    except ValueError as err:
-        raise SpecError(f"{path}: resources: {err}") from None
     _check(spec, path)
     return spec
 
@@ -187,3 +257,34 @@ def _check(spec: SweepSpec, path: str) -> None:
             make_config(flat)
         except (ValueError, TypeError) as err:
             raise SpecError(f"{path}: a trial config is invalid ({err}): {flat}") from None
+    _check_compare(spec, path)
+
+
+def arm_values(spec: SweepSpec, key: str) -> list:
+    """The values `key` takes over the sweep's trials, defaults filled in (`psedual.fusion` is
+    `scheduled` where no arm sets it; a base trial's `psedual.*` values are None)."""
+    values = []
+    for flat in spec.trial_configs():
+        config = make_config(flat)
+        values.append(config.variant if key == "variant" else config.flat()[key])
+    return list(dict.fromkeys(values))
+
+
+def _check_compare(spec: SweepSpec, path: str) -> None:
+    """`compare` and `seeds_for` name keys and values the sweep has: a comparison of arms it never
+    trains would be refused only after hours of training."""
+    if (spec.compare or spec.seeds_for) and spec.mode != "grid":
+        raise SpecError(f"{path}: compare and seeds_for are for grid sweeps (a paired ablation)")
+    if spec.seeds_for is not None and "seed" in spec.grid:
+        raise SpecError(f"{path}: give grid.seed or seeds_for, not both")
+    for i, c in enumerate(spec.compare):
+        for key in (c.arm, *c.where):
+            if key not in SWEEPABLE:
+                raise SpecError(f"{path}: compare[{i}]: unknown key {key!r}; valid: {', '.join(sorted(SWEEPABLE))}")
+        values = [v for v in arm_values(spec, c.arm) if v is not None]
+        missing = [v for v in (c.base, *c.treatments) if v not in values]
+        if missing:
+            raise SpecError(f"{path}: compare[{i}]: {c.arm} {missing} never trained by this sweep; it has "
+                            f"{', '.join(map(str, values))}")
+        if c.arm in c.where:
+            raise SpecError(f"{path}: compare[{i}]: {c.arm} is the arm: it cannot also be in where")

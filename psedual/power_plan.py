@@ -1,0 +1,93 @@
+"""What a grid sweep can detect before it runs (`psedual tune --space FILE --plan`), and the seeds a
+target Δ needs (a sweep file's `seeds_for`).
+
+Each comparison of the sweep (its `compare` entries, or every PseDual variant against base) is a
+paired t-test over seeds; its power depends on the sd of the per-seed Δ, which no sweep knows
+before it runs. The plan takes that sd from an earlier experiment's runs of the same comparison
+(`--plan_from EXPERIMENT`: the runs table's test value accuracy, paired by seed, folds averaged),
+or as stated (`--plan_sd`, or `seeds_for.sd` in the file), and gives per comparison the seeds the
+sweep has, the smallest Δ they detect (80% power, two-sided 0.05: `analysis.power`, statsmodels)
+and the seeds the target Δ needs (the paper's for the cell, else 1 point).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from analysis import paper, power, read
+from analysis.report import label
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The sd of one comparison's per-seed Δ, and where it comes from."""
+
+    sd: float
+    """sd (ddof 1, points) of the per-seed Δ (treatment − base, test value accuracy)."""
+    source: str
+    """Where it comes from, for the plan's line ("experiment converged, 10 paired seeds")."""
+
+    def __post_init__(self) -> None:
+        if not self.sd > 0:
+            raise ValueError(f"a spread must be > 0 points, got {self.sd} ({self.source})")
+
+
+def observed(storage: str, experiment: str, where: list[str], arm: str, base: str, treatment: str) -> Spread | None:
+    """The spread of `treatment` − `base` over the seeds an earlier experiment ran both arms on
+    (its runs matching `where`); None when it has fewer than 2 such seeds or no spread."""
+    runs = read.select(read.scan(storage, "runs", [experiment]), read.parse_where(where)).collect()
+    if runs.is_empty():
+        return None
+    column = read.column(arm, runs.columns)
+    done = runs.filter(pl.col("status") == "completed") if "status" in runs.columns else runs
+    per_seed = (done.filter(pl.col(column).cast(pl.String).is_in([base, treatment]))
+                .group_by("seed", pl.col(column).cast(pl.String).alias("arm"))
+                .agg((100.0 * pl.col("test_value_acc")).mean().alias("acc"))
+                .pivot(on="arm", index="seed", values="acc"))
+    if base not in per_seed.columns or treatment not in per_seed.columns:
+        return None
+    deltas = per_seed.drop_nulls([base, treatment]).select(pl.col(treatment) - pl.col(base)).to_series()
+    if deltas.len() < 2 or not deltas.std():
+        return None
+    return Spread(float(deltas.std(ddof=1)), f"experiment {experiment}, {deltas.len()} paired seeds")
+
+
+def target(spec, arm: str, base: str, treatment: str) -> tuple[float, str]:
+    """The paper's Δ for the sweep's cell where it publishes both arms (value accuracy), else 1
+    point: `analysis.power.target` on the sweep's fixed dataset and solver."""
+    row = {"arm": arm, "base_arm": base, "treatment_arm": treatment, "metric": "value", "group": treatment,
+           "dataset": spec.fixed.get("data.dataset", ""), "solver": spec.fixed.get("solver", "")}
+    return power.target(paper.load(), row)
+
+
+def line(name: str, seeds: int, spread: Spread | None, goal: tuple[float, str]) -> str:
+    """One comparison's plan: its seeds, the Δ they detect, the seeds the target needs."""
+    if spread is None:
+        return (f"  {name}: {seeds} seeds; no spread to plan from (give --plan_from EXPERIMENT that ran this "
+                f"comparison on 2 or more seeds, or --plan_sd POINTS)")
+    mde = power.mde(spread.sd, seeds)
+    need = power.n_needed(goal[0], spread.sd)
+    what = f"the paper's {goal[0]:+.1f}" if goal[1] == "paper" else f"a {abs(goal[0]):g}-point Δ"
+    count = f"more than {power.MAX_N:,}" if need > power.MAX_N else f"about {need}"
+    detect = f"detects |Δ| ≥ {mde:.2f} points" if mde is not None else "detects nothing (fewer than 2 seeds)"
+    return (f"  {name}: {seeds} seeds, sd of the per-seed Δ {spread.sd:.2f} ({spread.source}): {detect} "
+            f"(80% power, two-sided 0.05, before correction); {count} seeds would detect {what}")
+
+
+def seeds_for(delta: float, spreads: list[Spread], cap: int) -> tuple[int, str]:
+    """The seeds the most demanding comparison needs to detect `delta`, capped at `cap`, and the
+    sentence that says so."""
+    sd = max(s.sd for s in spreads)
+    need = power.n_needed(delta, sd)
+    worst = next(s for s in spreads if s.sd == sd)
+    said = (f"seeds_for: {need if need <= power.MAX_N else f'more than {power.MAX_N:,}'} seeds detect Δ {abs(delta):g} "
+            f"at the largest sd of the per-seed Δ, {sd:.2f} ({worst.source})")
+    if need > cap:
+        return cap, f"{said}; capped at max {cap}: these seeds detect |Δ| ≥ {power.mde(sd, cap):.2f} points"
+    return need, said
+
+
+def names(arm: str, base: str, treatment: str) -> str:
+    return f"{label(treatment)} vs {label(base)}" + ("" if arm == "variant" else f" ({arm})")
