@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis import guardrails, paper, presets, read, report, selection
+from analysis import guardrails, learning, paper, presets, read, report, selection
 from analysis.errors import ERRORS, one_line
 from analysis.options import ReportOptions
 from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
@@ -30,6 +30,8 @@ PARTS = {"table1": "Table 1", "table3": "Table 3", "figure1": "Figure 1", "table
 LLM_ARMS = guardrails.LLM_VARIANTS
 COMPLETED = "completed"
 FIGURE = "figure1.png"
+LEARNING = "learning_{part}.png"
+"""each claims part's learning curves, in the report's folder"""
 
 
 def code_commit() -> str:
@@ -60,6 +62,7 @@ class Report:
         self.shown: set[tuple] = set()  # the paper cells set beside ours
         self.sections: list[str] = []
         self.missing: list[str] = []
+        self.out = Path(args.out)
 
     def part_args(self, part: str) -> ReportOptions:
         """The options of one part: its experiment, and a claims family of its own."""
@@ -116,11 +119,23 @@ class Report:
 
     def table1(self, runs: pl.DataFrame) -> str:
         built, by = presets.paper_table(self.part_args("table1"), "table1", runs)
-        return self.claims("table1", built, by)
+        return self.claims("table1", built, by) + self.learning("table1", built, runs)
 
     def table3(self, runs: pl.DataFrame) -> str:
         built, by = presets.paper_table(self.part_args("table3"), "table3", runs)
-        return self.claims("table3", built, by)
+        return self.claims("table3", built, by) + self.learning("table3", built, runs)
+
+    def learning(self, part: str, built, runs: pl.DataFrame) -> str:
+        """The learning curves of the runs a part's claims paired (a figure), and where the arms
+        stand by epoch: whether the budget, not the method, may have decided the claims."""
+        if built.rows.is_empty():
+            return ""
+        curve = presets.learning_curves(self.part_args(part), built, runs)
+        path = learning.figure(curve, str(self.out / LEARNING.format(part=part)),
+                               f"{self.name}.{part}: validation value accuracy by epoch\nmean over seeds, band ± 1 sd")
+        lines = "\n".join(f"- {line}" for line in learning.standings(built.rows, curve))
+        return (f"\n\n![learning curves of {part}]({Path(path).name})\n\nWhere the arms stand by epoch (validation "
+                f"value accuracy, mean over seeds; descriptive):\n\n{lines}")
 
     def table4(self, runs: pl.DataFrame) -> str:
         """The paper's Table 4 (every masked number, its definition) beside the paper's figures, then
@@ -195,7 +210,8 @@ def write(args: ReportOptions) -> Path:
                          f"{', '.join(sorted(everything))}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / FIGURE).unlink(missing_ok=True)  # a figure left from an earlier report is not this one's
+    for old in (FIGURE, *(LEARNING.format(part=p) for p in PARTS)):  # an earlier report's figure is not this one's
+        (out / old).unlink(missing_ok=True)
     rep = Report(args, name)
     runs: dict[str, pl.DataFrame] = {}
     for part, title in PARTS.items():

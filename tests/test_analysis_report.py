@@ -143,6 +143,12 @@ def test_the_report_s_numbers_are_the_result_tables(full, tmp_path, capsys):
     assert "| mawps | gts / gcn | value | teacher forcing | 3 |" in _section(text, "Table 3")
     assert (tmp_path / "out" / "figure1.png").read_bytes()[:4] == b"\x89PNG"
     assert "| 200 | PseDual-GCN | 2 |" in _section(text, "Figure 1")
+    # each claims part's learning curves: a figure beside the report, and where the arms stand
+    for part in ("table1", "table3"):
+        assert (tmp_path / "out" / f"learning_{part}.png").read_bytes()[:4] == b"\x89PNG"
+    assert "![learning curves of table1](learning_table1.png)" in _section(text, "Table 1")
+    assert re.search(r"- data.dataset=mawps, solver=gts: PseDual-GCN vs base: (base|PseDual-GCN) ahead|level",
+                     _section(text, "Table 1"))
     # the header, and what the paper has that we did not run
     assert "- experiment: X; parts present: X.table1, X.table3, X.figure1" in text and "- commit: " in text
     missing = _section(text, "Missing or skipped")
