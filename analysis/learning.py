@@ -55,8 +55,8 @@ def curves(claims: pl.DataFrame, runs: pl.DataFrame, epochs: pl.LazyFrame, metri
 
 def standing(curve: pl.DataFrame, base: str, treatment: str) -> str:
     """Where `treatment` stands against `base` by epoch, over the epochs both reached, from the
-    means over seeds: "base ahead at every epoch (1-30)", "PseDual-GCN ahead from epoch 18 (base
-    ahead at 12 of the 17 epochs before); Δ +1.20 points at epoch 30" (Δ = treatment − base)."""
+    means over seeds: "base ahead at every epoch (1-30)", "PseDual-GCN ahead from epoch 18 (before
+    it: base ahead at 12, level at 1 of 17 epochs); Δ +1.20 points at epoch 30" (Δ = treatment − base)."""
     b = dict(curve.filter(pl.col("arm") == base).select("epoch", "mean").iter_rows())
     t = dict(curve.filter(pl.col("arm") == treatment).select("epoch", "mean").iter_rows())
     shared = sorted(set(b) & set(t))
@@ -76,9 +76,10 @@ def standing(curve: pl.DataFrame, base: str, treatment: str) -> str:
     while k > 0 and sign[k - 1] == sign[-1]:
         k -= 1
     before = sign[:k]
-    other = -sign[-1]
-    return (f"{names[sign[-1]]} ahead from epoch {shared[k]} ({names[other]} ahead at {before.count(other)} of the "
-            f"{len(before)} epochs before); {last}")
+    counts = ([f"{names[-sign[-1]]} ahead at {before.count(-sign[-1])}"] if -sign[-1] in before else []) + (
+        [f"level at {before.count(0)}"] if 0 in before else [])
+    return (f"{names[sign[-1]]} ahead from epoch {shared[k]} (before it: {', '.join(counts)} of {len(before)} "
+            f"epochs); {last}")
 
 
 def standings(claims: pl.DataFrame, curve: pl.DataFrame) -> list[str]:

@@ -27,12 +27,14 @@ def test_standing_known_answers():
         "PseDual-GCN ahead at every epoch (1-3); Δ +0.50 points at epoch 3"
     # base ahead early, the treatment from epoch 3 on: the lead after the last change is what counts
     assert learning.standing(_curve([50, 60, 70, 72, 73], [49, 58, 71, 71, 74]), "base", "gcn") == \
-        "PseDual-GCN ahead from epoch 5 (base ahead at 3 of the 4 epochs before); Δ +1.00 points at epoch 5"
+        "PseDual-GCN ahead from epoch 5 (before it: base ahead at 3 of 4 epochs); Δ +1.00 points at epoch 5"
     assert learning.standing(_curve([50, 60, 70, 72], [49, 58, 71, 73]), "base", "gcn") == \
-        "PseDual-GCN ahead from epoch 3 (base ahead at 2 of the 2 epochs before); Δ +1.00 points at epoch 4"
+        "PseDual-GCN ahead from epoch 3 (before it: base ahead at 2 of 2 epochs); Δ +1.00 points at epoch 4"
     assert learning.standing(_curve([50, 60], [50, 60]), "base", "gcn") == \
         "level at every epoch (1-2); Δ +0.00 points at epoch 2"
     assert learning.standing(_curve([50, 60], [51, 60]), "base", "gcn").startswith("level at the last epoch (2)")
+    assert learning.standing(_curve([50, 60, 61], [50, 61, 62]), "base", "gcn") == \
+        "PseDual-GCN ahead from epoch 2 (before it: level at 1 of 1 epochs); Δ +1.00 points at epoch 3"
     # any arm column: the labels are the arms' (report.label)
     assert learning.standing(_curve([1, 2], [0, 1], "scheduled"), "base", "scheduled").startswith("base ahead")
 
@@ -65,8 +67,8 @@ def test_curves_mean_and_sd_over_seeds_folds_averaged_first(tmp_path, capsys):
     assert analyze(["analyze", "compare", "--root", str(tmp_path), "--treatment", "gcn", "--resamples", "500"]) == 0
     out = capsys.readouterr().out
     # gcn − base = −6 + 2(e − 1): behind at epochs 1-3, level at 4, ahead at 5-6
-    assert "data.dataset=mawps, solver=gts: PseDual-GCN vs base: PseDual-GCN ahead from epoch 5 (base ahead at 3 of the 4 epochs " \
-           "before); Δ +4.00 points at epoch 6" in out
+    assert "data.dataset=mawps, solver=gts: PseDual-GCN vs base: PseDual-GCN ahead from epoch 5 (before it: base ahead at 3, " \
+           "level at 1 of 4 epochs); Δ +4.00 points at epoch 6" in out
     from analysis import read
 
     claims_rows = pl.read_parquet(tmp_path / "claims" / "compare_all.parquet")
