@@ -47,6 +47,8 @@ def run_paper(job: TuneJob) -> int:
     from psedual.tune.paper import LLM_PART, load_paper, runnable
 
     paper = load_paper(job.space)
+    if job.plan_from is not None or job.plan_sd is not None:
+        raise ValueError(f"{job.space} is a paper file: plan_from and plan_sd plan a grid sweep file's comparisons")
     if job.profile is None:
         raise ValueError(f"{job.space} is a paper file: give --profile ({', '.join(paper.profiles)})")
     profile = paper.profile(job.profile)

@@ -95,3 +95,9 @@ def test_bad_comparisons_and_seeds_for_are_refused_at_load(tmp_path, extra, said
     with pytest.raises(SpecError, match="planned.yaml") as err:
         load_spec(_sweep(tmp_path, extra=extra))
     assert said in str(err.value)
+
+
+def test_a_paper_file_refuses_the_sweep_plans_options(capsys):
+    assert main(["tune", "--space", "search_spaces/paper.yaml", "--profile", "small", "--plan", "true",
+                 "--plan_sd", "2"]) == 2
+    assert "is a paper file: plan_from and plan_sd plan a grid sweep file's comparisons" in capsys.readouterr().err
