@@ -61,6 +61,7 @@ class Collector:
             return read()
         except RecordError as err:
             self.skip(split, fold, origin, what + err.reason, err.detail)
+            self.result.notes.update(err.rules)
         except _UNFORESEEN as err:
             self.skip(split, fold, origin, what + "unexpected error", f"{type(err).__name__}: {err} (a loader bug; "
                       "please report it with this record)")
