@@ -31,6 +31,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -77,8 +78,8 @@ class FetchConfig:
             if name not in MANIFEST:
                 hint = " (jsonl is your own data: there is nothing to fetch)" if name == "jsonl" else ""
                 raise ValueError(f"unknown dataset {name!r}{hint}; fetchable: {', '.join(MANIFEST)}")
-        if self.mirror is not None and not re.match(r"https?://[^/]+", self.mirror):
-            raise ValueError(f"mirror must be an http:// or https:// URL, not {self.mirror!r}")
+        if self.mirror is not None and not _is_url(self.mirror):
+            raise ValueError(f"mirror must be an http:// or https:// URL with a host, not {self.mirror!r}")
         if not self.timeout > 0:
             raise ValueError(f"timeout must be positive seconds, got {self.timeout}")
         if not self.min_rate > 0:
@@ -99,6 +100,18 @@ class FetchConfig:
         if os.environ.get("PSEDUAL_DATA"):
             return Path(os.environ["PSEDUAL_DATA"]).expanduser()
         return user_data_dir()
+
+
+def _is_url(text: str) -> bool:
+    """An http(s) URL urllib can open: a host, a port in range, no spaces or control characters
+    (`http://[x` or `http://h:99999` would otherwise fail later, in a message naming no option)."""
+    if not re.match(r"https?://[^/]+", text) or any(ch.isspace() or ord(ch) < 32 for ch in text):
+        return False
+    try:
+        parts = urllib.parse.urlsplit(text)
+        return bool(parts.hostname) and (parts.port is None or parts.port > 0)  # .port raises for 99999 or "x"
+    except ValueError:
+        return False
 
 
 @dataclass
@@ -166,6 +179,10 @@ def _fetch_one(f: SourceFile, dest: Path, config: FetchConfig, progress: Callabl
         if path.exists() and not path.is_file():  # a folder there would fail the final rename with a traceback
             raise FetchError(f"{path}: is a folder (or another non-file) where the download of {f.path} must go; "
                              "move it away and run the command again")
+    if part.is_symlink():  # bytes would be appended to (or a file created at) wherever it points
+        raise FetchError(f"{part}: is a symbolic link where the partial download of {f.path} goes (to "
+                         f"{os.readlink(part)}); a download is written there, never through a link: remove it and run "
+                         "the command again")
     if target.is_file():
         got = _sha256(target)
         if got == f.sha256:
