@@ -272,6 +272,34 @@ def test_a_folder_where_a_file_goes_is_one_line(upstream, tmp_path, capsys, wher
                        f"download of {f.path} must go; move it away and run the command again")
 
 
+@pytest.mark.parametrize("points_to", ["a file", "nowhere"])
+def test_a_symlink_where_the_part_goes_is_one_line_and_nothing_is_written_through_it(upstream, tmp_path, capsys,
+                                                                                     points_to):
+    """A `.part` that is a symlink: a resumed download appended the file's bytes to whatever it
+    pointed at (a file of the user's), or created the file at a dangling link's target."""
+    f = MANIFEST["svamp"][0]
+    outside = tmp_path / "outside.txt"
+    if points_to == "a file":
+        outside.write_text("precious\n")
+    part = tmp_path / "dest" / (f.path + ".part")
+    part.parent.mkdir(parents=True)
+    part.symlink_to(outside)
+    assert _run(upstream, tmp_path / "dest", "svamp") == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == (f"psedual: error: {part}: is a symbolic link where the partial download of {f.path} goes (to "
+                       f"{outside}); a download is written there, never through a link: remove it and run the "
+                       "command again")
+    assert (outside.read_text() == "precious\n") if points_to == "a file" else not outside.exists()
+    assert not upstream.requests
+
+
+@pytest.mark.parametrize("mirror", ["http://[x", "http://127.0.0.1:99999", "http://h:port", "http://", "http://a b"])
+def test_a_mirror_urllib_cannot_open_is_refused_naming_it(tmp_path, capsys, mirror):
+    assert main(["svamp", "--mirror", mirror, "--dest", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"psedual: error: mirror must be an http:// or https:// URL with a host, not {mirror!r}"]
+
+
 def _dead_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -35,7 +35,10 @@ def save(path: Path, state: dict) -> None:
 
 def load(path: Path) -> dict:
     if not path.is_file():
-        raise CheckpointError(f"{path}: checkpoint not found")
+        what = ("is a folder, not a checkpoint file" if path.is_dir() else
+                "is not a regular file (a pipe, a socket or a device)" if path.exists() else
+                "is a dangling symbolic link" if path.is_symlink() else "checkpoint not found")
+        raise CheckpointError(f"{path}: {what}")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises many types for a corrupt file; name the file either way
@@ -101,6 +104,15 @@ def build_model(state: dict, path: Path, expect_solver: str | None = None, expec
     except (ValueError, TypeError, RuntimeError, KeyError, AttributeError, VocabularyError) as err:
         raise CheckpointError(f"{path}: cannot rebuild the model ({type(err).__name__}: {_first_line(err)})") from None
     return model
+
+
+def restore(module, state: dict, key: str, path: Path) -> None:
+    """Load `state[key]` (e.g. the reexaminer's weights) into `module`, or one line naming the
+    checkpoint: the key missing, or weights that do not fit (a checkpoint of another run)."""
+    try:
+        module.load_state_dict(state[key])
+    except (KeyError, TypeError, RuntimeError, AttributeError, ValueError) as err:
+        raise CheckpointError(f"{path}: cannot restore its {key!r} ({type(err).__name__}: {_first_line(err)})") from None
 
 
 def rng_fields(rngs: list[tuple]) -> dict:
