@@ -191,14 +191,14 @@ def _mathqa_rec(edit: Callable[[object], object]) -> Callable[[Path], None]:
     return _list_edit("mathqa/valid.json", 1, edit)
 
 
-def _csv_cell(column: str, value: str) -> Callable[[Path], None]:
+def _csv_cell(column: str, value: str | Callable[[str], str]) -> Callable[[Path], None]:
     def change(root: Path) -> None:
         import csv
         path = root / "svamp/test_svamp.csv"
         with path.open(encoding="utf-8", newline="") as f:
             reader = csv.DictReader(f)
             fields, rows = reader.fieldnames, list(reader)
-        rows[1][column] = value
+        rows[1][column] = value(rows[1][column]) if callable(value) else value
         with path.open("w", encoding="utf-8", newline="") as f:
             writer = csv.DictWriter(f, fields)
             writer.writeheader()
@@ -339,6 +339,8 @@ CASES: list[Case] = [
          _m23_records(lambda rs: [*rs, *[{"id": LONG_ID, "segmented_text": "3 + 4", "equation": "x=3+4",
                                           "ans": "7"}] * 2])),
     Case(M23, "an answer given twice", "math23k", "skip", "key 'ans' 2 times", _twice("math23k/Math_23K.json", "ans")),
+    Case(M23, "the mask [NUM] written in a text", "math23k", "skip", "invalid text",
+         _m23_records(lambda rs: [_set(rs[0], "segmented_text", "[NUM] " + rs[0]["segmented_text"]), *rs[1:]])),
     Case(M23, "an equation that is a list", "math23k", "skip", "malformed record", _m23_field("equation", ["x=1"])),
     Case(M23, "1/0 in the equation", "math23k", "skip", "invalid equation value", _m23_field("equation", "x=1/0")),
     Case(M23, "a text that is a list", "math23k", "skip", "malformed record", _m23_field("segmented_text", ["a"])),
@@ -368,6 +370,8 @@ CASES: list[Case] = [
     Case("SVAMP CSV", "1/0 in Numbers", "svamp", "skip", "unreadable number", _csv_cell("Numbers", "1/0 3")),
     Case("SVAMP CSV", "a slot N00 in the equation", "svamp", "skip", "not canonical",
          _csv_cell("Equation", "+ N00 number1")),
+    Case("SVAMP CSV", "the mask [NUM] written in a question", "svamp", "skip", "invalid text",
+         _csv_cell("Question", lambda q: "[NUM] " + q)),
     Case("SVAMP CSV", "no Numbers column", "svamp", "error", "test_svamp.csv",
          _raw("svamp/test_svamp.csv", "Question,Equation,Answer\nq,x,1\n")),
     Case("SVAMP CSV", "a folder", "svamp", "error", "test_svamp.csv", _not_a_file("svamp/test_svamp.csv", "folder")),
@@ -442,6 +446,8 @@ CASES: list[Case] = [
     Case("JSON Lines", "an equation given twice, in test", "jsonl", "skip", "key 'equation' 2 times",
          lambda f: (f / "test.jsonl").write_text((f / "test.jsonl").read_text() + '{"id": "t9", "text": "Ann has 3 '
                                                  'and 4 .", "equation": "x=3*4", "equation": "x=3+4", "answer": 7}\n')),
+    Case("JSON Lines", "the mask [NUM] written in a Chinese text", "jsonl", "skip", "invalid text",
+         _jsonl_row(language="zh", text="有 [NUM] 个 苹果 , 3 个 梨", equation="x=3+1", answer=4)),
     Case("JSON Lines", "an id that is a list", "jsonl", "skip", "malformed record", _jsonl_row(id=["p1"])),
     Case("JSON Lines", "an id that is an object", "jsonl", "skip", "malformed record", _jsonl_row(id={"a": 1})),
     Case("JSON Lines", "a 100,000-character language", "jsonl", "skip", "bad language",

@@ -283,6 +283,11 @@ def make_problem(
     rules the equation needed are added to `notes` once the problem is kept."""
     if len(number_texts) > MAX_NUMBERS:
         raise RecordError(OVER_LIMIT, f"{len(number_texts):,} numbers in the text (limit {MAX_NUMBERS})")
+    if tokens.count(NUM_TOKEN) != len(num_pos):
+        # A word `[NUM]` of the text itself would be read as a number's place that has no number:
+        # the solvers embed it as one, a pretrained encoder masks it, an LLM's prompt shifts numbers.
+        raise RecordError("invalid text", f"the text writes {NUM_TOKEN} itself, the mask that stands for its numbers: "
+                          f"{quote(' '.join(tokens), 160)}")
     try:
         values = [parse_number(t) for t in number_texts]
     except SizeLimitError as err:
