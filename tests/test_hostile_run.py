@@ -129,3 +129,25 @@ def test_solve_names_what_the_checkpoint_path_is(tmp_path, capsys, what, make, s
     make(path)
     assert main(["solve", "--checkpoint", str(path), TEXT]) == 2
     assert capsys.readouterr().err == f"psedual: error: {path}: {says}\n"
+
+
+def test_a_tilde_in_the_data_and_cache_variables_means_home_everywhere(tmp_path, monkeypatch, capsys):
+    """`PSEDUAL_DATA='~/data'` (quoted in a .env file, so no shell expanded it): fetch wrote into the
+    home folder, and every loader then said `~/data` is not a folder; `PSEDUAL_CACHE='~/c'` made a
+    folder named `~` in the working directory."""
+    home, work = tmp_path / "home", tmp_path / "work"
+    folder = home / "mine"
+    folder.mkdir(parents=True)
+    work.mkdir()
+    (folder / "train.jsonl").write_text(_rows(4, "p"))
+    (folder / "test.jsonl").write_text(_rows(2, "t"))
+    (home / "data").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("PSEDUAL_CACHE", "~/c")
+    monkeypatch.setenv("PSEDUAL_DATA", "~/data")
+    from psedual.data.root import find_data_root
+    assert find_data_root() == home / "data"
+    assert main(["data", "stats", "jsonl", "--user_path", "~/mine"]) == 0
+    assert "== jsonl: 6 kept, 0 skipped" in capsys.readouterr().out
+    assert list((home / "c").glob("jsonl-*.problems.parquet")) and not (work / "~").exists()
