@@ -151,3 +151,17 @@ def test_a_tilde_in_the_data_and_cache_variables_means_home_everywhere(tmp_path,
     assert main(["data", "stats", "jsonl", "--user_path", "~/mine"]) == 0
     assert "== jsonl: 6 kept, 0 skipped" in capsys.readouterr().out
     assert list((home / "c").glob("jsonl-*.problems.parquet")) and not (work / "~").exists()
+
+
+def test_a_config_that_does_not_fit_its_weights_is_refused_before_the_model_is_built(run, capsys):
+    """hidden_size 100,000 beside 32-wide weights: the build allocated a 120 GB GRU matrix (or, at a
+    size that fits, all of memory) before load_state_dict could refuse; now nothing is built."""
+    import resource
+    state = torch.load(run / "best.pt", weights_only=True)
+    state["solver_config"] = {**state["solver_config"], "hidden_size": 100_000}
+    torch.save(state, run / "best.pt")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert main(["solve", "--checkpoint", str(run / "best.pt"), TEXT]) == 2
+    _one_line(capsys, f"{run / 'best.pt'}: its solver config", "'hidden_size': 100000", "does not fit its weights",
+              "the model was not built")
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB: nothing large was allocated
