@@ -66,7 +66,7 @@ from psedual.data.value import DivisionByZero, InvalidValue, Value, evaluate, fl
 # Gold rules (docs/data.md, "Gold expressions" and "Slots"): what each did to a dataset, counted by
 # the loaders as notes and shown by `data stats`, zeros included. A rule that reads a kept gold is
 # counted by `make_problem` (through `notes`); one that refuses a record travels on its
-# RecordError (`rule`) and is counted by the loader that skips it (`sources.common.Collector`).
+# RecordError (`rules`) and is counted by the loader that skips it (`sources.common.Collector`).
 NEGATED_NUMBER = "gold rule: a - n where the text holds -n (and no n), read as a + (-n)"
 MINUS_BEFORE_POWER = "gold rule: a minus before a number's power (-3^2 is -(3^2) = -9)"
 JUXTAPOSITION_REFUSED = "gold rule: a number or bracket directly before a bracket (4(1/2)), refused"
@@ -315,7 +315,7 @@ def make_problem(
     except ExpressionError as err:
         raise RecordError("unparseable equation", str(err), _refusing_rules(err)) from err
     except DivisionByZero as err:
-        # What floats would have made of it (1/(4^0.5-2): 2.3e15) is worked out only here, for the count.
+        # What floats would have made of it (1/((2^0.5)^2-2): 4.5e15) is worked out only here, for the count.
         floats_kept = tree is not None and float_value(tree, values) is not None
         raise RecordError("invalid equation value", str(err),
                           (ZERO_DENOMINATOR, ZERO_ONLY_EXACT) if floats_kept else (ZERO_DENOMINATOR,)) from err

@@ -40,8 +40,8 @@ class DuplicateKeys:
         self.detail = (f"the object gives key {quote(twice, 40)} {len(values)} times ({quote(values, 80)}): "
                        "JSON readers keep one silently, so which is meant is unknown")
         """The message a skip or an error shows."""
-
         self._once = {k: v for k, v in pairs if k != twice}
+        """The keys given once, with their values."""
 
     def get(self, key: str, default: object = None) -> object:
         """A key given once (a Math23K record's id, so that its skip is that id's), else `default`."""
