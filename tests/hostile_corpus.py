@@ -420,6 +420,8 @@ CASES: list[Case] = [
          _not_a_file("train.jsonl", "dangling")),
     Case("BYO folder", "train.jsonl a FIFO", "jsonl", "error", "train.jsonl", _not_a_file("train.jsonl", "fifo")),
     Case("BYO folder", "no test.jsonl", "jsonl", "error", "test.jsonl", _remove("test.jsonl")),
+    Case("BYO folder", "train.jsonl a sparse file past the size limit", "jsonl", "error", "bytes, over the",
+         lambda f: os.truncate(f / "train.jsonl", 300 * 2**20)),
     Case("BYO folder", "valid.jsonl a dangling symlink", "jsonl", "error", "valid.jsonl", _dangling("valid.jsonl")),
     Case("BYO folder", "valid.jsonl a symlink loop", "jsonl", "error", "valid.jsonl",
          lambda f: (f / "valid.jsonl").symlink_to("valid.jsonl")),

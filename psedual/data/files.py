@@ -67,11 +67,20 @@ def _strict_object(pairs: list[tuple[str, object]]) -> dict:
     return obj
 
 
+MAX_FILE_BYTES = 256 * 2**20
+"""Bytes of one source file (the largest benchmark file, Math23K's, is 8.3 MiB; 30 times that
+is far beyond any MWP dataset): a bigger one (a sparse `truncate -s 5G train.jsonl`, a file that
+is not the dataset) is refused before it is read, where it was read whole into memory."""
+
+
 def read_bytes(path: Path) -> bytes:
     """The file's bytes, or a DataFileError naming it and why it cannot be read."""
     if path.exists() and not path.is_dir() and not path.is_file():  # a FIFO would block the read forever
         raise DataFileError(f"{path}: not a regular file (a pipe, a socket or a device)")
     try:
+        if path.is_file() and (size := path.stat().st_size) > MAX_FILE_BYTES:
+            raise DataFileError(f"{path}: {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit of one source file "
+                                "(the largest benchmark file is 8.3 MiB): not read; is it the file you meant?")
         return path.read_bytes()
     except FileNotFoundError:
         raise DataFileError(f"{path}: file not found") from None
