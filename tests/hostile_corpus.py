@@ -20,6 +20,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -190,14 +191,14 @@ def _mathqa_rec(edit: Callable[[object], object]) -> Callable[[Path], None]:
     return _list_edit("mathqa/valid.json", 1, edit)
 
 
-def _csv_cell(column: str, value: str) -> Callable[[Path], None]:
+def _csv_cell(column: str, value: str | Callable[[str], str]) -> Callable[[Path], None]:
     def change(root: Path) -> None:
         import csv
         path = root / "svamp/test_svamp.csv"
         with path.open(encoding="utf-8", newline="") as f:
             reader = csv.DictReader(f)
             fields, rows = reader.fieldnames, list(reader)
-        rows[1][column] = value
+        rows[1][column] = value(rows[1][column]) if callable(value) else value
         with path.open("w", encoding="utf-8", newline="") as f:
             writer = csv.DictWriter(f, fields)
             writer.writeheader()
@@ -233,6 +234,21 @@ def _not_a_file(rel: str, how: str) -> Callable[[Path], None]:
             path.symlink_to("nowhere.json")
         else:
             os.mkfifo(path)
+    return change
+
+
+def _dangling(rel: str) -> Callable[[Path], None]:
+    """A dangling symlink where an optional file (a jsonl folder's valid.jsonl) may be."""
+    return lambda root: (root / rel).symlink_to("nowhere.jsonl")
+
+
+def _twice(rel: str, key: str) -> Callable[[Path], None]:
+    """The first object in `rel` that gives `key` gives it twice (`"ans": 0, "ans": "20"`): json
+    would keep the last value without a word."""
+    def change(root: Path) -> None:
+        path = root / rel
+        text = path.read_text(encoding="utf-8")
+        path.write_text(re.sub(rf'"{key}"\s*:', f'"{key}": 0, "{key}":', text, count=1), encoding="utf-8")
     return change
 
 
@@ -287,6 +303,7 @@ CASES: list[Case] = [
          _not_a_file("math23k/split_ids.json", "dangling")),
     Case(SPLIT_IDS, "a FIFO", "math23k", "error", SPLIT_IDS, _not_a_file("math23k/split_ids.json", "fifo")),
     Case(SPLIT_IDS, "missing", "math23k", "error", SPLIT_IDS, _remove("math23k/split_ids.json")),
+    Case(SPLIT_IDS, "a split's key twice", "math23k", "error", SPLIT_IDS, _twice("math23k/split_ids.json", "train")),
     # Math23K's quantity cells
     Case(GROUP_NUM, "an Infinity cell", "math23k", "error", GROUP_NUM,
          _math23k_raw("math23k/group_num.json", "Infinity")),
@@ -307,6 +324,8 @@ CASES: list[Case] = [
          _cells(lambda g: [_set(g[0], "id", {"a": 1}), *g[1:]])),
     Case(GROUP_NUM, "two entries for one id", "math23k", "error", GROUP_NUM, _cells(lambda g: [*g, g[0]])),
     Case(GROUP_NUM, "an object, not a list", "math23k", "error", GROUP_NUM, _cells(lambda g: {"cells": g})),
+    Case(GROUP_NUM, "an entry's group_num twice", "math23k", "error", GROUP_NUM,
+         _twice("math23k/group_num.json", "group_num")),
     Case(GROUP_NUM, "a cell past the text's end", "math23k", "load", "quantity-cell indices past the text's end",
          _first_cell(5000)),
     # Math23K's records
@@ -319,6 +338,9 @@ CASES: list[Case] = [
     Case(M23, "a 100,000-character id, twice", "math23k", "skip", "over a size limit",
          _m23_records(lambda rs: [*rs, *[{"id": LONG_ID, "segmented_text": "3 + 4", "equation": "x=3+4",
                                           "ans": "7"}] * 2])),
+    Case(M23, "an answer given twice", "math23k", "skip", "key 'ans' 2 times", _twice("math23k/Math_23K.json", "ans")),
+    Case(M23, "the mask [NUM] written in a text", "math23k", "skip", "invalid text",
+         _m23_records(lambda rs: [_set(rs[0], "segmented_text", "[NUM] " + rs[0]["segmented_text"]), *rs[1:]])),
     Case(M23, "an equation that is a list", "math23k", "skip", "malformed record", _m23_field("equation", ["x=1"])),
     Case(M23, "1/0 in the equation", "math23k", "skip", "invalid equation value", _m23_field("equation", "x=1/0")),
     Case(M23, "a text that is a list", "math23k", "skip", "malformed record", _m23_field("segmented_text", ["a"])),
@@ -343,10 +365,13 @@ CASES: list[Case] = [
          _svamp_rec(lambda r: _set(r, "ID", LONG_ID))),
     Case(S, "a body that is a number", "svamp", "skip", "SVAMP.json malformed record",
          _svamp_rec(lambda r: _set(r, "Body", 5))),
+    Case(S, "a body given twice", "svamp", "skip", "SVAMP.json malformed record", _twice("svamp/SVAMP.json", "Body")),
     Case(S, "an object, not a list", "svamp", "error", S, _edit_json("svamp/SVAMP.json", lambda rs: {"r": rs})),
     Case("SVAMP CSV", "1/0 in Numbers", "svamp", "skip", "unreadable number", _csv_cell("Numbers", "1/0 3")),
     Case("SVAMP CSV", "a slot N00 in the equation", "svamp", "skip", "not canonical",
          _csv_cell("Equation", "+ N00 number1")),
+    Case("SVAMP CSV", "the mask [NUM] written in a question", "svamp", "skip", "invalid text",
+         _csv_cell("Question", lambda q: "[NUM] " + q)),
     Case("SVAMP CSV", "no Numbers column", "svamp", "error", "test_svamp.csv",
          _raw("svamp/test_svamp.csv", "Question,Equation,Answer\nq,x,1\n")),
     Case("SVAMP CSV", "a folder", "svamp", "error", "test_svamp.csv", _not_a_file("svamp/test_svamp.csv", "folder")),
@@ -360,6 +385,10 @@ CASES: list[Case] = [
          _mawps_rec(lambda r: _set(r, "iIndex", True))),
     Case("MAWPS", "lEquations an object", "mawps", "skip", "unparseable equation",
          _mawps_rec(lambda r: _set(r, "lEquations", {"x": 1}))),
+    Case("MAWPS", "an answer given twice", "mawps", "skip", "key 'answer' 2 times",
+         _twice("mawps/five_fold/fold_2.json", "answer")),
+    Case("MAWPS", "lEquations given twice (single split)", "mawps-single", "skip", "key 'lEquations' 2 times",
+         _twice("mawps/single_split/test.json", "lEquations")),
     Case("MAWPS", "an object, not a list", "mawps", "error", "fold_2.json",
          _edit_json("mawps/five_fold/fold_2.json", lambda rs: {"r": rs})),
     Case("MAWPS", "a mixed number 2 1/2", "mawps", "load", "a mixed number",
@@ -380,6 +409,8 @@ CASES: list[Case] = [
     Case("MathQA", "2e-3 in the text", "mathqa", "load", "scientific notation",
          _mathqa_rec(lambda r: {"original_text": "a grain weighs 2e-3 kg ; 5 grains ?", "equation": "x=0.002*5",
                                 "ans": "0.01"})),
+    Case("MathQA", "an equation given twice", "mathqa", "skip", "key 'equation' 2 times",
+         _twice("mathqa/valid.json", "equation")),
     Case("MathQA", "the test file as a FIFO", "mathqa", "error", "test.json", _not_a_file("mathqa/test.json", "fifo")),
     # A user's own folder of JSON Lines
     Case("BYO folder", "train.jsonl a folder", "jsonl", "error", "train.jsonl", _not_a_file("train.jsonl", "folder")),
@@ -389,6 +420,11 @@ CASES: list[Case] = [
          _not_a_file("train.jsonl", "dangling")),
     Case("BYO folder", "train.jsonl a FIFO", "jsonl", "error", "train.jsonl", _not_a_file("train.jsonl", "fifo")),
     Case("BYO folder", "no test.jsonl", "jsonl", "error", "test.jsonl", _remove("test.jsonl")),
+    Case("BYO folder", "train.jsonl a sparse file past the size limit", "jsonl", "error", "bytes, over the",
+         lambda f: os.truncate(f / "train.jsonl", 300 * 2**20)),
+    Case("BYO folder", "valid.jsonl a dangling symlink", "jsonl", "error", "valid.jsonl", _dangling("valid.jsonl")),
+    Case("BYO folder", "valid.jsonl a symlink loop", "jsonl", "error", "valid.jsonl",
+         lambda f: (f / "valid.jsonl").symlink_to("valid.jsonl")),
     Case("BYO folder", "the folder is a file", "jsonl", "error", "mine", _whole_folder("file")),
     Case("BYO folder", "the folder is missing", "jsonl", "error", "mine", _whole_folder("missing")),
     Case("BYO folder", "the folder is a symlink loop", "jsonl", "error", "mine", _whole_folder("loop")),
@@ -405,6 +441,15 @@ CASES: list[Case] = [
          lambda f: (f / "train.jsonl").write_bytes((f / "train.jsonl").read_bytes().replace(b"\n", b"\r\n"))),
     Case("JSON Lines", "a byte-order mark", "jsonl", "load", "kept",
          lambda f: (f / "train.jsonl").write_bytes(b"\xef\xbb\xbf" + (f / "train.jsonl").read_bytes())),
+    Case("JSON Lines", "an answer given twice", "jsonl", "skip", "key 'answer' 2 times",
+         _jsonl_line('{"id": "q", "text": "Ann has 3 and 4 .", "equation": "x=3+4", "answer": 7, "answer": 8}')),
+    Case("JSON Lines", "an id given twice", "jsonl", "skip", "key 'id' 2 times",
+         _jsonl_line('{"id": "q", "id": "p0", "text": "Ann has 3 and 4 .", "equation": "x=3+4", "answer": 7}')),
+    Case("JSON Lines", "an equation given twice, in test", "jsonl", "skip", "key 'equation' 2 times",
+         lambda f: (f / "test.jsonl").write_text((f / "test.jsonl").read_text() + '{"id": "t9", "text": "Ann has 3 '
+                                                 'and 4 .", "equation": "x=3*4", "equation": "x=3+4", "answer": 7}\n')),
+    Case("JSON Lines", "the mask [NUM] written in a Chinese text", "jsonl", "skip", "invalid text",
+         _jsonl_row(language="zh", text="有 [NUM] 个 苹果 , 3 个 梨", equation="x=3+1", answer=4)),
     Case("JSON Lines", "an id that is a list", "jsonl", "skip", "malformed record", _jsonl_row(id=["p1"])),
     Case("JSON Lines", "an id that is an object", "jsonl", "skip", "malformed record", _jsonl_row(id={"a": 1})),
     Case("JSON Lines", "a 100,000-character language", "jsonl", "skip", "bad language",

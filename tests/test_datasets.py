@@ -9,6 +9,7 @@ from fractions import Fraction
 import pytest
 
 from psedual.data import number_rules
+from psedual.data.build import GOLD_RULES, MIXED_ANSWER, RELATIVE_CHECK
 from psedual.data.numbers import parse_number
 from psedual.data.sources.common import LITERAL_AND_DISAGREES, LITERAL_NOT_IN_TEXT
 from psedual.data.splits import constants_of
@@ -56,7 +57,7 @@ def test_math23k_standard_split(datasets):
     # One record's equation is garbled in the source ('(1/6)0'); it is a counted skip.
     assert [(s.origin.rsplit("(", 1)[1], s.reason) for s in ds.skips] == [("id 17520)", "unparseable equation")]
     assert ds.notes == {"quantity-cell indices past the text's end dropped": 588, "unit stripped from equation": 1,
-                        LITERAL_NOT_IN_TEXT: 5453, number_rules.GLUED: 399}
+                        LITERAL_NOT_IN_TEXT: 5453, number_rules.GLUED: 399, MIXED_ANSWER: 257}
 
 
 def test_svamp_and_mathqa_counts(datasets):
@@ -78,6 +79,20 @@ RULES = {"math23k": {number_rules.GLUED: 399}, "mawps": {number_rules.THOUSANDS:
 def test_number_rules_touched_counts(datasets, name):
     notes = datasets(name).notes
     assert {k: n for k, n in notes.items() if k.startswith("number rule:")} == RULES[name]
+
+
+# What each gold rule (docs/data.md, "Gold expressions") did to each benchmark: Math23K writes 257
+# answers as mixed numbers (7(2/3)); SVAMP train-630's 0.33335 against 0.3333 is the one gold the
+# relative answer check calls disagreeing where the old absolute one agreed. Every other rule: 0.
+GOLD = {"math23k": {MIXED_ANSWER: 257}, "mawps": {}, "mawps-single": {}, "svamp": {RELATIVE_CHECK: 1}, "mathqa": {}}
+
+
+@pytest.mark.parametrize("name", sorted(GOLD))
+def test_gold_rules_counts(datasets, name):
+    notes = datasets(name).notes
+    assert {k: notes[k] for k in GOLD_RULES if notes.get(k)} == GOLD[name]
+    if name == "svamp":
+        assert [p.id for p in datasets(name).problems if p.id == "svamp:train-630" and not p.answer_agrees]
 
 
 # Kept problems whose gold uses a literal that is not one of the text's numbers (a constant),

@@ -25,6 +25,8 @@ from psedual.data.registry import DATASETS
 from psedual.data.root import find_data_root
 
 TRICKLE_S = 0.2
+STALL_S = 2.8  # under the stall test's --timeout of 3 s: no single read times out
+SLOW_FOR_S = 15.0  # the longest the loopback server keeps trickling or stalling one response
 ROUTES = {f"/{f.repo}/{f.commit}/{f.upstream}": f for files in MANIFEST.values() for f in files if not f.bundled}
 
 
@@ -39,6 +41,11 @@ class Upstream:
         """Files whose next response stops halfway through (once each)."""
         self.trickle: set[str] = set()
         """Files served one byte every TRICKLE_S seconds: never slow enough for the per-read timeout."""
+        self.trickle_headers: set[str] = set()
+        """Files whose status line and headers come one byte every TRICKLE_S seconds (for at most
+        SLOW_FOR_S): no body byte ever comes, and no read waits long enough to time out."""
+        self.stall: set[str] = set()
+        """Files whose headers come at once, then each body byte after STALL_S seconds of silence."""
         self.ignore_range = False
         """Answer every request with the whole file (200), as a server without Range support does."""
         self.requests: list[tuple[str, str | None]] = []
@@ -53,6 +60,10 @@ class _Handler(BaseHTTPRequestHandler):
         up.requests.append((f.path if f else self.path, self.headers.get("Range")))
         if f is None:
             self.send_error(404)
+            return
+        if f.path in up.trickle_headers:
+            head = f"HTTP/1.1 200 OK\r\nContent-Length: {f.size}\r\nX-Padding: {'x' * 1000}\r\n\r\n".encode()
+            _slowly(self.wfile, head, TRICKLE_S)
             return
         body = bytearray((up.data_root / f.path).read_bytes())
         if f.path in up.corrupt:
@@ -71,14 +82,9 @@ class _Handler(BaseHTTPRequestHandler):
         payload = bytes(body[start:])
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
-        if f.path in up.trickle:
-            try:
-                for i in range(len(payload)):
-                    self.wfile.write(payload[i:i + 1])
-                    self.wfile.flush()
-                    time.sleep(TRICKLE_S)
-            except OSError:  # the client gave up: what the test wants
-                pass
+        if f.path in up.trickle or f.path in up.stall:
+            self.wfile.flush()
+            _slowly(self.wfile, payload, STALL_S if f.path in up.stall else TRICKLE_S, first=f.path in up.stall)
             return
         if f.path in up.cut:  # the connection drops halfway: the client sees fewer bytes than announced
             up.cut.discard(f.path)
@@ -87,6 +93,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     def log_message(self, *args) -> None:
+        pass
+
+
+def _slowly(out, payload: bytes, pause: float, first: bool = False) -> None:
+    """Write `payload` a byte at a time, `pause` seconds apart (before the first byte too when
+    `first`), for at most SLOW_FOR_S: a test on code without a deadline still ends."""
+    began = time.monotonic()
+    try:
+        for i in range(len(payload)):
+            if first or i:
+                time.sleep(pause)
+            if time.monotonic() - began > SLOW_FOR_S:
+                return
+            out.write(payload[i:i + 1])
+            out.flush()
+    except OSError:  # the client gave up: what the test wants
         pass
 
 
@@ -219,6 +241,27 @@ def test_a_trickling_server_is_stopped_at_the_whole_download_deadline(upstream, 
         FetchConfig(min_rate=0)
 
 
+@pytest.mark.parametrize("how", ["trickle_headers", "stall"])
+def test_a_server_slow_before_the_body_is_stopped_at_the_same_deadline(upstream, tmp_path, capsys, how):
+    """The deadline holds where the per-read timeout restarts with every byte: headers trickled
+    (no body byte ever comes) or a silence just under --timeout before each body byte."""
+    f = MANIFEST["svamp"][0]
+    getattr(upstream, how).add(f.path)
+    timeout = 1 if how == "trickle_headers" else 3
+    allowed = timeout + f.size / 1e9
+    began = time.monotonic()
+    assert _run(upstream, tmp_path, "svamp", "--timeout", str(timeout), "--min_rate", "1e9") == 2
+    took = time.monotonic() - began
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[-1].startswith(f"psedual: error: {f.path}: download from {f.url(upstream.url)} stopped after "
+                                f"{allowed:.0f} s with "), lines
+    have = int(re.search(r"with ([\d,]+) of", lines[-1]).group(1).replace(",", ""))
+    assert have == (0 if how == "trickle_headers" else 1)  # the stall: one byte came at STALL_S, the next never
+    assert "slower than --min_rate 1e+09 bytes/s" in lines[-1]
+    assert allowed <= took < allowed + 1.5, took  # without the watchdog: SLOW_FOR_S (headers), 2 * STALL_S (stall)
+    assert len(lines) == 2  # the progress line and the error: no retry after the deadline
+
+
 @pytest.mark.parametrize("where", ["", ".part"])
 def test_a_folder_where_a_file_goes_is_one_line(upstream, tmp_path, capsys, where):
     f = MANIFEST["svamp"][0]
@@ -227,6 +270,34 @@ def test_a_folder_where_a_file_goes_is_one_line(upstream, tmp_path, capsys, wher
     err = capsys.readouterr().err.splitlines()
     assert err[-1] == (f"psedual: error: {tmp_path / (f.path + where)}: is a folder (or another non-file) where the "
                        f"download of {f.path} must go; move it away and run the command again")
+
+
+@pytest.mark.parametrize("points_to", ["a file", "nowhere"])
+def test_a_symlink_where_the_part_goes_is_one_line_and_nothing_is_written_through_it(upstream, tmp_path, capsys,
+                                                                                     points_to):
+    """A `.part` that is a symlink: a resumed download appended the file's bytes to whatever it
+    pointed at (a file of the user's), or created the file at a dangling link's target."""
+    f = MANIFEST["svamp"][0]
+    outside = tmp_path / "outside.txt"
+    if points_to == "a file":
+        outside.write_text("precious\n")
+    part = tmp_path / "dest" / (f.path + ".part")
+    part.parent.mkdir(parents=True)
+    part.symlink_to(outside)
+    assert _run(upstream, tmp_path / "dest", "svamp") == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1] == (f"psedual: error: {part}: is a symbolic link where the partial download of {f.path} goes (to "
+                       f"{outside}); a download is written there, never through a link: remove it and run the "
+                       "command again")
+    assert (outside.read_text() == "precious\n") if points_to == "a file" else not outside.exists()
+    assert not upstream.requests
+
+
+@pytest.mark.parametrize("mirror", ["http://[x", "http://127.0.0.1:99999", "http://h:port", "http://", "http://a b"])
+def test_a_mirror_urllib_cannot_open_is_refused_naming_it(tmp_path, capsys, mirror):
+    assert main(["svamp", "--mirror", mirror, "--dest", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"psedual: error: mirror must be an http:// or https:// URL with a host, not {mirror!r}"]
 
 
 def _dead_port() -> int:

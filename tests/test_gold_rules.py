@@ -8,10 +8,22 @@ from fractions import Fraction
 
 import pytest
 
-from psedual.data.build import MINUS_BEFORE_POWER, NEGATED_NUMBER
+from psedual.data.build import (
+    GOLD_RULES,
+    JUXTAPOSITION_REFUSED,
+    MINUS_BEFORE_POWER,
+    MIXED_ANSWER,
+    NEGATED_NUMBER,
+    RELATIVE_CHECK,
+    SLOT_REFUSED,
+    TEXT_MIXED_NUMBER,
+    ZERO_DENOMINATOR,
+    ZERO_ONLY_EXACT,
+)
 from psedual.data.cache import load_dataset
 from psedual.data.expr import ExpressionError, parse_infix, to_prefix
 from psedual.data.numbers import parse_number
+from psedual.data.stats import stats
 from psedual.data.value import InvalidValue, evaluate, values_equal
 
 
@@ -98,3 +110,38 @@ def test_gold_rules_through_a_load(tmp_path):
     assert skipped["5"].reason == "invalid equation value" and "division by zero" in skipped["5"].detail
     assert ds.notes[NEGATED_NUMBER] == 2
     assert ds.notes[MINUS_BEFORE_POWER] == 1
+
+
+def test_every_gold_rule_has_its_count_in_data_stats(tmp_path):
+    """Each rule of docs/data.md's "Gold expressions" (and "Slots") is counted where it acted, the
+    refusals too, and `data stats` prints every rule with its count, zeros included."""
+    ds = _load(tmp_path, [
+        {"id": "pow", "text": "Take 3 and 2 and 18.", "equation": "x=-3^2+18", "answer": 9},
+        {"id": "jux", "text": "A rope of 4 m is cut in 1 of 2 parts.", "equation": "x=4(1/2)", "answer": 4.5},
+        {"id": "jux2", "text": "Take 2 and 3.", "equation": "x=(2)(3)", "answer": 6},
+        {"id": "zh", "language": "zh", "text": "一 根 绳子 长 3(1/2) 米 , 2 根 长 多少 米 ?", "equation": "x=3(1/2)*2",
+         "answer": 7},
+        {"id": "ans", "text": "Take 4 and 0.5.", "equation": "x=4+0.5", "answer": "4(1/2)"},
+        {"id": "exact", "text": "Take 2 and 1.", "equation": "x=1/((2^0.5)^2-2)", "answer": 1},
+        {"id": "zero", "text": "Take 2 and 1.", "equation": "x=1/(2-2)", "answer": 1},
+        {"id": "neg", "text": "It was 10 degrees, then -4 degrees more. How warm?", "equation": "x=10 -4", "answer": 6},
+        {"id": "rel", "text": "Take 8 and 0.00001.", "equation": "x=8*0.00001", "answer": 0},
+        {"id": "slot", "text": "Take 2 and 3.", "prefix": "+ N0 N01", "answer": 5},
+    ])
+    expected = {MINUS_BEFORE_POWER: 1, JUXTAPOSITION_REFUSED: 2, TEXT_MIXED_NUMBER: 1, MIXED_ANSWER: 1,
+                ZERO_DENOMINATOR: 2, ZERO_ONLY_EXACT: 1, NEGATED_NUMBER: 1, RELATIVE_CHECK: 1, SLOT_REFUSED: 1}
+    assert set(expected) == set(GOLD_RULES)
+    assert {k: ds.notes[k] for k in GOLD_RULES} == expected
+    kept = {p.id.split(":")[1] for p in ds.problems if p.split == "train"}
+    assert kept == {"pow", "zh", "ans", "neg", "rel"}
+    out = stats(["jsonl"], user_path=str(tmp_path / "mine"), use_cache=False)
+    line = next(x for x in out.splitlines() if "gold rules" in x)
+    for rule, label in GOLD_RULES.items():
+        assert f"{label}: {expected[rule]}" in line
+    # A dataset where no rule acted still shows each, at 0
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    _load(clean, [{"id": "a", "text": "Take 2 and 3.", "equation": "x=2+3", "answer": 5}])
+    line = next(x for x in stats(["jsonl"], user_path=str(clean / "mine"), use_cache=False).splitlines()
+                if "gold rules" in x)
+    assert all(f"{label}: 0" in line for label in GOLD_RULES.values())

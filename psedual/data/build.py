@@ -40,7 +40,9 @@ from psedual.data.expr import (
     MAX_TOKENS,
     SLOT,
     ExpressionError,
+    Juxtaposition,
     Node,
+    SlotNotCanonical,
     check_slot,
     from_prefix,
     parse_infix,
@@ -59,12 +61,29 @@ from psedual.data.numbers import (
     quote,
 )
 from psedual.data.record import NUM_TOKEN, Problem
-from psedual.data.value import InvalidValue, evaluate, values_equal
+from psedual.data.value import DivisionByZero, InvalidValue, Value, evaluate, float_value, values_equal
 
-# Gold rules (docs/data.md, "Gold expressions") a kept problem's equation needed, counted by
-# the loaders that pass `notes` to `make_problem` and shown by `data stats`.
+# Gold rules (docs/data.md, "Gold expressions" and "Slots"): what each did to a dataset, counted by
+# the loaders as notes and shown by `data stats`, zeros included. A rule that reads a kept gold is
+# counted by `make_problem` (through `notes`); one that refuses a record travels on its
+# RecordError (`rules`) and is counted by the loader that skips it (`sources.common.Collector`).
 NEGATED_NUMBER = "gold rule: a - n where the text holds -n (and no n), read as a + (-n)"
 MINUS_BEFORE_POWER = "gold rule: a minus before a number's power (-3^2 is -(3^2) = -9)"
+JUXTAPOSITION_REFUSED = "gold rule: a number or bracket directly before a bracket (4(1/2)), refused"
+TEXT_MIXED_NUMBER = "gold rule: a mixed number the text writes (3(1/2)), read as that number in the gold"
+MIXED_ANSWER = "gold rule: an answer written as a mixed number (7(2/3)), read as 7 + 2/3"
+ZERO_DENOMINATOR = "gold rule: a denominator that is zero in exact arithmetic, refused"
+ZERO_ONLY_EXACT = "gold rule: of those, zero only in exact arithmetic (floats gave a finite value)"
+RELATIVE_CHECK = "gold rule: the relative answer check disagrees where the old absolute 1e-4 below 1 agreed"
+SLOT_REFUSED = "gold rule: a slot not written canonically (N01), refused"
+GOLD_RULES = {MINUS_BEFORE_POWER: "-3^2 read as -(3^2)", JUXTAPOSITION_REFUSED: "4(1/2) refused",
+              TEXT_MIXED_NUMBER: "the text's 3(1/2) in the gold", MIXED_ANSWER: "answer 7(2/3) as 7+2/3",
+              ZERO_DENOMINATOR: "zero denominator refused", ZERO_ONLY_EXACT: "of those, zero only exactly",
+              NEGATED_NUMBER: "a - n over the text's -n", RELATIVE_CHECK: "relative check disagrees, absolute agreed",
+              SLOT_REFUSED: "slot N01 refused"}
+"""Every gold rule's note, in the order docs/data.md lists them, with the short label `data stats`
+prints beside its count (zeros too)."""
+_MIXED_WRITTEN = re.compile(r"\d+\(\(?\d+\)?/\(?\d+\)?\)")  # 3(1/2), 7((2)/(3))
 _MINUS_BEFORE_POWER = re.compile(r"(?:^|[-+*/^(\[])\s*-\s*[\d.]+%?\s*\^")
 MAX_TEXT_CHARS = 10_000
 MAX_NUMBERS = 100
@@ -95,11 +114,12 @@ _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
 class RecordError(ValueError):
-    """One source record that cannot become a Problem; loaders turn it into a counted Skip."""
+    """One source record that cannot become a Problem; loaders turn it into a counted Skip (and
+    count `rules`, the gold rules that refused it, among their notes)."""
 
-    def __init__(self, reason: str, detail: str) -> None:
+    def __init__(self, reason: str, detail: str, rules: tuple[str, ...] = ()) -> None:
         super().__init__(f"{reason}: {detail}")
-        self.reason, self.detail = reason, detail
+        self.reason, self.detail, self.rules = reason, detail, rules
 
 
 def split_tokens(words: Sequence[str], language: str) -> tuple[list[str], list[int], list[str], list[int]]:
@@ -195,7 +215,7 @@ def slot_literals(node: Node, values: Sequence[Fraction], rules: list[str] | Non
         if SLOT.fullmatch(check_slot(node.token)):
             return node
     except ExpressionError as err:
-        raise RecordError("unparseable equation", str(err)) from err
+        raise RecordError("unparseable equation", str(err), _refusing_rules(err)) from err
     try:
         value = parse_number(node.token)
     except SizeLimitError as err:
@@ -263,6 +283,11 @@ def make_problem(
     rules the equation needed are added to `notes` once the problem is kept."""
     if len(number_texts) > MAX_NUMBERS:
         raise RecordError(OVER_LIMIT, f"{len(number_texts):,} numbers in the text (limit {MAX_NUMBERS})")
+    if tokens.count(NUM_TOKEN) != len(num_pos):
+        # A word `[NUM]` of the text itself would be read as a number's place that has no number:
+        # the solvers embed it as one, a pretrained encoder masks it, an LLM's prompt shifts numbers.
+        raise RecordError("invalid text", f"the text writes {NUM_TOKEN} itself, the mask that stands for its numbers: "
+                          f"{quote(' '.join(tokens), 160)}")
     try:
         values = [parse_number(t) for t in number_texts]
     except SizeLimitError as err:
@@ -271,11 +296,15 @@ def make_problem(
         raise RecordError("unreadable number", str(err)) from err
     _check_expression_fields(equation, prefix)
     rules: list[str] = []
+    tree = None
     try:
         if equation is not None:
             atoms = [t for t in number_texts if not t.isdigit()]
             side = equation_side(equation)
-            tree = slot_literals(parse_infix(side, atoms), values, rules)
+            written = parse_infix(side, atoms)
+            if any("(" in a for a in atoms) and _uses_mixed(written, atoms):
+                rules.append(TEXT_MIXED_NUMBER)
+            tree = slot_literals(written, values, rules)
             if "^" in side and _MINUS_BEFORE_POWER.search(side):
                 rules.append(MINUS_BEFORE_POWER)
         else:
@@ -284,10 +313,20 @@ def make_problem(
     except SizeLimitError as err:  # before its bases ExpressionError and InvalidValue
         raise RecordError(OVER_LIMIT, str(err)) from err
     except ExpressionError as err:
-        raise RecordError("unparseable equation", str(err)) from err
+        raise RecordError("unparseable equation", str(err), _refusing_rules(err)) from err
+    except DivisionByZero as err:
+        # What floats would have made of it (1/((2^0.5)^2-2): 4.5e15) is worked out only here, for the count.
+        floats_kept = tree is not None and float_value(tree, values) is not None
+        raise RecordError("invalid equation value", str(err),
+                          (ZERO_DENOMINATOR, ZERO_ONLY_EXACT) if floats_kept else (ZERO_DENOMINATOR,)) from err
     except InvalidValue as err:
         raise RecordError("invalid equation value", str(err)) from err
     gold = parse_answer(answer)
+    agrees = values_equal(value, gold)
+    if not agrees and _absolute_check(value, gold):
+        rules.append(RELATIVE_CHECK)
+    if isinstance(answer, str) and "(" in answer and _MIXED_WRITTEN.search(answer):
+        rules.append(MIXED_ANSWER)
     problem = _checked_text(Problem(
         id=f"{dataset}:{source_id}",
         dataset=dataset,
@@ -300,13 +339,43 @@ def make_problem(
         number_texts=tuple(number_texts),
         prefix=tuple(to_prefix(tree)),
         answer=canonical(gold),
-        answer_agrees=values_equal(value, gold),
+        answer_agrees=agrees,
         cells=tuple(cells),
         origin=origin,
     ))
     if notes is not None:
         notes.update(rules)
     return problem
+
+
+def _refusing_rules(err: ExpressionError) -> tuple[str, ...]:
+    """The gold rule (its note) that refused an equation, if one did."""
+    if isinstance(err, Juxtaposition):
+        return (JUXTAPOSITION_REFUSED,)
+    return (SLOT_REFUSED,) if isinstance(err, SlotNotCanonical) else ()
+
+
+def _uses_mixed(node: Node, atoms: Sequence[str]) -> bool:
+    """Whether a parsed gold (leaves as written) holds one of the text's mixed numbers (`3(1/2)`)."""
+    mixed = {a for a in atoms if "(" in a and a[0].isdigit()}
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.is_leaf:
+            if n.token in mixed:
+                return True
+        else:
+            stack += (n.left, n.right)
+    return False
+
+
+def _absolute_check(value: Value, gold: Fraction) -> bool:
+    """The answer check before the relative rule (|v - b| <= 1e-4 * max(1, |b|)): only to count the
+    problems the relative check now calls disagreeing (`RELATIVE_CHECK`)."""
+    try:
+        return abs(float(value) - float(gold)) <= 1e-4 * max(1.0, abs(float(gold)))
+    except OverflowError:
+        return False
 
 
 def _check_expression_fields(equation: object, prefix: object) -> None:

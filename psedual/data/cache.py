@@ -60,7 +60,9 @@ class Dataset:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("PSEDUAL_CACHE") or Path.home() / ".cache" / "psedual")
+    """$PSEDUAL_CACHE (a leading `~` expanded, as a shell would have: quoted in a .env file it made
+    a folder named `~` in the working directory), else ~/.cache/psedual."""
+    return Path(os.environ.get("PSEDUAL_CACHE") or Path.home() / ".cache" / "psedual").expanduser()
 
 
 def _source_files(name: str, root: Path, user_path: Path | None) -> list[Path]:
@@ -87,7 +89,7 @@ def load_dataset(name: str, data_root: str | os.PathLike | None = None, user_pat
     if spec.needs_user_path and user_path is None:
         raise ValueError(f"the {name} dataset needs a user path: {spec.user_path}")
     root = Path(".") if spec.needs_user_path else find_data_root(data_root)
-    user = Path(user_path) if user_path is not None else None
+    user = Path(user_path).expanduser() if user_path is not None else None  # `~/mine` from a YAML config
     key = cache_key(name, root, user)
     stem = cache_dir() / f"{name}-{key}"
     where = {"root": "" if spec.needs_user_path else str(resolved(root)),

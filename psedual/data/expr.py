@@ -53,6 +53,15 @@ class ExpressionTooLarge(ExpressionError, SizeLimitError):
     """An expression over MAX_EXPRESSION_CHARS, MAX_TOKENS or MAX_DEPTH."""
 
 
+class Juxtaposition(ExpressionError):
+    """A number or bracket directly before a bracket (`4(1/2)`, `(2)(3)`): a product or a mixed
+    number, and the gold must say which (its own class so that `data stats` counts the rule)."""
+
+
+class SlotNotCanonical(ExpressionError):
+    """A slot spelt `N00`, `N01` or with non-ASCII digits: no solver vocabulary holds it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
     """One node of an expression tree: an operator with two children, or a leaf."""
@@ -122,7 +131,7 @@ def tokenize_infix(text: str, atoms: Sequence[str] = ()) -> list[str]:
 def check_slot(token: str) -> str:
     """`token` if it is not slot-like (`N` and digits) or is a canonical slot; else ExpressionError."""
     if token[:1] == "N" and _SLOT_LIKE.fullmatch(token) and not SLOT.fullmatch(token):
-        raise ExpressionError(f"slot {quote(token)} is not canonical: write N0, N1, ... (ASCII digits, "
+        raise SlotNotCanonical(f"slot {quote(token)} is not canonical: write N0, N1, ... (ASCII digits, "
                               "no leading zero)")
     return token
 
@@ -245,7 +254,7 @@ class _InfixParser:
     def primary(self) -> Node:
         node = self.atom()
         if self.peek() in _CLOSING:
-            raise ExpressionError(f"a number or bracket directly before {self.peek()!r} at token {self.pos} of "
+            raise Juxtaposition(f"a number or bracket directly before {self.peek()!r} at token {self.pos} of "
                                   f"{quote(self.text)}: write the product (4*(1/2)) or the sum (4+1/2) it means")
         return node
 

@@ -12,7 +12,10 @@ Each file is streamed to `<file>.part`, its SHA256 checked against psedual/data/
 then renamed into place: a reader never sees half a file, and bytes that fail the check are
 deleted. A `.part` left by a broken connection is continued with an HTTP Range request.
 Every download has a deadline as a whole (`--timeout` plus its size at `--min_rate`): the
-per-read timeout alone never trips on a server that sends a byte a second.
+per-read timeout alone never trips on a server that sends a byte a second. The deadline is kept
+by a watchdog that shuts the attempt's connection when it passes, so a server that trickles its
+status line or headers, or stalls before (or between) body bytes, is stopped there too: every
+blocking read returns at once.
 Nothing else in the package downloads anything.
 """
 
@@ -23,9 +26,12 @@ import http.client
 import os
 import re
 import shutil
+import socket
 import sys
+import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -58,7 +64,8 @@ class FetchConfig:
     """Seconds to wait for a connection, or for the next bytes of a download."""
     min_rate: float = 10_000.0
     """Bytes per second a download must average: each file's whole download (retries included) is
-    stopped after --timeout seconds plus its size at this rate (Math23K's 8.3 MiB: 60 + 870 s)."""
+    stopped after --timeout seconds plus its size at this rate (Math23K's 8.3 MiB: 60 + 870 s),
+    however slow the server is (trickled headers or a stall before the body too)."""
     retries: int = 2
     """Further attempts after a connection that broke mid-file, each resuming where it stopped."""
     if_missing: bool = False
@@ -71,8 +78,8 @@ class FetchConfig:
             if name not in MANIFEST:
                 hint = " (jsonl is your own data: there is nothing to fetch)" if name == "jsonl" else ""
                 raise ValueError(f"unknown dataset {name!r}{hint}; fetchable: {', '.join(MANIFEST)}")
-        if self.mirror is not None and not re.match(r"https?://[^/]+", self.mirror):
-            raise ValueError(f"mirror must be an http:// or https:// URL, not {self.mirror!r}")
+        if self.mirror is not None and not _is_url(self.mirror):
+            raise ValueError(f"mirror must be an http:// or https:// URL with a host, not {self.mirror!r}")
         if not self.timeout > 0:
             raise ValueError(f"timeout must be positive seconds, got {self.timeout}")
         if not self.min_rate > 0:
@@ -93,6 +100,18 @@ class FetchConfig:
         if os.environ.get("PSEDUAL_DATA"):
             return Path(os.environ["PSEDUAL_DATA"]).expanduser()
         return user_data_dir()
+
+
+def _is_url(text: str) -> bool:
+    """An http(s) URL urllib can open: a host, a port in range, no spaces or control characters
+    (`http://[x` or `http://h:99999` would otherwise fail later, in a message naming no option)."""
+    if not re.match(r"https?://[^/]+", text) or any(ch.isspace() or ord(ch) < 32 for ch in text):
+        return False
+    try:
+        parts = urllib.parse.urlsplit(text)
+        return bool(parts.hostname) and (parts.port is None or parts.port > 0)  # .port raises for 99999 or "x"
+    except ValueError:
+        return False
 
 
 @dataclass
@@ -160,6 +179,10 @@ def _fetch_one(f: SourceFile, dest: Path, config: FetchConfig, progress: Callabl
         if path.exists() and not path.is_file():  # a folder there would fail the final rename with a traceback
             raise FetchError(f"{path}: is a folder (or another non-file) where the download of {f.path} must go; "
                              "move it away and run the command again")
+    if part.is_symlink():  # bytes would be appended to (or a file created at) wherever it points
+        raise FetchError(f"{part}: is a symbolic link where the partial download of {f.path} goes (to "
+                         f"{os.readlink(part)}); a download is written there, never through a link: remove it and run "
+                         "the command again")
     if target.is_file():
         got = _sha256(target)
         if got == f.sha256:
@@ -248,8 +271,22 @@ def _attempt(url: str, part: Path, f: SourceFile, config: FetchConfig, progress:
     headers = {"User-Agent": _USER_AGENT}
     if have:
         headers["Range"] = f"bytes={have}-"
+    with _Watchdog(deadline) as watchdog:
+        try:
+            _read_response(url, headers, part, have, f, config, progress, report, watchdog)
+        except _Failed as err:
+            if watchdog.fired and not err.late:  # the shut connection is what stopped it, not the server
+                raise _Failed("past the download's deadline", err.have, err.progressed, late=True) from None
+            raise
+
+
+def _read_response(url: str, headers: dict[str, str], part: Path, have: int, f: SourceFile, config: FetchConfig,
+                   progress: Callable[[str], None], report: FetchReport, watchdog: _Watchdog) -> None:
+    # The connection's own timeout never runs past the deadline (the watchdog cannot cut a connect
+    # in progress); after it, each read still waits at most --timeout, and the watchdog the rest.
+    timeout = min(config.timeout, max(watchdog.deadline - time.monotonic(), 0.001))
     try:
-        response = urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=config.timeout)
+        response = watchdog.opener.open(urllib.request.Request(url, headers=headers), timeout=timeout)
     except urllib.error.HTTPError as err:
         if err.code == 416 and have:  # the server will not serve from there: start over
             part.unlink()
@@ -271,7 +308,7 @@ def _attempt(url: str, part: Path, f: SourceFile, config: FetchConfig, progress:
         next_tick = (done // tick + 1) * tick if tick else 0
         with open(part, mode) as out:
             while done <= f.size:  # more than f.size bytes is not the file: the SHA check refuses it
-                if time.monotonic() > deadline:
+                if watchdog.fired or time.monotonic() > watchdog.deadline:
                     out.flush()
                     raise _Failed("past the download's deadline", done, got_any, late=True)
                 try:
@@ -291,8 +328,95 @@ def _attempt(url: str, part: Path, f: SourceFile, config: FetchConfig, progress:
                     next_tick = (done // tick + 1) * tick
             out.flush()
             os.fsync(out.fileno())
+    if watchdog.fired:  # the watchdog's shutdown reads as the end of the body
+        raise _Failed("past the download's deadline", done, got_any, late=True)
     if done < f.size:  # the server closed the connection early (http.client does not raise for it)
         raise _Failed(f"connection closed after {done:,} bytes", done, got_any)
+
+
+class _Watchdog:
+    """Keeps one attempt within the download's deadline: at the deadline it shuts every connection
+    the attempt opened (redirects included), so a read blocked on the status line, a header or
+    the body returns at once. The per-read timeout cannot do this: each byte restarts it."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+        """time.monotonic() past which the attempt stops."""
+        self.fired = False
+        """The deadline passed and the connections were shut."""
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._timer = threading.Timer(max(deadline - time.monotonic(), 0.0), self._fire)
+        self._timer.daemon = True  # never keeps the process alive
+        self.opener = urllib.request.build_opener(_WatchedHTTPHandler(self), _WatchedHTTPSHandler(self))
+        """urllib's default opener (proxies, redirects), with connections this watchdog can shut."""
+
+    def __enter__(self) -> _Watchdog:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+    def opened(self, sock: socket.socket) -> None:
+        """A connection of the attempt is open: shut it at the deadline (now, if that has passed)."""
+        with self._lock:
+            self._sockets.append(sock)
+            if self.fired:
+                _shut(sock)
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            for sock in self._sockets:
+                _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    # socket.socket's own shutdown, also for a TLS socket: SSLSocket.shutdown would drop its TLS
+    # state under the thread reading it; shutting the descriptor makes that read return or raise.
+    try:
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except OSError:  # already closed by the reader: nothing left to stop
+        pass
+
+
+class _WatchedHTTP(http.client.HTTPConnection):
+    def __init__(self, *args, watchdog: _Watchdog, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._watchdog = watchdog
+
+    def connect(self) -> None:
+        super().connect()
+        self._watchdog.opened(self.sock)
+
+
+class _WatchedHTTPS(http.client.HTTPSConnection):
+    def __init__(self, *args, watchdog: _Watchdog, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._watchdog = watchdog
+
+    def connect(self) -> None:
+        super().connect()
+        self._watchdog.opened(self.sock)
+
+
+class _WatchedHTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, watchdog: _Watchdog) -> None:
+        super().__init__()
+        self.watchdog = watchdog
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_WatchedHTTP, req, watchdog=self.watchdog)
+
+
+class _WatchedHTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, watchdog: _Watchdog) -> None:
+        super().__init__()
+        self.watchdog = watchdog
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_WatchedHTTPS, req, context=self._context, watchdog=self.watchdog)
 
 
 def _range_start(response: http.client.HTTPResponse) -> int | None:

@@ -6,7 +6,11 @@ record holds is passed on as it is for the loaders to judge per record, with
 one exception made here: a JSON number too long to be a number (more than
 `numbers.MAX_WRITTEN_DIGITS` digits; Python refuses to build ints past 4,300
 digits) is kept as its string, which the loaders then refuse with the record's
-name ("over a size limit").
+name ("over a size limit"). And an object that gives one key twice
+(`{"answer": 7, "answer": 8}`: json keeps the last value without a word, so the
+gold would silently be one of two) is a `DuplicateKeys` in a record file, which
+the loaders skip as a malformed record naming the key, and stops the load in an
+auxiliary file (`read_json`: Math23K's split ids and cells).
 """
 
 from __future__ import annotations
@@ -18,11 +22,55 @@ import math
 from collections.abc import Iterator
 from pathlib import Path
 
-from psedual.data.numbers import MAX_WRITTEN_DIGITS
+from psedual.data.numbers import MAX_WRITTEN_DIGITS, quote
 
 
 class DataFileError(ValueError):
     """A source file that cannot be read as a whole: missing, empty, not UTF-8, not JSON."""
+
+
+class DuplicateKeys:
+    """What a record file's JSON object that gives a key twice reads as: never a dict, so no loader
+    takes one of its values for the record's (`sources.common.require` makes it a skip)."""
+
+    def __init__(self, pairs: list[tuple[str, object]]) -> None:
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        values = [v for k, v in pairs if k == twice]
+        self.detail = (f"the object gives key {quote(twice, 40)} {len(values)} times ({quote(values, 80)}): "
+                       "JSON readers keep one silently, so which is meant is unknown")
+        """The message a skip or an error shows."""
+        self._once = {k: v for k, v in pairs if k != twice}
+        """The keys given once, with their values."""
+
+    def get(self, key: str, default: object = None) -> object:
+        """A key given once (a Math23K record's id, so that its skip is that id's), else `default`."""
+        return self._once.get(key, default)
+
+    def __repr__(self) -> str:
+        return f"DuplicateKeys({self.detail})"
+
+
+class _Duplicated(ValueError):
+    """A duplicate key in an auxiliary file: the whole file is refused."""
+
+
+def _record_object(pairs: list[tuple[str, object]]) -> dict | DuplicateKeys:
+    obj = dict(pairs)  # what json makes of an object, checked in C-speed dict building (Math23K: +0.03 s)
+    return obj if len(obj) == len(pairs) else DuplicateKeys(pairs)
+
+
+def _strict_object(pairs: list[tuple[str, object]]) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _Duplicated(DuplicateKeys(pairs).detail)
+    return obj
+
+
+MAX_FILE_BYTES = 256 * 2**20
+"""Bytes of one source file (the largest benchmark file, Math23K's, is 8.3 MiB; 30 times that
+is far beyond any MWP dataset): a bigger one (a sparse `truncate -s 5G train.jsonl`, a file that
+is not the dataset) is refused before it is read, where it was read whole into memory."""
 
 
 def read_bytes(path: Path) -> bytes:
@@ -30,6 +78,9 @@ def read_bytes(path: Path) -> bytes:
     if path.exists() and not path.is_dir() and not path.is_file():  # a FIFO would block the read forever
         raise DataFileError(f"{path}: not a regular file (a pipe, a socket or a device)")
     try:
+        if path.is_file() and (size := path.stat().st_size) > MAX_FILE_BYTES:
+            raise DataFileError(f"{path}: {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit of one source file "
+                                "(the largest benchmark file is 8.3 MiB): not read; is it the file you meant?")
         return path.read_bytes()
     except FileNotFoundError:
         raise DataFileError(f"{path}: file not found") from None
@@ -77,12 +128,13 @@ def _float(text: str) -> float | str:
 
 
 # Numbers as json reads them, except that an over-long one stays a string (see the docstring).
-_DECODER = json.JSONDecoder(parse_int=_int, parse_float=_float)
+_DECODER = json.JSONDecoder(parse_int=_int, parse_float=_float, object_pairs_hook=_record_object)
+_STRICT_DECODER = json.JSONDecoder(parse_int=_int, parse_float=_float, object_pairs_hook=_strict_object)
 _TOO_DEEP = "JSON nested too deeply to read (Python's recursion limit)"
 
 
-def _loads(text: str) -> object:
-    obj, end = _DECODER.raw_decode(text, _skip_space(text, 0))
+def _loads(text: str, decoder: json.JSONDecoder = _DECODER) -> object:
+    obj, end = decoder.raw_decode(text, _skip_space(text, 0))
     if _skip_space(text, end) != len(text):
         raise json.JSONDecodeError("Extra data", text, end)
     return obj
@@ -94,10 +146,14 @@ def _skip_space(text: str, pos: int) -> int:
     return pos
 
 
-def read_json(path: Path) -> object:
+def read_json(path: Path, records: bool = False) -> object:
+    """A whole JSON file; an object in it with a key twice stops the load, unless the file holds
+    `records` (then that object is a DuplicateKeys, one record's skip)."""
     text = read_text(path)
     try:
-        return _loads(text)
+        return _loads(text, _DECODER if records else _STRICT_DECODER)
+    except _Duplicated as err:
+        raise DataFileError(f"{path}: {err}") from None
     except json.JSONDecodeError as err:
         raise _json_error(path, err, "invalid or truncated JSON") from None
     except RecursionError:
@@ -105,7 +161,7 @@ def read_json(path: Path) -> object:
 
 
 def read_json_list(path: Path) -> list[object]:
-    data = read_json(path)
+    data = read_json(path, records=True)
     if not isinstance(data, list):
         raise DataFileError(f"{path}: expected a JSON list of records, found {type(data).__name__}")
     return data

@@ -24,7 +24,9 @@ def find_data_root(explicit: str | os.PathLike | None = None) -> Path:
     working directory or the checkout (CI clones the repository next to `shared/`), else the
     per-user folder that `psedual data fetch` fills (user_data_dir())."""
     if explicit is not None or os.environ.get("PSEDUAL_DATA"):
-        root = Path(explicit if explicit is not None else os.environ["PSEDUAL_DATA"])
+        # `~` expanded as `psedual data fetch` does for its destination: a quoted `~/data` was
+        # fetched into the home folder and then not found there by every loader.
+        root = Path(explicit if explicit is not None else os.environ["PSEDUAL_DATA"]).expanduser()
         if not root.is_dir():
             raise DataFileError(f"{root}: data root is not a folder (`psedual data fetch --dest {root}` fetches "
                                 "the benchmarks into it)")

@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from statistics import mean
 
+from psedual.data.build import GOLD_RULES
 from psedual.data.cache import Dataset, load_dataset
 from psedual.data.config import DataConfig
 from psedual.data.record import Problem
@@ -43,8 +44,12 @@ def describe(dataset: Dataset, config: DataConfig, seconds: float) -> str:
                  "; ".join(f"{r} ({where}): {n}" for (r, where), n in sorted(reasons.items()))))
     for s in dataset.skips[:5]:
         lines.append(f"    e.g. {s.origin}: {s.reason}: {s.detail[:140]}")
-    if dataset.notes:
-        lines.append("  repairs and notes: " + "; ".join(f"{k}: {n}" for k, n in dataset.notes.items()))
+    notes = {k: n for k, n in dataset.notes.items() if k not in GOLD_RULES}
+    if notes:
+        lines.append("  repairs and notes: " + "; ".join(f"{k}: {n}" for k, n in notes.items()))
+    # Every gold rule with its count, zeros too: a rule that touched nothing is shown to have been applied.
+    lines.append("  gold rules (docs/data.md, \"Gold expressions\"): "
+                 + "; ".join(f"{label}: {dataset.notes.get(k, 0):,}" for k, label in GOLD_RULES.items()))
     views = [replace(config, fold=k) for k in range(spec.folds)] if spec.folds else [config]
     for view in views:
         s = split_dataset(dataset, view)

@@ -50,6 +50,10 @@ class InvalidValue(ValueError):
     """A well-formed expression without a finite real value (e.g. division by zero)."""
 
 
+class DivisionByZero(InvalidValue):
+    """A denominator (or a zero base under a negative power) that is zero in exact arithmetic."""
+
+
 class ValueTooLarge(InvalidValue, SizeLimitError):
     """A literal over the numbers' size limit (`numbers.MAX_DIGITS`)."""
 
@@ -90,7 +94,7 @@ def _eval(node: Node, numbers: Sequence[Fraction]) -> Value:
             value = a * b
         elif op == "/":
             if b == 0:
-                raise InvalidValue("division by zero")
+                raise DivisionByZero("division by zero")
             value = a / b
         else:
             value = _power(a, b)
@@ -111,7 +115,7 @@ def _power(base: Value, exponent: Value) -> Value:
     if abs(exponent) > MAX_EXPONENT:
         raise InvalidValue(f"exponent {float(exponent):g} too large")
     if base == 0 and exponent < 0:
-        raise InvalidValue("division by zero (zero to a negative power)")
+        raise DivisionByZero("division by zero (zero to a negative power)")
     if isinstance(exponent, Fraction) and exponent.denominator == 1 and isinstance(base, Fraction):
         bits = max(abs(base.numerator).bit_length(), base.denominator.bit_length())
         if bits * abs(int(exponent)) > MAX_BITS:
@@ -170,6 +174,27 @@ def values_equal(a: Value | None, b: Value | None) -> bool:
         return False
     gap = abs(fa - fb)
     return gap <= VALUE_TOLERANCE * abs(fb) or gap <= ABSOLUTE_FLOOR
+
+
+def float_value(node: Node, numbers: Sequence[Fraction] = ()) -> float | None:
+    """What plain float arithmetic gives for a tree (None where it fails too): only to count the
+    golds that exact arithmetic refuses and floats would have kept (`build.ZERO_ONLY_EXACT`).
+    Trees come from the parser, so they are at most MAX_DEPTH deep."""
+    if node.is_leaf:
+        m = SLOT.fullmatch(node.token)
+        try:
+            return float(numbers[int(m.group(1))] if m else parse_number(node.token))
+        except (IndexError, NumberError, OverflowError):
+            return None
+    a, b = float_value(node.left, numbers), float_value(node.right, numbers)
+    if a is None or b is None:
+        return None
+    try:
+        value = {"+": a + b, "-": a - b, "*": a * b}[node.token] if node.token in "+-*" else (
+            a / b if node.token == "/" else a ** b)
+    except (ZeroDivisionError, OverflowError):
+        return None
+    return value if isinstance(value, float) and math.isfinite(value) else None
 
 
 def try_evaluate(expression: Node | Sequence[str], numbers: Sequence[Fraction] = ()) -> Value | None:

@@ -35,7 +35,10 @@ def save(path: Path, state: dict) -> None:
 
 def load(path: Path) -> dict:
     if not path.is_file():
-        raise CheckpointError(f"{path}: checkpoint not found")
+        what = ("is a folder, not a checkpoint file" if path.is_dir() else
+                "is not a regular file (a pipe, a socket or a device)" if path.exists() else
+                "is a dangling symbolic link" if path.is_symlink() else "checkpoint not found")
+        raise CheckpointError(f"{path}: {what}")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as err:  # torch raises many types for a corrupt file; name the file either way
@@ -96,11 +99,47 @@ def build_model(state: dict, path: Path, expect_solver: str | None = None, expec
     """The model stored in a checkpoint (see `check` for what is refused)."""
     vocab = check(state, path, expect_solver, expect_vocab)
     try:
-        model = get_solver(state["solver"])(vocab, SolverConfig(**state["solver_config"]))
+        solver, config = get_solver(state["solver"]), SolverConfig(**state["solver_config"])
+        _check_shapes(solver, vocab, config, state["model"], path)
+        model = solver(vocab, config)
         model.load_state_dict(state["model"])
+    except CheckpointError:  # already one line naming the file
+        raise
     except (ValueError, TypeError, RuntimeError, KeyError, AttributeError, VocabularyError) as err:
         raise CheckpointError(f"{path}: cannot rebuild the model ({type(err).__name__}: {_first_line(err)})") from None
     return model
+
+
+def _check_shapes(solver, vocab: Vocab, config: SolverConfig, weights: object, path: Path) -> None:
+    """Refuse a checkpoint whose config does not fit its own weights before the model is built: a
+    config asking for a 100,000-wide layer beside small weights made the real build allocate
+    gigabytes (or all of memory) before `load_state_dict` could refuse it. The model is first
+    built on torch's meta device, which allocates nothing. A solver that reads a pretrained
+    encoder cannot be built there (`from_pretrained` refuses); its encoder's size is the
+    pretrained model's, and the real build's `load_state_dict` checks the rest."""
+    try:
+        with torch.device("meta"):
+            shell = solver(vocab, config)
+    except (RuntimeError, ValueError, TypeError, NotImplementedError):  # see above: built for real, as before
+        return
+    if not isinstance(weights, dict):
+        return  # load_state_dict refuses it, in one line
+    want = {k: tuple(v.shape) for k, v in shell.state_dict().items()}
+    have = {k: tuple(v.shape) for k, v in weights.items() if isinstance(v, torch.Tensor)}
+    wrong = next((k for k in sorted(want.keys() | have.keys()) if want.get(k) != have.get(k)), None)
+    if wrong is not None:
+        raise CheckpointError(f"{path}: its solver config {asdict(config)} does not fit its weights ({wrong}: "
+                              f"the config makes {want.get(wrong, 'no such weight')}, the file holds "
+                              f"{have.get(wrong, 'none')}); the model was not built")
+
+
+def restore(module, state: dict, key: str, path: Path) -> None:
+    """Load `state[key]` (e.g. the reexaminer's weights) into `module`, or one line naming the
+    checkpoint: the key missing, or weights that do not fit (a checkpoint of another run)."""
+    try:
+        module.load_state_dict(state[key])
+    except (KeyError, TypeError, RuntimeError, AttributeError, ValueError) as err:
+        raise CheckpointError(f"{path}: cannot restore its {key!r} ({type(err).__name__}: {_first_line(err)})") from None
 
 
 def rng_fields(rngs: list[tuple]) -> dict:

@@ -42,7 +42,7 @@ from psedual.train.device import resolve
 from psedual.train.distributed import all_sum, decode_split, gather, share, shard
 from psedual.train.step import CPU, train_step
 from psedual.train.unscored import decode_each, report_unscored
-from psedual.train.view import check_identity, data_record, identity, sets, view
+from psedual.train.view import check_identity, data_record, identity, run_config, sets, view
 
 
 def evaluate(model, problems, vocab: Vocab, beam_size: int, batch_size: int, device: torch.device = CPU,
@@ -273,14 +273,18 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None,
     missing = [n for n in ("config.json", "epochs.parquet", "best.pt") if not (out / n).is_file()]
     if missing:
         raise FileNotFoundError(f"{out}: not a trained run folder (missing {', '.join(missing)})")
-    config = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))
+    config = run_config(out)
     device = torch.device(device) if device is not None else resolve(config.device)
     splits, data_info = view(config)
     changed = check_identity(out, splits, data_info, allow_changed_data)
     train_set, valid_set, test_set, vocab = sets(config, splits, data_info)
-    history = read(out / "epochs.parquet", EPOCHS_SCHEMA)
-    best = best_epoch(history)  # the epoch training kept in best.pt
-    train_seconds = sum(row["seconds"] for row in history)
+    try:
+        history = read(out / "epochs.parquet", EPOCHS_SCHEMA)
+        best = best_epoch(history)  # the epoch training kept in best.pt
+        train_seconds = sum(row["seconds"] for row in history)
+    except (OSError, ValueError, TypeError) as err:  # pyarrow's errors (and nulls met in best_epoch) name no file
+        raise ValueError(f"{out / 'epochs.parquet'}: not a run's epoch table ({type(err).__name__}: "
+                         f"{str(err).splitlines()[0][:200] if str(err) else ''})") from None
     best_path = out / "best.pt"
     best_state = checkpoint.load(best_path)
     model = checkpoint.build_model(best_state, best_path, config.solver, vocab).to(device)
@@ -292,7 +296,7 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None,
     final_epsilon = final_tau = None
     if config.psedual is not None:
         reexaminer = Reexaminer(vocab, config.model, config.psedual)
-        reexaminer.load_state_dict(best_state["reexaminer"])
+        checkpoint.restore(reexaminer, best_state, "reexaminer", best_path)
         fill = infill(model, reexaminer.to(device), test_set, vocab, config.batch_size, device,
                       frozenset(p.id for p, why in zip(test_set, unscored) if why is not None))
         scored = [(p, g) for p, g in zip(*fill) if g is not None]

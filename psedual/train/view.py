@@ -91,15 +91,48 @@ def identity(splits: Splits) -> dict[str, str]:
     return {"train": of(splits.train), "test": of(splits.test)}
 
 
+def run_config(out: Path) -> TrainConfig:
+    """A run folder's `config.json`, or one line naming it and what is wrong (not JSON, not an
+    object, a field of the wrong type), never a traceback from deep inside the config's checks."""
+    path = out / "config.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(raw, dict):
+            raise TypeError(f"an object of options, found a {type(raw).__name__}")
+        return TrainConfig.from_dict(raw)
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: cannot read the run's config ({type(err).__name__}: {err})") from None
+    except (ValueError, TypeError, KeyError, AttributeError) as err:  # json's, and the config's own checks
+        raise ValueError(f"{path}: not a run's config ({type(err).__name__}: {str(err)[:200]})") from None
+
+
 def check_identity(out: Path, splits: Splits, info: dict, allow_changed_data: bool) -> bool:
     """Refuse to test a run on data other than it was trained and tested on, unless allowed
     (then say so, and return True). A run folder from before `data.json` held the identity is
-    not checked."""
+    not checked, and says so; a `data.json` that cannot be read, or whose identity is not what
+    a run writes, is refused as changed data would be (else damaging it would skip the check)."""
+    path = out / "data.json"
+    if not path.exists() and not path.is_symlink():
+        print(f"note: {path} is missing: the data this run used are not checked against the data now on disk",
+              file=sys.stderr, flush=True)
+        return False
     try:
-        recorded = json.loads((out / "data.json").read_text()).get("identity")
-    except (OSError, ValueError, AttributeError):
-        recorded = None
-    if not isinstance(recorded, dict):
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+        recorded = recorded["identity"] if isinstance(recorded, dict) and "identity" in recorded else (
+            None if isinstance(recorded, dict) else recorded)
+        if recorded is not None and not (isinstance(recorded, dict)
+                                         and all(isinstance(recorded.get(k), str) for k in ("train", "test"))):
+            raise ValueError(f"its identity is {str(recorded)[:80]!r}, not the train and test hashes a run writes")
+    except (OSError, ValueError) as err:  # a folder, unreadable, not JSON, a foreign identity
+        what = f"{path}: cannot tell which data this run used ({type(err).__name__}: {str(err)[:160]})"
+        if not allow_changed_data:
+            raise ValueError(f"{what}: refused; restore the run's data.json, or pass --allow_changed_data to test on "
+                             "the data now on disk") from None
+        print(f"warning: {what}; testing on the data now on disk (--allow_changed_data)", file=sys.stderr, flush=True)
+        return True
+    if recorded is None:
+        print(f"note: {path} holds no data identity (a run from before it was recorded): the data are not checked",
+              file=sys.stderr, flush=True)
         return False
     now = identity(splits)
     changed = [k for k in ("train", "test") if recorded.get(k) != now[k]]

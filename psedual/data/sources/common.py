@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from psedual.data.build import MAX_TEXT_CHARS, OVER_LIMIT, RecordError, check_text
 from psedual.data.expr import literals
+from psedual.data.files import DuplicateKeys
 from psedual.data.number_rules import rules_touched
 from psedual.data.numbers import quote
 from psedual.data.record import Problem, Skip
@@ -61,6 +62,7 @@ class Collector:
             return read()
         except RecordError as err:
             self.skip(split, fold, origin, what + err.reason, err.detail)
+            self.result.notes.update(err.rules)
         except _UNFORESEEN as err:
             self.skip(split, fold, origin, what + "unexpected error", f"{type(err).__name__}: {err} (a loader bug; "
                       "please report it with this record)")
@@ -83,6 +85,8 @@ def _printable(text: str) -> str:
 
 def require(record: object, name: str) -> object:
     """A record's field, or a RecordError saying which is missing or blank."""
+    if isinstance(record, DuplicateKeys):  # `{"answer": 7, "answer": 8}`: neither value is taken
+        raise RecordError("malformed record", record.detail)
     if not isinstance(record, dict):
         raise RecordError("malformed record", f"expected an object, found {type(record).__name__}")
     if record.get(name) is None:

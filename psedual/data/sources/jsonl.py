@@ -47,7 +47,13 @@ def files(folder: Path | None) -> list[Path]:
     """The source files of a folder: train, test and (if there) valid.jsonl; what keys the cache."""
     if folder is None:
         return []
-    return [folder / name for split, name in SPLIT_FILES.items() if split != "valid" or (folder / name).exists()]
+    return [folder / name for split, name in SPLIT_FILES.items() if split != "valid" or _present(folder / name)]
+
+
+def _present(path: Path) -> bool:
+    """Whether the folder has this name at all: a dangling symbolic link counts, so that reading
+    it is one error naming it, not a valid split silently carved from train instead."""
+    return path.exists() or path.is_symlink()
 
 
 def not_read_note(folder: Path) -> str | None:
@@ -72,7 +78,7 @@ def load(folder: Path) -> LoadResult:
         out.result.notes[note] += 1
     for split, name in SPLIT_FILES.items():
         path = folder / name
-        if split == "valid" and not path.exists():
+        if split == "valid" and not _present(path):
             continue
         for lineno, rec in read_jsonl(path):
             origin = f"{path}:{lineno}"

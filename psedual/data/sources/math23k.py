@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from psedual.data.build import MAX_TEXT_CHARS, RecordError, make_problem, split_tokens
-from psedual.data.files import DataFileError, read_concatenated_json, read_json
+from psedual.data.files import DataFileError, DuplicateKeys, read_concatenated_json, read_json
 from psedual.data.numbers import quote
 from psedual.data.record import SPLITS
 from psedual.data.sources.common import Collector, LoadResult, require, require_text, shown_id
@@ -35,7 +35,8 @@ def load(root: Path) -> LoadResult:
     found = set()
     out = Collector(NAME)
     for i, rec in enumerate(records):
-        raw_id = rec.get("id") if isinstance(rec, dict) else None
+        # A record with a key twice still names its id (if given once): its skip is that id's.
+        raw_id = rec.get("id") if isinstance(rec, (dict, DuplicateKeys)) else None
         origin = f"{path}#{i} (id {shown_id(raw_id) if raw_id is not None else '?'})"
         try:
             source_id = source_id_of(raw_id)

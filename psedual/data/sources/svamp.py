@@ -17,6 +17,7 @@ would stop the load.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -51,7 +52,7 @@ def load(root: Path) -> LoadResult:
             origin = f"{path}:{line}"
 
             def build(row=row, split=split, origin=origin, i=i):
-                problem = _problem(row, f"{split}-{i}", split, origin)
+                problem = _problem(row, f"{split}-{i}", split, origin, out.result.notes)
                 # Only now: the row's masks and Numbers are known to be consistent and readable.
                 svamp_id = _test_id(row, ids, exact, out) if split == "test" else None
                 if svamp_id is None:
@@ -81,7 +82,7 @@ def _numbers(row: dict[str, str]) -> list[str]:
     return values
 
 
-def _problem(row: dict[str, str], source_id: str, split: str, origin: str):
+def _problem(row: dict[str, str], source_id: str, split: str, origin: str, notes: Counter[str]):
     values = _numbers(row)
     tokens: list[str] = []
     num_pos: list[int] = []
@@ -107,7 +108,7 @@ def _problem(row: dict[str, str], source_id: str, split: str, origin: str):
         prefix.append(f"N{first_slot[int(m.group(1))]}" if m else token)
     return make_problem(dataset=NAME, source_id=source_id, split=split, fold=-1, language="en", tokens=tokens,
                         num_pos=num_pos, number_texts=texts, answer=require_text(row, "Answer"), origin=origin,
-                        prefix=prefix)
+                        prefix=prefix, notes=notes)
 
 
 def _safe_key(row: dict[str, str]) -> tuple[str, tuple] | None:
