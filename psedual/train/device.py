@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import platform
+from importlib.metadata import PackageNotFoundError, version
 
 import torch
+
+from psedual.train.rows import CPU_BUILD, NOT_INSTALLED, Environment
 
 
 def resolve(name: str) -> torch.device:
@@ -36,7 +40,6 @@ def placed(name: str, gpu_ids: list) -> torch.device:
 
 def no_cuda(gpu_ids: list) -> str:
     """One line: which node holds a GPU that torch cannot see, and the versions that disagree."""
-    import platform
     from pathlib import Path
 
     driver = Path("/proc/driver/nvidia/version")
@@ -45,6 +48,24 @@ def no_cuda(gpu_ids: list) -> str:
             f"{torch.__version__} (CUDA {torch.version.cuda or 'none: a CPU build'}) sees no CUDA device; driver: "
             f"{driver}. Install the CUDA torch the driver supports on this node (make install TORCH_BUILD=cuda), "
             "or give the trial device: cpu")
+
+
+def environment(device: torch.device) -> Environment:
+    """The environment a run trains in on `device` (the runs table's `env.*`): versions read here,
+    in the process that trains, so a trial records its node's, not the driver's. Ray's version is
+    read from its installed metadata, not imported: the trainer runs without Ray."""
+    try:
+        ray_version = version("ray")
+    except PackageNotFoundError:
+        ray_version = NOT_INSTALLED
+    gpu = None
+    if device.type == "cuda":
+        # `cuda` without an index is the current device: record which one it was
+        device = torch.device("cuda", torch.cuda.current_device() if device.index is None else device.index)
+        gpu = torch.cuda.get_device_name(device)
+    return Environment(python=platform.python_version(), torch=torch.__version__,
+                       cuda=torch.version.cuda or CPU_BUILD, ray=ray_version, device=str(device), gpu=gpu,
+                       node=platform.node() or "unknown")
 
 
 def autocast(device: torch.device, precision: str):

@@ -23,7 +23,9 @@ from psedual.train.trainer import train
 from psedual.train.resources import Resources
 from psedual.tune.space import make_config
 
-FILES = ("config.json", "last.pt", "best.pt", "epochs.parquet")
+FILES = ("config.json", "last.pt", "best.pt", "epochs.parquet", "env.json")
+"""A trial's checkpoint: what resumes it, and what the test after the sweep reads (env.json: where
+it trained, for the runs table)."""
 
 
 def _restore(checkpoint, out: Path) -> bool:
