@@ -115,3 +115,70 @@ def test_a_node_lost_under_a_trial_costs_one_error_row_and_the_job_writes_its_ta
     # the comparison still runs: it names the run it skipped (here the pair's other arm is gone)
     assert (f"skipped 1 run(s) that failed or have no test result: lost/{lost['trial']} (status error, no test "
             f"result)") in printed.err
+
+
+def test_a_train_worker_checks_its_device_before_rays_process_group(monkeypatch):
+    """Issue 42: Ray sets up a Train worker group's process group before the training function runs,
+    so a worker given a GPU that its torch cannot use (a CPU wheel, an old driver) failed inside NCCL's
+    setup (`Distributed package doesn't have NCCL built in`), never reaching the trainer's check.
+    The backend now checks every worker's device first: one line naming the node."""
+    import torch
+
+    from psedual.train.device import NoCudaError
+    from psedual.tune import trial
+
+    calls = []
+
+    class Workers:  # a worker group that runs each call here, as one worker holding GPU 0
+        def execute(self, fn, *args, **kwargs):
+            calls.append(fn.__name__)
+            return [fn(*args, **kwargs)]
+
+    monkeypatch.setattr(trial.ray, "get_gpu_ids", lambda: [0])
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(trial._TorchBackend, "on_start", lambda self, group, config: calls.append("process group"))
+    config = trial.CheckedTorchConfig(backend="nccl", device="auto")
+    with pytest.raises(NoCudaError, match=r"^node \S+: this trial holds GPU 0 but torch \S+ \(CUDA .*\) sees no CUDA "
+                                          r"device; driver: ") as raised:
+        config.backend_cls().on_start(Workers(), config)
+    assert calls == ["check_worker"] and "\n" not in str(raised.value)  # no process group was attempted
+    calls.clear()
+    cpu = trial.CheckedTorchConfig(backend="gloo", device="cpu")  # the CPU asked for: taken as asked
+    cpu.backend_cls().on_start(Workers(), cpu)
+    assert calls == ["check_worker", "process group"]
+
+
+def test_a_failed_train_run_gives_the_workers_one_line():
+    """The trial's error is the worker's line, whether Ray reports it as a controller error (the
+    backend's check) or a worker group error (the training function's), each in a task error."""
+    from ray.exceptions import RayTaskError
+    from ray.train import ControllerError, WorkerGroupError
+
+    from psedual.train.device import NoCudaError
+    from psedual.tune.trial import no_cuda_line
+
+    line = "node gpu-1: this trial holds GPU 0 but torch 2.7.1+cpu (CUDA none: a CPU build) sees no CUDA device"
+    wrapped = RayTaskError("check_worker", "Traceback (most recent call last):\n ...", NoCudaError(line))
+    for err in (ControllerError(wrapped.as_instanceof_cause()),
+                WorkerGroupError("Training failed", {0: wrapped.as_instanceof_cause()})):
+        found = no_cuda_line(err)
+        assert isinstance(found, NoCudaError) and str(found) == line
+    assert no_cuda_line(ControllerError(RuntimeError("something else"))) is None
+
+
+@pytest.mark.slow
+def test_an_nccl_trial_on_a_gpu_node_without_cuda_fails_at_once_in_one_line(cluster, tmp_path):
+    """A Train-worker trial holding a (fake) GPU, so NCCL, on a node whose torch has no CUDA: an
+    error row whose error is the worker's one line, before any epoch (30-40 s: a Train start)."""
+    from psedual.train.resources import Resources
+    from psedual.tune.sweep import run_sweep
+
+    cluster, _ = cluster
+    smoke = load_spec(ROOT / "search_spaces" / "smoke.yaml")
+    spec = replace(smoke, name="nocuda", grid={}, arms=[{"variant": "base"}],
+                   resources=Resources(use_gpu=True, in_process=False, max_failures=0))
+    assert spec.resources.backend == "nccl"
+    outcome, = run_sweep(spec, str(tmp_path), address=cluster.address)
+    assert outcome.status == "error" and outcome.metrics.get("epoch") is None
+    assert outcome.error.startswith("NoCudaError: node ") and "\n" not in outcome.error, outcome.error
+    assert "holds GPU 0 but torch" in outcome.error and "sees no CUDA device" in outcome.error

@@ -22,6 +22,10 @@ def resolve(name: str) -> torch.device:
     return torch.device(name)
 
 
+class NoCudaError(RuntimeError):
+    """A process holds a GPU its torch cannot use: its message is one line (`no_cuda`)."""
+
+
 def placed(name: str, gpu_ids: list) -> torch.device:
     """The device of a process Ray placed, holding the GPUs `gpu_ids` (`ray.get_gpu_ids()`).
     Ray sets no CUDA_VISIBLE_DEVICES for a process that asked for no GPU, so `auto` there would
@@ -31,7 +35,7 @@ def placed(name: str, gpu_ids: list) -> torch.device:
     CUDA) fails at once rather than train for hours on the CPU; `cpu` there is taken as asked."""
     if gpu_ids:
         if name != "cpu" and not torch.cuda.is_available():
-            raise RuntimeError(no_cuda(gpu_ids))
+            raise NoCudaError(no_cuda(gpu_ids))
         return resolve(name)
     if name == "cuda":
         raise ValueError("device cuda: this trial holds no GPU (give its resources use_gpu or gpus_per_trial)")
