@@ -128,7 +128,11 @@ def run_job(job: TuneJob) -> int:
     if job.profile or job.only or job.plan or job.calibrate:
         raise ValueError(f"{job.space} is a sweep file: profile, only, plan and calibrate are for a paper file "
                          "(search_spaces/paper.yaml)")
+    from psedual.tune import encoders
+    from psedual.tune.space import make_config
+
     spec = load_spec(job.space)
+    encoders.check({spec.name: [make_config(f) for f in spec.trial_configs()]})  # before its first trial
     name = experiment_name(job, spec.name)
     print(f"experiment {name}: {job.space} ({'resumed' if job.resume else 'new'}), storage {job.storage}", flush=True)
     code = run_spec(spec, name, job.resume is not None, job.storage, job.address, job.verbose)

@@ -59,6 +59,12 @@ def run_paper(job: TuneJob) -> int:
     if profile.storage == "uri" and "://" not in job.storage:
         raise ValueError(f"profile {profile.name} stores its trials on a URI the nodes share: give --storage "
                          "s3://BUCKET/psedual (or gs://...)")
+    from psedual.tune import encoders
+    from psedual.tune.space import make_config
+
+    # every part's encoders, before the first trial of the first part (one line naming each missing)
+    encoders.check({part: [make_config(f) for f in spec.trial_configs()]
+                    for part, spec, _ in _configs(paper, profile.name, parts) if spec is not None})
     name = paper_name(job, paper, profile.name)
     print(f"paper run {name}: {job.space}, profile {profile.name} ({profile.about}); parts {', '.join(parts)}; "
           f"storage {job.storage}", flush=True)
@@ -132,15 +138,17 @@ def plan(paper, profile: str, parts: list[str], job: TuneJob) -> str:
     from psedual.tune.paper import LLM_PART
     from psedual.tune.space import make_config
 
-    costs, where, plans, skipped = read_costs(), machine(), [], []
+    from psedual.tune import encoders
+
+    costs, where, plans, skipped, configs = read_costs(), machine(), [], [], {}
     for part, spec, lines in _configs(paper, profile, parts):
         skipped += lines
         if spec is not None:
-            configs = [make_config(f) for f in spec.trial_configs()] * spec.num_samples
-            plans.append(plan_part(part, configs, spec.resources, costs, where))
+            configs[part] = [make_config(f) for f in spec.trial_configs()]
+            plans.append(plan_part(part, configs[part] * spec.num_samples, spec.resources, costs, where))
     if LLM_PART in parts:
         skipped.append(f"{LLM_PART}: LLM calls, priced by the endpoint; run only with --llm_base_url")
-    return render(plans, where, job.price_cpu_hour, job.price_gpu_hour, skipped)
+    return render(plans, where, job.price_cpu_hour, job.price_gpu_hour, skipped + encoders.plan_lines(configs))
 
 
 CALIBRATION_SWEEP = "search_spaces/smoke.yaml"
