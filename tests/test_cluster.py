@@ -182,3 +182,26 @@ def test_an_nccl_trial_on_a_gpu_node_without_cuda_fails_at_once_in_one_line(clus
     assert outcome.status == "error" and outcome.metrics.get("epoch") is None
     assert outcome.error.startswith("NoCudaError: node ") and "\n" not in outcome.error, outcome.error
     assert "holds GPU 0 but torch" in outcome.error and "sees no CUDA device" in outcome.error
+
+
+@pytest.mark.slow
+def test_the_calibration_times_gpu_shapes_in_one_task_on_a_gpu_node(cluster):
+    """Issue 42: `--calibrate` for GPU parts is one Ray task holding one GPU, so it lands on a GPU
+    node (never the 0-GPU head) and times the shapes there, one at a time; a GPU that its torch
+    cannot use fails in one line instead of being timed as the CPU and priced as GPU hours."""
+    import ray
+
+    from psedual.tune.calibrate import measure_on_cluster
+    from psedual.tune.cost import machine
+
+    cluster, nodes = cluster
+    smoke = load_spec(ROOT / "search_spaces" / "smoke.yaml")
+    flat, = [f for f in smoke.trial_configs() if f.get("variant", "base") == "base"][:1]
+    # the fake GPUs have no CUDA: the shapes name the CPU, as the lost-node test's trials do
+    measured = measure_on_cluster([{**flat, "device": "cpu"}, {**flat, "device": "cpu", "batch_size": 16}])
+    assert measured["node"] in {n.node_id for n in nodes} and measured["node"] != cluster.head_node.node_id
+    assert [r["machine"] for r in measured["rows"]] == [machine()] * 2
+    assert all(r["step_s"] > 0 and r["eval_s"] > 0 for r in measured["rows"])
+    assert measured["rows"][0]["shape"] != measured["rows"][1]["shape"]
+    with pytest.raises(ray.exceptions.RayTaskError, match=r"NoCudaError: node \S+: this trial holds GPU \d but torch"):
+        measure_on_cluster([{**flat, "device": "auto"}])
