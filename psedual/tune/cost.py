@@ -12,6 +12,10 @@ overhead, the tests' workers, the comparison: measured on a real sweep) plus the
 at (trials measured two at a time already carry the slowdown of sharing two cores). Hours
 are trial seconds × the CPUs (or GPUs) a trial holds; dollars are hours × the price given.
 A shape without a figure for the machine is reported as such, never guessed.
+A GPU part is read from the rows of its GPU (`gpu_machine`, measured one shape at a time in a Ray
+task holding one GPU: trials that hold a GPU each do not slow each other) and priced at the GPU
+instance's price per GPU; a plan with GPU parts adds the head for the wall time and each GPU
+node's setup and idle minutes (`ClusterCost`).
 """
 
 from __future__ import annotations
