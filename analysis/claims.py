@@ -255,6 +255,7 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
                                              set(cmp.allow_diff))
             flags += guardrails.data_flags(cell, [(by_key[base[s][f]], by_key[other[s][f]]) for s in seeds
                                                   for f in folds], set(cmp.allow_diff))
+            flags += guardrails.environment_flags(cmp.base, treat, arms[cmp.base], arms[treat])
             tables = {s: _pooled(cell, folds, base[s], other[s], preds) for s in seeds}
             ids = tables[seeds[0]]["id"]
             for s in seeds[1:]:

@@ -20,6 +20,10 @@
   tuned sweep: then it is flagged, with the tuning budget) or the user allowed it
   (`--allow_diff`: then it is flagged on that claim). A column null throughout one arm is that
   arm's not having the setting only where `ABSENT_BY_DESIGN` says so (`psedual.*` on base runs).
+- Environment: where a run trained (`env.*`: Python, torch, CUDA, Ray, device, GPU, node) is never
+  compared as config: the trials of one sweep take whichever node is free, so one arm may get
+  more of one GPU type by chance. Arms whose torch, CUDA or GPU differ as sets are flagged
+  (`environment_flags`), not refused.
 """
 
 from __future__ import annotations
@@ -121,6 +125,32 @@ def data_flags(cell: str, pairs: list[tuple[dict, dict]], allowed: set[str]) -> 
                      f"{', ...' if len(shown) > 2 else ''}): tables written before data_train_hash/data_test_hash; "
                      f"that the arms saw the same data is not checked (re-collect or rerun them to check it)")
     return flags
+
+
+ENVIRONMENT = ("env.torch", "env.cuda", "env.gpu")
+"""The environment columns whose values, differing between a claim's arms, flag it: the kernels a
+run used (a GPU model, a CPU run: `cpu`), not the node or the device index it happened to get."""
+
+
+def environment_flags(base_arm: str, treat: str, base: pl.DataFrame, other: pl.DataFrame) -> list[str]:
+    """A flag per `ENVIRONMENT` column whose values differ between the arms' runs; none where either
+    arm does not record it (tables written before the columns, LLM runs)."""
+    flags = []
+    for col in ENVIRONMENT:
+        a, b = _environment(base, col), _environment(other, col)
+        if a and b and a != b:
+            flags.append(f"environment differs (not refused: trials take the nodes that are free): {col}: "
+                         f"{base_arm} {sorted(a)} vs {treat} {sorted(b)}")
+    return flags
+
+
+def _environment(runs: pl.DataFrame, col: str) -> set[str]:
+    """The recorded values of an environment column; a run that trained on the CPU has GPU `cpu`."""
+    if col not in runs.columns:
+        return set()
+    if col == "env.gpu" and "env.device" in runs.columns:
+        return {gpu or "cpu" for gpu, device in runs.select(col, "env.device").rows() if device is not None}
+    return set(runs[col].drop_nulls().to_list())
 
 
 def config_columns(columns: list[str], exclude: list[str]) -> list[str]:

@@ -256,6 +256,20 @@ def write(args: ReportOptions) -> Path:
     return path
 
 
+def _environments(runs: pl.DataFrame) -> str:
+    """Where the runs trained, from the runs table's `env.*` columns: each GPU model (or `cpu`) with
+    its torch and CUDA, and how many runs; `not recorded` for tables written before them."""
+    cols = ("env.gpu", "env.device", "env.torch", "env.cuda")
+    if not runs.height or any(c not in runs.columns for c in cols):
+        return "not recorded in the runs table"
+    known = runs.filter(pl.col("env.device").is_not_null())
+    said = [f"{gpu or 'cpu'} (torch {torch}, CUDA {cuda}): {n} run(s)"
+            for gpu, torch, cuda, n in known.group_by("env.gpu", "env.torch", "env.cuda").len()
+            .sort("env.gpu", "env.torch", "env.cuda", nulls_last=True).rows()]
+    missing = runs.height - known.height
+    return "; ".join(said + ([f"not recorded: {missing} run(s)"] if missing else [])) or "not recorded"
+
+
 def _document(args: ReportOptions, name: str, present: dict[str, str], runs: dict[str, pl.DataFrame],
               rep: Report) -> str:
     every = pl.concat(list(runs.values()), how="diagonal_relaxed") if runs else pl.DataFrame()
@@ -263,8 +277,7 @@ def _document(args: ReportOptions, name: str, present: dict[str, str], runs: dic
                 if every.height else "none read")
     versions = ", ".join(sorted({str(v) for v in every["code_version"].to_list()})) \
         if "code_version" in every.columns else "not recorded"
-    machine = (", ".join(sorted({str(v) for v in every["machine"].drop_nulls().to_list()})) or "not recorded") \
-        if "machine" in every.columns else "not recorded in the runs table"
+    machine = _environments(every)
     header = [f"# PseDual Lab report: {name}", "",
               f"- experiment: {name}; parts present: {', '.join(present.values())}",
               f"- written: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",

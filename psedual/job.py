@@ -68,13 +68,30 @@ class TuneJob:
     plan_sd: float | None = None
     """A grid sweep's plan (and `seeds_for`): the sd of the per-seed Δ, in points, as stated."""
     calibrate: bool = False
-    """A paper file: time each distinct trial shape of the profile on this machine (as many at
-    once as the profile runs) and a part's overhead, store them in psedual/tune/costs.tsv, then plan."""
+    """A paper file: time each distinct trial shape of the profile and a part's overhead, store them
+    in psedual/tune/costs.tsv, then plan. CPU parts' shapes on this machine (as many at once as the
+    profile runs); GPU parts' in one Ray task holding one GPU of the Ray at `address` (on a cluster,
+    `--address auto`: a GPU worker), one shape at a time, keyed by that GPU's name."""
     price_cpu_hour: float = 0.05
     """The plan's dollars per CPU-hour (default: about one vCPU of an on-demand general-purpose
     cloud instance, e.g. AWS m7i.large at $0.10/h for 2 vCPUs)."""
-    price_gpu_hour: float = 3.0
-    """The plan's dollars per GPU-hour (default: about an on-demand H100 from a GPU cloud)."""
+    gpu_instance: str = "g5.xlarge"
+    """The GPU workers' instance type the plan prices (clusters/gpu.yaml's: g5.xlarge, one NVIDIA
+    A10G, $1.006/h on demand in us-west-2; also g6.xlarge, NVIDIA L4, $0.8048/h; g4dn.xlarge, Tesla
+    T4, $0.526/h). GPU parts are planned from the calibration of its GPU."""
+    price_gpu_hour: float | None = None
+    """The plan's dollars per GPU-hour (default: `gpu_instance`'s on-demand price per GPU)."""
+    head_instance: str = "m6i.2xlarge"
+    """The head's instance type, paid for the run's whole wall time (clusters/gpu.yaml's:
+    m6i.2xlarge, $0.384/h on demand in us-west-2)."""
+    price_head_hour: float | None = None
+    """The plan's dollars per head-hour (default: `head_instance`'s on-demand price)."""
+    node_setup_minutes: float = 15.0
+    """Minutes each GPU node is paid for before its first trial (boot, the installs with the CUDA
+    torch, the data, the encoders): an estimate, not measured."""
+    node_idle_minutes: float = 10.0
+    """Minutes each GPU node is paid for after its last trial (clusters/gpu.yaml's
+    idle_timeout_minutes)."""
     llm_base_url: str | None = None
     """A paper file's table2: the OpenAI-compatible endpoint (with llm_model; the key in
     $OPENAI_API_KEY); without it table2 is skipped."""
@@ -92,13 +109,33 @@ class TuneJob:
             raise ValueError("give plan_from (an earlier experiment's spread) or plan_sd (a stated one), not both")
         if self.plan_sd is not None and not self.plan_sd > 0:
             raise ValueError(f"plan_sd must be > 0 points, got {self.plan_sd}")
-        if min(self.price_cpu_hour, self.price_gpu_hour) < 0:
-            raise ValueError("prices must be >= 0")
+        prices = (self.price_cpu_hour, self.price_gpu_hour, self.price_head_hour, self.node_setup_minutes,
+                  self.node_idle_minutes)
+        if min(x for x in prices if x is not None) < 0:
+            raise ValueError("prices and minutes must be >= 0")
+        self.cluster_cost()  # an unknown instance type is refused here, listing the valid ones
         if (self.llm_base_url is None) != (self.llm_model is None):
             raise ValueError("give llm_base_url and llm_model together")
         for value in (self.name, self.resume):
             if value is not None and (not value or "/" in value or value.startswith(".")):
                 raise ValueError(f"bad experiment name {value!r}: a non-empty folder name")
+
+
+    def cluster_cost(self):
+        """The plan's cluster costs (`tune.cost.ClusterCost`) from the instance options."""
+        from psedual.tune.cost import ClusterCost, instance
+
+        gpu, head = instance(self.gpu_instance, gpu=True), instance(self.head_instance)
+        return ClusterCost(gpu, head, head.price_hour if self.price_head_hour is None else self.price_head_hour,
+                           self.node_setup_minutes, self.node_idle_minutes)
+
+    @property
+    def gpu_hour(self) -> float:
+        """Dollars per GPU-hour: given, or the GPU instance's price per GPU."""
+        from psedual.tune.cost import instance
+
+        gpu = instance(self.gpu_instance, gpu=True)
+        return gpu.price_hour / gpu.gpus if self.price_gpu_hour is None else self.price_gpu_hour
 
 
 def taken(storage: str, name: str) -> bool:
@@ -139,6 +176,9 @@ def run_job(job: TuneJob) -> int:
     if job.profile or job.only or job.calibrate:
         raise ValueError(f"{job.space} is a sweep file: profile, only and calibrate are for a paper file "
                          "(search_spaces/paper.yaml)")
+    from psedual.tune import encoders
+    from psedual.tune.space import make_config
+
     spec = load_spec(job.space)
     name = job.name or job.resume or spec.name
     if job.plan:
@@ -151,6 +191,7 @@ def run_job(job: TuneJob) -> int:
     if spec.seeds_for is not None:
         spec, lines = resolve_seeds(spec, job, name)
         print(lines[0], flush=True)
+    encoders.check({spec.name: [make_config(f) for f in spec.trial_configs()]})  # before its first trial
     name = experiment_name(job, spec.name)
     print(f"experiment {name}: {job.space} ({'resumed' if job.resume else 'new'}), storage {job.storage}", flush=True)
     code = run_spec(spec, name, job.resume is not None, job.storage, job.address, job.verbose)

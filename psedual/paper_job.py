@@ -54,13 +54,19 @@ def run_paper(job: TuneJob) -> int:
     profile = paper.profile(job.profile)
     parts = paper.part_names(tuple(p.strip() for p in job.only.split(",")) if job.only else ())
     if job.calibrate:
-        calibrate(paper, profile.name, parts)
+        calibrate(paper, profile.name, parts, job.address, job.storage)
     if job.plan or job.calibrate:
         print(plan(paper, profile.name, parts, job))
         return 0
     if profile.storage == "uri" and "://" not in job.storage:
         raise ValueError(f"profile {profile.name} stores its trials on a URI the nodes share: give --storage "
                          "s3://BUCKET/psedual (or gs://...)")
+    from psedual.tune import encoders
+    from psedual.tune.space import make_config
+
+    # every part's encoders, before the first trial of the first part (one line naming each missing)
+    encoders.check({part: [make_config(f) for f in spec.trial_configs()]
+                    for part, spec, _ in _configs(paper, profile.name, parts) if spec is not None})
     name = paper_name(job, paper, profile.name)
     print(f"paper run {name}: {job.space}, profile {profile.name} ({profile.about}); parts {', '.join(parts)}; "
           f"storage {job.storage}", flush=True)
@@ -129,60 +135,132 @@ def _configs(paper, profile: str, parts: list[str]):
 
 
 def plan(paper, profile: str, parts: list[str], job: TuneJob) -> str:
-    """The cost plan of the profile's parts on this machine (see psedual/tune/cost.py)."""
-    from psedual.tune.cost import machine, plan_part, read_costs, render
+    """The cost plan of the profile's parts (see psedual/tune/cost.py): CPU parts from this machine's
+    calibration, GPU parts from the GPU instance's (`--gpu_instance`), with the cluster's costs."""
+    from psedual.tune import encoders
+    from psedual.tune.cost import gpu_machine, machine, plan_part, read_costs, render
     from psedual.tune.paper import LLM_PART
     from psedual.tune.space import make_config
 
-    costs, where, plans, skipped = read_costs(), machine(), [], []
+    costs, where, plans, skipped, configs = read_costs(), machine(), [], [], {}
+    cluster = job.cluster_cost()
     for part, spec, lines in _configs(paper, profile, parts):
         skipped += lines
         if spec is not None:
-            configs = [make_config(f) for f in spec.trial_configs()] * spec.num_samples
-            plans.append(plan_part(part, configs, spec.resources, costs, where))
+            configs[part] = [make_config(f) for f in spec.trial_configs()]
+            # a GPU part runs on the GPU workers: its figures are their GPU's, not this machine's
+            at = gpu_machine(cluster.gpu.gpu) if spec.resources.gpus_per_worker > 0 else where
+            plans.append(plan_part(part, configs[part] * spec.num_samples, spec.resources, costs, at))
     if LLM_PART in parts:
         skipped.append(f"{LLM_PART}: LLM calls, priced by the endpoint; run only with --llm_base_url")
-    return render(plans, where, job.price_cpu_hour, job.price_gpu_hour, skipped)
+    return render(plans, where, job.price_cpu_hour, job.gpu_hour, skipped + encoders.plan_lines(configs),
+                  cluster if any(p.gpu for p in plans) else None)
 
 
 CALIBRATION_SWEEP = "search_spaces/smoke.yaml"
 """The tiny real sweep whose wall time, less its trials' modelled seconds, is a part's overhead."""
 
 
-def calibrate(paper, profile: str, parts: list[str]) -> None:
-    """Time each distinct trial shape of the profile and a part's overhead on this machine;
-    store them in psedual/tune/costs.tsv (replacing this machine's rows for those shapes)."""
-    import tempfile
-
-    from psedual.results.collect import code_version
-    from psedual.tune.calibrate import distinct_shapes, measure_shapes
-    from psedual.tune.cost import PART, Figures, machine, plan_part, write_costs
-    from psedual.tune.space import load_spec, make_config
-
-    flats, concurrency = [], 1
+def calibrate(paper, profile: str, parts: list[str], address: str | None = None, storage: str | None = None) -> None:
+    """Time each distinct trial shape of the profile and a part's overhead, and store them in
+    psedual/tune/costs.tsv (replacing the rows of the same machine, concurrency and shape): the CPU
+    parts' on this machine, the GPU parts' on one GPU of the Ray at `address` (`calibrate_gpu`)."""
+    cpu, gpu = [], []
     for _, spec, _ in _configs(paper, profile, parts):
         if spec is not None:
-            flats += spec.trial_configs()
-            concurrency = max(concurrency, spec.resources.max_concurrent)
-    smoke = load_spec(CALIBRATION_SWEEP)
-    smoke = replace(smoke, resources=replace(smoke.resources, max_concurrent=concurrency))
+            (gpu if spec.resources.gpus_per_worker > 0 else cpu).append(spec)
+    if gpu:
+        calibrate_gpu(gpu, address, storage)
+    if cpu:
+        calibrate_cpu(cpu)
+
+
+def calibrate_cpu(specs: list) -> None:
+    """The CPU parts' shapes on this machine, as many at once as the parts run, and a part's
+    overhead (the smoke sweep's wall time less its trials' modelled seconds)."""
+    from psedual.tune.calibrate import distinct_shapes, measure_shapes
+    from psedual.tune.cost import machine
+
+    flats = [f for spec in specs for f in spec.trial_configs()]
+    concurrency = max(spec.resources.max_concurrent for spec in specs)
+    smoke = _smoke(concurrency)
     shapes = distinct_shapes(flats + smoke.trial_configs())
     print(f"calibrating {len(shapes)} trial shapes, {concurrency} at a time", flush=True)
     began = time.perf_counter()
     rows = measure_shapes(shapes, concurrency)
     print(f"  {time.perf_counter() - began:.0f} s", flush=True)
     where = machine()
-    figures = {(where, concurrency, r["shape"]): Figures(r["start_s"], r["step_s"], r["eval_s"]) for r in rows}
-    with tempfile.TemporaryDirectory() as storage:
+    rows = [{**r, "machine": where, "concurrency": concurrency} for r in rows]
+    _store(rows + [_part_row(smoke, rows, where, concurrency, None, None)])
+
+
+def calibrate_gpu(specs: list, address: str | None, storage: str | None) -> None:
+    """The GPU parts' shapes in one Ray task holding one GPU of the Ray at `address` (a cluster's
+    GPU worker; without an address, a local Ray's GPU if it has one), one shape at a time, keyed by
+    the GPU's name at concurrency 1 (trials holding whole GPUs do not slow each other); then a
+    part's overhead on that Ray, keyed the same at the parts' concurrency."""
+    import ray
+
+    from psedual.tune.calibrate import distinct_shapes, measure_on_cluster
+    from psedual.tune.sweep import ensure_ray
+
+    flats = [f for spec in specs for f in spec.trial_configs()]
+    shapes = distinct_shapes(flats)
+    ensure_ray(address)
+    if address is None and not ray.cluster_resources().get("GPU"):
+        print(f"{len(shapes)} GPU trial shapes not calibrated: this Ray has no GPU (on the cluster: the same command "
+              "with --address auto)", flush=True)
+        return
+    cpus = max(spec.resources.cpus_per_worker for spec in specs)
+    print(f"calibrating {len(shapes)} GPU trial shapes in one Ray task holding one GPU, one at a time", flush=True)
+    began = time.perf_counter()
+    measured = measure_on_cluster(shapes, cpus)
+    where = measured["rows"][0]["machine"]
+    print(f"  {time.perf_counter() - began:.0f} s on node {measured['host']} ({where})", flush=True)
+    rows = [{**r, "concurrency": 1} for r in measured["rows"]]
+    concurrency = max(spec.resources.max_concurrent for spec in specs)
+    _store(rows + [_part_row(_smoke(concurrency), rows, where, concurrency, address, storage)])
+
+
+def _smoke(concurrency: int):
+    from psedual.tune.space import load_spec
+
+    smoke = load_spec(CALIBRATION_SWEEP)
+    return replace(smoke, resources=replace(smoke.resources, max_concurrent=concurrency))
+
+
+def _part_row(smoke, rows: list[dict], where: str, concurrency: int, address: str | None,
+              storage: str | None) -> dict:
+    """A part's overhead: the smoke sweep's wall time on the Ray at `address` (storage: a URI the
+    nodes share, else a temporary folder) less its trials' modelled seconds, from this machine's rows
+    (measured now, with the smoke shapes, or already stored)."""
+    import tempfile
+
+    from psedual.tune.cost import PART, Figures, machine, plan_part, read_costs
+    from psedual.tune.space import make_config
+
+    local = machine()
+    figures = {k: v for k, v in read_costs().items() if k[0] == local}
+    figures |= {(r["machine"], r["concurrency"], r["shape"]): Figures(r["start_s"], r["step_s"], r["eval_s"])
+                for r in rows}
+    with tempfile.TemporaryDirectory() as tmp:
+        shared = storage if storage is not None and "://" in storage else tmp
         began = time.perf_counter()
-        run_spec(smoke, "calibrate", False, storage, None)
+        run_spec(smoke, f"calibrate-{int(time.time())}", False, shared, address)
         wall = time.perf_counter() - began
-    # the smoke sweep's trials as the plan models them (its shapes were among those measured)
+    # the smoke sweep's trials as the plan models them (its shapes were measured on this machine)
     modelled = plan_part(smoke.name, [make_config(f) for f in smoke.trial_configs()], smoke.resources, figures,
-                         where).seconds
+                         local).seconds
     part_s = max(0.0, wall - modelled / concurrency)
     print(f"a part's overhead: {wall:.1f} s for the {smoke.name} sweep, its trials modelled at "
           f"{modelled / concurrency:.1f} s: {part_s:.1f} s", flush=True)
-    rows.append({"shape": PART, "start_s": round(part_s, 2), "step_s": 0, "eval_s": 0})
+    return {"shape": PART, "start_s": round(part_s, 2), "step_s": 0, "eval_s": 0, "machine": where,
+            "concurrency": concurrency}
+
+
+def _store(rows: list[dict]) -> None:
+    from psedual.results.collect import code_version
+    from psedual.tune.cost import write_costs
+
     commit = code_version()
-    write_costs([{**r, "machine": where, "commit": commit, "concurrency": concurrency} for r in rows])
+    write_costs([{**r, "commit": commit} for r in rows])

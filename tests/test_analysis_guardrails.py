@@ -247,3 +247,29 @@ def test_claims_on_runs_with_leakage_or_changed_data_are_flagged():
     assert flags == ["leakage: up to 67 test problem(s) per run also in its training split under other ids (4 of 4 "
                      "runs, e.g. x/b0): the test is not wholly held out (psedual data stats counts them)",
                      "tested on data changed since training (psedual test --allow_changed_data): x/b1"]
+
+
+def test_arms_that_trained_in_different_environments_are_compared_and_flagged(tmp_path):
+    """Issue 42: where a run trained (`env.*`) is no config. Two arms of one sweep whose trials got
+    another GPU, another node, another torch build are compared (a refusal would make any
+    heterogeneous cluster's sweep unanalysable); a set of torch, CUDA or GPU values that differs
+    between the arms is said on the claim."""
+    p = _preds(_ids(50, "mawps"), np.arange(50) % 3 > 0)
+    env = {"env.python": "3.11.9", "env.torch": "2.7.1+cu126", "env.cuda": "12.6", "env.ray": "2.60.0",
+           "env.device": "cuda:0", "env.gpu": "NVIDIA A10G", "env.node": "ip-10-0-0-1"}
+    other = {**env, "env.device": "cpu", "env.gpu": None, "env.node": "ip-10-0-0-2", "env.torch": "2.7.1+cpu",
+             "env.cuda": "none"}
+    _write_tables(tmp_path / "a", "c", [_run("b0", "base", **env), _run("g0", "gcn", **other)], {"b0": p, "g0": p})
+    flags = _build(tmp_path / "a").rows.row(0, named=True)["flags"]
+    said = [f for f in flags if f.startswith("environment differs")]
+    assert said == ["environment differs (not refused: trials take the nodes that are free): env.torch: base "
+                    "['2.7.1+cu126'] vs gcn ['2.7.1+cpu']",
+                    "environment differs (not refused: trials take the nodes that are free): env.cuda: base ['12.6'] "
+                    "vs gcn ['none']",
+                    "environment differs (not refused: trials take the nodes that are free): env.gpu: base "
+                    "['NVIDIA A10G'] vs gcn ['cpu']"]
+    # the same kernels on another node and device index: nothing to say
+    _write_tables(tmp_path / "b", "c", [_run("b0", "base", **env),
+                                        _run("g0", "gcn", **{**env, "env.device": "cuda:1", "env.node": "x"})],
+                  {"b0": p, "g0": p})
+    assert not any(f.startswith("environment") for f in _build(tmp_path / "b").rows.row(0, named=True)["flags"])

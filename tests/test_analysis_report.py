@@ -319,3 +319,18 @@ def test_infill_sets_the_paper_s_table4_beside_every_masked_number_only(full, ca
     assert analyze([*base, "--slots", "used"]) == 0
     out = capsys.readouterr().out
     assert "infilling acc, used slots only (%)" in out and "paper infilling" not in out and "80.31" not in out
+
+
+def test_the_report_says_where_its_runs_trained():
+    """Issue 42: the header's machine line is made of the runs' `env.*` columns."""
+    import polars as pl
+
+    from analysis.paper_report import _environments
+
+    runs = pl.DataFrame({"env.gpu": [None, "NVIDIA A10G", "NVIDIA A10G", None],
+                         "env.device": ["cpu", "cuda:0", "cuda:0", None],
+                         "env.torch": ["2.13.0+cpu", "2.13.0+cu126", "2.13.0+cu126", None],
+                         "env.cuda": ["none", "12.6", "12.6", None]})
+    assert _environments(runs) == ("NVIDIA A10G (torch 2.13.0+cu126, CUDA 12.6): 2 run(s); cpu (torch 2.13.0+cpu, "
+                                   "CUDA none): 1 run(s); not recorded: 1 run(s)")
+    assert _environments(runs.drop("env.gpu")) == "not recorded in the runs table"  # tables from before

@@ -65,3 +65,26 @@ def test_every_node_installs_the_pinned_versions():
 def test_the_dashboard_stays_on_the_heads_loopback():
     start = " ".join(GPU["head_start_ray_commands"])
     assert "--dashboard-host=0.0.0.0" not in start and "--dashboard-host=127.0.0.1" in start
+
+
+def test_every_node_gets_the_encoders_the_full_profile_names_by_an_explicit_command():
+    """Issue 42: the full profile's model.plm directories (an English and, for Math23K, a Chinese
+    one) are put on every node by the setup, after the install (whose venv has `hf`); the code
+    downloads nothing."""
+    from psedual.tune.paper import load_paper
+    from psedual.tune.space import make_config
+
+    configs = [make_config(f) for f in load_paper(ROOT / "search_spaces" / "paper.yaml").sweep(
+        "table1", "full").trial_configs()]
+    plm = {c.data.dataset: c.model.plm for c in configs if c.solver in ("bert_tree", "re_deduction")}
+    assert plm["math23k"].endswith("/chinese-roberta-wwm-ext") and plm["mawps"].endswith("/roberta-base")
+    home = f"/home/{GPU['auth']['ssh_user']}/"
+    for node in ("head_setup_commands", "worker_setup_commands"):
+        commands = GPU[node]
+        install = next(i for i, c in enumerate(commands) if "make install" in c)
+        for path in set(plm.values()):
+            assert path.startswith(home), path
+            local = "~/" + path[len(home):]
+            fetch = [c for c in commands[install + 1:] if f"--local-dir {local} " in c + " "]
+            assert len(fetch) == 1 and "/.venv/bin/hf download " in fetch[0], (node, path)
+            assert fetch[0].startswith(f"test -f {local}/config.json ||"), fetch[0]  # a restart fetches nothing again

@@ -198,3 +198,44 @@ def test_the_plan_of_the_small_profile_launches_nothing():
     row = next(line for line in out.splitlines() if line.startswith("table3"))
     assert row.split()[:4] == ["table3", "9", "45", "1035"]
     assert "min at 2" in row or "not calibrated" in row  # a time where costs.tsv has this machine
+
+
+def test_a_gpu_plan_prices_the_gpu_hours_the_head_and_the_node_setup_at_the_instances_prices():
+    """Issue 42: GPU parts from their GPU's calibration (one shape at a time: concurrency 1), priced
+    at the worker type's on-demand price per GPU; the head for the wall time; each GPU node's setup
+    and idle minutes; and the plan says what is calibrated and what extrapolated."""
+    from psedual.tune.cost import INSTANCES, ClusterCost, gpu_machine, instance
+
+    flat = {"solver": "gts", "variant": "base", "data.fold": 0, "epochs": 2, "batch_size": 64, "seed": 0}
+    configs = [make_config(flat), make_config({**flat, "seed": 1})]
+    a10g = gpu_machine(INSTANCES["g5.xlarge"].gpu)
+    stored = {(a10g, 1, shape(configs[0])): Figures(3, 0.5, 0.01, "abc"), (a10g, 2, PART): Figures(6, 0, 0, "abc")}
+    gpu = Resources(use_gpu=True, in_process=False, max_concurrent=2)
+    plan = plan_part("table1", configs, gpu, stored, a10g, size_of=lambda config: Sizes(640, 100, 200))
+    assert plan.seconds == pytest.approx(34.0) and plan.wall_s == pytest.approx(23.0) and plan.gpu
+    cluster = ClusterCost(instance("g5.xlarge", gpu=True), instance("m6i.2xlarge"), 0.384, 15, 10)
+    text = render([plan] * 1, "laptop", 0.05, 1.006, [], cluster)
+    assert "$1.006/GPU-hour = g5.xlarge at $1.006/h for 1 NVIDIA A10G; GPU parts from the calibration of " \
+           "NVIDIA A10G x1" in text
+    # 2 nodes (2 trials at once, a GPU each) x 25 min = 0.83 node-h x $1.006; the head for 23 s
+    trials, head, setup = 34 / 3600 * 1.006, 23 / 3600 * 0.384, 2 * 25 / 60 * 1.006
+    assert f"= ${setup:.2f} (setup: an estimate, not measured)" in text
+    assert f"total on the cluster: ${trials + head + setup:.2f} (trials ${trials:.2f}, head ${head:.2f}" in text
+    assert "table1: calibrated: the start, step and per-problem seconds of its 1 shape(s) and the part's overhead, " \
+           "measured on NVIDIA A10G x1 (commit abc); extrapolated: 2 epochs a trial from the 2 timed per shape" in text
+    with pytest.raises(ValueError, match="unknown instance type 'p9.huge'; valid: g5.xlarge, "):
+        TuneJob(gpu_instance="p9.huge")
+    with pytest.raises(ValueError, match="m6i.2xlarge holds no GPU"):
+        TuneJob(gpu_instance="m6i.2xlarge")
+    assert TuneJob().gpu_hour == 1.006 and TuneJob(price_gpu_hour=2.5).gpu_hour == 2.5
+
+
+def test_the_plans_default_instances_are_the_gpu_clusters():
+    import yaml
+
+    gpu = yaml.safe_load((ROOT / "clusters" / "gpu.yaml").read_text())
+    job = TuneJob()
+    types = gpu["available_node_types"]
+    assert types[gpu["head_node_type"]]["node_config"]["InstanceType"] == job.head_instance
+    assert types["gpu_worker"]["node_config"]["InstanceType"] == job.gpu_instance
+    assert gpu["idle_timeout_minutes"] == job.node_idle_minutes

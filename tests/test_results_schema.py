@@ -136,6 +136,8 @@ def test_the_arms_share_the_config_and_the_marked_columns_and_no_outcome():
     compared = set(guardrails.config_columns(records.RUNS_SCHEMA.names, []))
     assert compared == (set(TrainConfig.field_hints()) - set(rows.EXECUTION)) | SHARED
     assert {"test_value_acc", "data_root", "data_kept", "llm.cache_hits", "llm.changed_to_right"} <= rows.NOT_COMPARED
+    # where a run trained is never config: two arms of one sweep on different nodes stay comparable
+    assert {f"env.{f.name}" for f in fields(rows.Environment)} <= rows.NOT_COMPARED
     # the arm's other names differ with it: comparing llm vs llm+reexamine compares llm.reexamine no more
     assert "llm.reexamine" not in guardrails.config_columns(records.RUNS_SCHEMA.names, ["variant"])
     assert "llm.reexamine" in guardrails.config_columns(records.RUNS_SCHEMA.names, ["psedual.fusion"])
@@ -151,3 +153,18 @@ def test_a_new_outcome_field_of_a_record_is_never_compared():
 
     found = rows.not_compared(((Extended, "llm."),))
     assert "llm.refusals" in found and "llm.top_p" not in found and "llm.model" not in found
+
+
+def test_an_environment_names_the_device_it_trained_on_and_its_gpu_only_with_cuda():
+    ok = dict(python="3.11.9", torch="2.7.1+cpu", cuda="none", ray="2.60.0", device="cpu", gpu=None, node="n")
+    assert rows.Environment(**ok).device == "cpu"
+    with pytest.raises(ValueError, match="env.device 'auto'"):
+        rows.Environment(**{**ok, "device": "auto"})
+    with pytest.raises(ValueError, match="goes with a CUDA device"):
+        rows.Environment(**{**ok, "gpu": "NVIDIA A10G"})
+    with pytest.raises(ValueError, match="goes with a CUDA device"):
+        rows.Environment(**{**ok, "device": "cuda:0"})
+    with pytest.raises(ValueError, match="empty ray"):
+        rows.Environment(**{**ok, "ray": ""})
+    assert [f.name for f in records.RUNS_SCHEMA if f.name.startswith("env.")] == [
+        "env.python", "env.torch", "env.cuda", "env.ray", "env.device", "env.gpu", "env.node"]

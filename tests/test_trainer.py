@@ -250,3 +250,20 @@ def test_the_metrics_record_the_test_splits_leakage_and_no_changed_data(finished
     data = json.loads((out / "data.json").read_text())
     assert metrics["data_test_leaked"] == data["leaked"]["test"] > 0  # MAWPS fold 0 repeats problems across splits
     assert metrics["data_changed"] is False
+
+
+def test_the_metrics_record_where_and_with_what_the_run_trained(finished):
+    """Issue 42: the runs row says the Python, torch, CUDA and Ray a run trained with, the device
+    it really used (never `auto`), its GPU's name on a GPU, and the node."""
+    import json
+    import platform
+    from importlib.metadata import version
+
+    _, out = finished
+    metrics = pl.read_parquet(out / "metrics.parquet").row(0, named=True)
+    assert TINY.device == "auto"
+    assert {k: v for k, v in metrics.items() if k.startswith("env.")} == {
+        "env.python": platform.python_version(), "env.torch": torch.__version__,
+        "env.cuda": torch.version.cuda or "none", "env.ray": version("ray"), "env.device": "cpu", "env.gpu": None,
+        "env.node": platform.node()}
+    assert json.loads((out / "env.json").read_text())["device"] == "cpu"  # written where it trained

@@ -144,6 +144,16 @@ def test_smoke_sweep_writes_the_three_tables(local_ray, tmp_path):
     gcn = got["runs"].filter(pl.col("variant") == "gcn").row(0, named=True)
     assert gcn["test_infill_acc"] is not None and gcn["psedual.expression_encoder"] == "gcn"
     assert gcn["n_test"] == 397 and gcn["epochs_done"] == 1 and gcn["code_version"]
+    # where each trial trained, read in the trial's own process (issue 42): the CPU, never `auto`
+    import platform
+
+    import ray
+    import torch
+
+    assert got["runs"].select(pl.col("^env\\..*$")).unique().rows(named=True) == [{
+        "env.python": platform.python_version(), "env.torch": torch.__version__,
+        "env.cuda": torch.version.cuda or "none", "env.ray": ray.__version__, "env.device": "cpu", "env.gpu": None,
+        "env.node": platform.node()}]
     per_trial = got["predictions"].group_by("trial").agg(pl.col("value_correct").mean())
     joined = got["runs"].join(per_trial, on="trial")
     assert (joined["test_value_acc"] - joined["value_correct"]).abs().max() < 1e-12
@@ -184,6 +194,12 @@ def test_an_optuna_sweep_runs_its_points_and_draws_no_psedual_knob_for_base(loca
     assert any(f["variant"] == "gcn" and f["psedual.fusion"] == "predicted" for f in flats)  # the second point
 
 
+def ray_version() -> str:
+    from importlib.metadata import version
+
+    return version("ray")
+
+
 def test_trial_through_ray_train_workers(local_ray, tmp_path):
     from psedual.train.resources import Resources
     from psedual.tune.sweep import run_sweep
@@ -196,6 +212,8 @@ def test_trial_through_ray_train_workers(local_ray, tmp_path):
     assert runs.height == 1 and runs["status"][0] == "completed" and runs["test_infill_acc"][0] is not None
     assert (runs["variant"][0], runs["psedual.fusion"][0], runs["final_epsilon"][0]) == ("gcn", "predicted", 0.0)
     assert _check_tables(tmp_path, "workers", 1)["predictions"].height == 397
+    # rank 0 of the Train worker group says where it trained (its env.json travels in the checkpoint)
+    assert (runs["env.device"][0], runs["env.gpu"][0], runs["env.ray"][0]) == ("cpu", None, ray_version())
 
 
 def test_a_trial_that_cannot_be_placed_is_refused(local_ray, tmp_path):

@@ -34,6 +34,9 @@ class DatasetSpec:
     """The source files beyond `files` that key the cache, given (data root, user path)."""
     needs_user_path: bool = False
     """The user path is the data: no data root is searched, and a run without one is refused."""
+    language: str = "en"
+    """The problems' language (`zh`: Math23K): a pretrained-encoder solver needs an encoder of it
+    (`psedual.tune.encoders` checks a sweep's before its first trial)."""
 
 
 def _mathqa_train(root: Path, user: Path | None) -> list[Path]:
@@ -43,7 +46,8 @@ def _mathqa_train(root: Path, user: Path | None) -> list[Path]:
 
 DATASETS: dict[str, DatasetSpec] = {
     "math23k": DatasetSpec("math23k", math23k.FILES, 0, lambda root, _: math23k.load(root),
-                           "raw Math_23K.json + split_ids.json (+ group_num.json cells)", "21,162 / 1,000 / 1,000"),
+                           "raw Math_23K.json + split_ids.json (+ group_num.json cells)", "21,162 / 1,000 / 1,000",
+                           language="zh"),
     "mawps": DatasetSpec("mawps", mawps.FOLD_FILES, mawps.FOLDS, lambda root, _: mawps.load_folds(root),
                          "MAWPS five folds", "fold k = test, the other four = train, validation carved from train"),
     "mawps-single": DatasetSpec("mawps-single", mawps.SINGLE_FILES, 0, lambda root, _: mawps.load_single(root),

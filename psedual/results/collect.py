@@ -16,7 +16,7 @@ from psedual.train import records
 from psedual.train.config import TrainConfig
 from psedual.train.outcome import TrialOutcome
 from psedual.train.resources import Resources
-from psedual.train.rows import DataRecord, RunResult, Trial
+from psedual.train.rows import ENV_PREFIX, DataRecord, Environment, RunResult, Trial
 from psedual.train.trainer import test_run
 
 
@@ -87,8 +87,10 @@ def add_run_folders(folders: list[str | Path], root: str, experiment: str) -> pl
     return _runs_frame(rows)
 
 
-TESTED = ("test_seconds", *(f.name for f in records.columns(DataRecord)))
-"""What the runs table takes from a tested checkpoint's metrics besides the result."""
+TESTED = ("test_seconds", *(f.name for f in records.columns(DataRecord)),
+          *(f.name for f in records.columns(Environment, ENV_PREFIX)))
+"""What the runs table takes from a tested checkpoint's metrics besides the result (the
+environment is where the trial trained, from its checkpoint's env.json, not where it was tested)."""
 
 
 @dataclass
@@ -97,7 +99,7 @@ class Tested:
 
     result: RunResult
     counts: dict
-    """`TESTED`: the test's time, the split sizes and the data identity."""
+    """`TESTED`: the test's time, the split sizes, the data identity and where it trained."""
     epochs: list[dict]
     predictions: list[dict]
 

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import platform
+from importlib.metadata import PackageNotFoundError, version
 
 import torch
+
+from psedual.train.rows import CPU_BUILD, NOT_INSTALLED, Environment
 
 
 def resolve(name: str) -> torch.device:
@@ -18,6 +22,10 @@ def resolve(name: str) -> torch.device:
     return torch.device(name)
 
 
+class NoCudaError(RuntimeError):
+    """A process holds a GPU its torch cannot use: its message is one line (`no_cuda`)."""
+
+
 def placed(name: str, gpu_ids: list) -> torch.device:
     """The device of a process Ray placed, holding the GPUs `gpu_ids` (`ray.get_gpu_ids()`).
     Ray sets no CUDA_VISIBLE_DEVICES for a process that asked for no GPU, so `auto` there would
@@ -27,7 +35,7 @@ def placed(name: str, gpu_ids: list) -> torch.device:
     CUDA) fails at once rather than train for hours on the CPU; `cpu` there is taken as asked."""
     if gpu_ids:
         if name != "cpu" and not torch.cuda.is_available():
-            raise RuntimeError(no_cuda(gpu_ids))
+            raise NoCudaError(no_cuda(gpu_ids))
         return resolve(name)
     if name == "cuda":
         raise ValueError("device cuda: this trial holds no GPU (give its resources use_gpu or gpus_per_trial)")
@@ -36,7 +44,6 @@ def placed(name: str, gpu_ids: list) -> torch.device:
 
 def no_cuda(gpu_ids: list) -> str:
     """One line: which node holds a GPU that torch cannot see, and the versions that disagree."""
-    import platform
     from pathlib import Path
 
     driver = Path("/proc/driver/nvidia/version")
@@ -45,6 +52,24 @@ def no_cuda(gpu_ids: list) -> str:
             f"{torch.__version__} (CUDA {torch.version.cuda or 'none: a CPU build'}) sees no CUDA device; driver: "
             f"{driver}. Install the CUDA torch the driver supports on this node (make install TORCH_BUILD=cuda), "
             "or give the trial device: cpu")
+
+
+def environment(device: torch.device) -> Environment:
+    """The environment a run trains in on `device` (the runs table's `env.*`): versions read here,
+    in the process that trains, so a trial records its node's, not the driver's. Ray's version is
+    read from its installed metadata, not imported: the trainer runs without Ray."""
+    try:
+        ray_version = version("ray")
+    except PackageNotFoundError:
+        ray_version = NOT_INSTALLED
+    gpu = None
+    if device.type == "cuda":
+        # `cuda` without an index is the current device: record which one it was
+        device = torch.device("cuda", torch.cuda.current_device() if device.index is None else device.index)
+        gpu = torch.cuda.get_device_name(device)
+    return Environment(python=platform.python_version(), torch=torch.__version__,
+                       cuda=torch.version.cuda or CPU_BUILD, ray=ray_version, device=str(device), gpu=gpu,
+                       node=platform.node() or "unknown")
 
 
 def autocast(device: torch.device, precision: str):

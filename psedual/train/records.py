@@ -21,8 +21,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from psedual.train.config import TrainConfig
-from psedual.train.rows import (DataRecord, Epoch, LLMPrediction, LLMRecord, Prediction, RunCost, RunInfo, RunResult,
-                                Trial)
+from psedual.train.rows import (ENV_PREFIX, DataRecord, Environment, Epoch, LLMPrediction, LLMRecord, Prediction,
+                                RunCost, RunInfo, RunResult, Trial)
 
 _SCALARS: dict[type, pa.DataType] = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string()}
 
@@ -92,7 +92,7 @@ EPOCHS_SCHEMA = pa.schema(columns(Epoch))
 PREDICTIONS_SCHEMA = pa.schema(columns(Prediction))
 LLM_PREDICTIONS_SCHEMA = pa.schema(columns(LLMPrediction))
 METRICS_SCHEMA = pa.schema([*columns(RunInfo), *config_columns(), *columns(RunCost), *columns(RunResult),
-                            *columns(DataRecord), *columns(LLMRecord, "llm.")])
+                            *columns(DataRecord), *columns(Environment, ENV_PREFIX), *columns(LLMRecord, "llm.")])
 """A run folder's `metrics.parquet`: one row, a trained run's or an LLM run's."""
 RUNS_SCHEMA = pa.schema([*columns(Trial), *METRICS_SCHEMA])
 """The runs table: a `Trial`, then its metrics row."""

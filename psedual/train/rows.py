@@ -4,13 +4,17 @@ must share.
 A run folder holds `epochs.parquet` (one `Epoch` per epoch), `predictions.parquet` (one
 `Prediction` per test problem; an LLM run's are `LLMPrediction`s) and `metrics.parquet` (one
 row: the run's `RunInfo`, its config's flat keys, its `RunCost`, its `RunResult`, its
-`DataRecord` and, for an LLM run, its `LLMRecord` as `llm.*`). The result tables hold the same
+`DataRecord`, the `Environment` it trained in as `env.*` and, for an LLM run, its `LLMRecord` as
+`llm.*`). The result tables hold the same
 rows, each with its trial; a runs row is a `Trial` followed by the metrics row. The Arrow
 schemas are derived from these records in `psedual.train.records`.
 
 A runs row's record fields are outcomes (a score, a count, a time, the data a run read) unless
 marked `COMPARED` or `ARM`: `psedual analyze` compares only the config and those between the
 arms of a claim (`NOT_COMPARED`), so a new outcome field is never compared as if it were config.
+The environment (`env.*`) is not compared either: the trials of one sweep land on whichever node
+is free, and two arms that differ only in the GPU or the patch release they happened to get are
+still one comparison (`analysis.guardrails.environment_flags` says so on the claim instead).
 This module imports neither torch nor the config, so the analysis reads it.
 """
 
@@ -198,6 +202,45 @@ class DataRecord:
     trained and tested on (its splits' hashes differed); analysis flags such a claim."""
 
 
+CPU_BUILD = "none"
+"""`Environment.cuda` of a torch built without CUDA (null is a table written before the column)."""
+NOT_INSTALLED = "none"
+"""`Environment.ray` where Ray is not installed (the trainer runs without it)."""
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where and with what a trained run trained (columns `env.<field>`), as the process that
+    trained it saw them at its (last) start: a trial resumed on another node records that node.
+    Null throughout in tables written before the columns, and for an LLM run. Not compared between
+    the arms of a claim (see the module's docstring)."""
+
+    python: str
+    """The Python version (`platform.python_version()`)."""
+    torch: str
+    """torch's version (`torch.__version__`, with its build tag: `2.7.1+cpu`)."""
+    cuda: str
+    """The CUDA torch was built for (`torch.version.cuda`), or `none` for a CPU build."""
+    ray: str
+    """Ray's installed version, or `none` (the trainer runs without Ray)."""
+    device: str
+    """The device the run trained on, as resolved (`cpu`, `cuda:0`), never `auto`."""
+    gpu: str | None
+    """That device's GPU model (`NVIDIA A10G`) when it is a GPU, else null."""
+    node: str
+    """The host name of the node it trained on (rank 0's, under DDP)."""
+
+    def __post_init__(self) -> None:
+        if self.device == "auto" or not self.device:
+            raise ValueError(f"env.device {self.device!r}: the device a run trained on, resolved (cpu, cuda:0)")
+        if (self.gpu is not None) != self.device.startswith("cuda"):
+            raise ValueError(f"env.gpu {self.gpu!r} with env.device {self.device!r}: a GPU's name goes with a CUDA "
+                             "device and only with one")
+        empty = [f.name for f in fields(self) if f.name != "gpu" and not getattr(self, f.name)]
+        if empty:
+            raise ValueError(f"env: empty {', '.join(empty)} (say `none` where a package is absent)")
+
+
 @dataclass(frozen=True)
 class LLMRecord:
     """A `psedual llm` run's settings and counts (columns `llm.<field>`; null for trained runs)."""
@@ -246,14 +289,16 @@ class Trial:
     """`git describe` of the code that wrote the row."""
 
 
-RUN_RECORDS = ((Trial, ""), (RunInfo, ""), (RunCost, ""), (RunResult, ""), (DataRecord, ""), (LLMRecord, "llm."))
+ENV_PREFIX = "env."
+RUN_RECORDS = ((Trial, ""), (RunInfo, ""), (RunCost, ""), (RunResult, ""), (DataRecord, ""), (Environment, ENV_PREFIX),
+               (LLMRecord, "llm."))
 """The records of a runs row besides the config, with their columns' prefixes."""
 
 
 def not_compared(records: tuple[tuple[type, str], ...] = RUN_RECORDS) -> frozenset[str]:
     """The runs columns a claim's arms need not share: every field of `records` not marked
     `COMPARED` or `ARM` (outcomes; the data identity, which `analysis.guardrails` checks pair by
-    pair; paths), and `EXECUTION`."""
+    pair; paths; the environment), and `EXECUTION`."""
     return frozenset({prefix + f.name for record, prefix in records for f in fields(record)
                       if f.metadata.get("column", True) and not f.metadata.get("compared")} | set(EXECUTION))
 

@@ -35,10 +35,10 @@ from psedual.solvers.tensors import padded_ids
 from psedual.solvers.vocab import Vocab
 from psedual.train import checkpoint, setup, tables
 from psedual.train.records import EPOCHS_SCHEMA, METRICS_SCHEMA, PREDICTIONS_SCHEMA, read, values
-from psedual.train.rows import Prediction, RunCost, RunInfo, RunResult
+from psedual.train.rows import ENV_PREFIX, Environment, Prediction, RunCost, RunInfo, RunResult
 from psedual.train.best import best_epoch
 from psedual.train.config import TrainConfig
-from psedual.train.device import resolve
+from psedual.train.device import environment, resolve
 from psedual.train.distributed import all_sum, decode_split, gather, share, shard
 from psedual.train.step import CPU, train_step
 from psedual.train.unscored import decode_each, report_unscored
@@ -118,6 +118,15 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, stop_a
 
 
 EpochHook = Callable[[dict, Path], None]
+ENV_FILE = "env.json"
+"""A run folder's `Environment`, written where it trains and read by `test_run` into its metrics
+row (the test may run in another process, on another node)."""
+
+
+def trained_environment(out: Path) -> dict:
+    """The `env.*` columns of a run folder (none for a folder trained before env.json was written)."""
+    path = out / ENV_FILE
+    return values(Environment(**json.loads(path.read_text())), ENV_PREFIX) if path.is_file() else {}
 
 
 def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int | None, show_bar: bool,
@@ -153,8 +162,9 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
 
 
 def _start_outputs(run: setup.Run, data_info: dict) -> None:
-    """Rank 0, before the first epoch: say the PseDual regime; write config.json, data.json and a
-    resumed run's epochs table."""
+    """Rank 0, before the first epoch: say the PseDual regime; write config.json, data.json, env.json
+    (where this process trains: a resumed run records where it resumed) and a resumed run's epochs
+    table."""
     config, out = run.config, run.out
     if config.psedual is not None:  # say the regime out loud: where ε and τ go, over how many steps
         print(f"PseDual: {schedules.regime(config.psedual, run.per_epoch, config.epochs)}", file=sys.stderr, flush=True)
@@ -164,6 +174,7 @@ def _start_outputs(run: setup.Run, data_info: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(asdict(config), indent=2))
     (out / "data.json").write_text(json.dumps(data_info, indent=2))
+    (out / ENV_FILE).write_text(json.dumps(asdict(environment(run.device)), indent=2))
     if run.history:  # a resumed folder may predate per-epoch tables; test_run reads this one
         tables.write(run.history, out / "epochs.parquet", EPOCHS_SCHEMA)
 
@@ -322,7 +333,7 @@ def test_run(out_dir: str | Path, device: torch.device | str | None = None,
                         sum(g is not None for g in fill[1]) if config.psedual is not None else None, changed)
     cost = RunCost(len(history), time.perf_counter() - began)
     tables.write([{**values(RunInfo(config.variant)), **config.flat(), **values(cost), **values(result),
-                   **values(data)}], out / "metrics.parquet", METRICS_SCHEMA)
+                   **values(data), **trained_environment(out)}], out / "metrics.parquet", METRICS_SCHEMA)
     return result
 
 

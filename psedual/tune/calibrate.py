@@ -16,11 +16,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from psedual.tune.cost import shape
+from psedual.tune.cost import gpu_machine, machine, shape
 
 
-def measure(flat: dict) -> dict:
-    """Time one shape (run in a worker process of `measure_shapes`): start_s, step_s, eval_s."""
+def measure(flat: dict, device=None) -> dict:
+    """Time one shape (run in a worker process of `measure_shapes`, or in `measure_on_gpu`'s task)
+    on `device` (default: the config's, resolved): start_s, step_s, eval_s."""
     import torch
 
     from psedual.train import setup
@@ -36,7 +37,8 @@ def measure(flat: dict) -> dict:
     began = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
         train_set, valid_set, _, vocab = sets(config, *view(config))
-        run = setup.build(config, Path(out), train_set, valid_set, vocab, resolve(config.device), 0, 1)
+        run = setup.build(config, Path(out), train_set, valid_set, vocab,
+                          resolve(config.device) if device is None else device, 0, 1)
         run.forward = _distribute(run)
         start = time.perf_counter() - began
         epochs = []
@@ -56,6 +58,37 @@ def measure_shapes(flats: list[dict], concurrency: int) -> list[dict]:
     no state shared with this one, as Ray's workers)."""
     with multiprocessing.get_context("spawn").Pool(concurrency, maxtasksperchild=1) as pool:
         return pool.map(measure, flats, chunksize=1)
+
+
+def measure_on_gpu(flats: list[dict]) -> dict:
+    """Inside one Ray task holding one GPU: each shape timed on it, one at a time, as a trial holding
+    that GPU trains (`device.placed`: a GPU its torch cannot use fails in one line, never timed as
+    the CPU). Each row's machine is the GPU's name (`gpu_machine`), or this node's CPU where a config
+    names `device: cpu`. Returns the rows and where they ran (`node`: Ray's node id, `host`)."""
+    import platform
+
+    import ray
+    import torch
+
+    from psedual.train.device import placed
+    from psedual.tune.space import make_config
+
+    gpus, rows = ray.get_gpu_ids(), []
+    for flat in flats:
+        device = placed(make_config(flat).device, gpus)
+        where = gpu_machine(torch.cuda.get_device_name(device)) if device.type == "cuda" else machine()
+        rows.append({**measure(flat, device), "machine": where})
+    return {"rows": rows, "node": ray.get_runtime_context().get_node_id(), "host": platform.node()}
+
+
+def measure_on_cluster(flats: list[dict], cpus: float = 1.0) -> dict:
+    """`measure_on_gpu` as one Ray task with one GPU (and `cpus`, as a trial's worker holds) on the
+    Ray this process is attached to: on an autoscaling cluster that brings up a GPU worker. Not
+    retried: a failure is the calibration's."""
+    import ray
+
+    task = ray.remote(num_gpus=1, num_cpus=cpus, max_retries=0)(measure_on_gpu)
+    return ray.get(task.remote(flats))
 
 
 def distinct_shapes(flats: list[dict]) -> list[dict]:

@@ -12,15 +12,20 @@ overhead, the tests' workers, the comparison: measured on a real sweep) plus the
 at (trials measured two at a time already carry the slowdown of sharing two cores). Hours
 are trial seconds × the CPUs (or GPUs) a trial holds; dollars are hours × the price given.
 A shape without a figure for the machine is reported as such, never guessed.
+A GPU part is read from the rows of its GPU (`gpu_machine`, measured one shape at a time in a Ray
+task holding one GPU: trials that hold a GPU each do not slow each other) and priced at the GPU
+instance's price per GPU; a plan with GPU parts adds the head for the wall time and each GPU
+node's setup and idle minutes (`ClusterCost`).
 """
 
 from __future__ import annotations
 
 import csv
 import functools
+import math
 import os
 import platform
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 COSTS = Path(__file__).with_name("costs.tsv")
@@ -47,6 +52,50 @@ def machine() -> str:
     return f"{gpus[0]} x{len(gpus)}" if gpus else f"{model} x{os.cpu_count()}"
 
 
+@dataclass(frozen=True)
+class Instance:
+    """A cloud instance type the plan prices (AWS on-demand, us-west-2, at the time of writing:
+    check yours, or pass the price)."""
+
+    name: str
+    """The instance type (`g5.xlarge`)."""
+    gpus: int
+    """The GPUs it holds."""
+    gpu: str | None
+    """Their model as torch names it (`torch.cuda.get_device_name`): the calibration rows a GPU part
+    is priced from are this GPU's (`gpu_machine`); None for a CPU instance."""
+    price_hour: float
+    """Dollars per hour, on demand."""
+
+    def __post_init__(self) -> None:
+        if self.gpus < 0 or self.price_hour < 0 or (self.gpus > 0) != (self.gpu is not None):
+            raise ValueError(f"bad instance: {self}")
+
+
+INSTANCES = {i.name: i for i in (Instance("g5.xlarge", 1, "NVIDIA A10G", 1.006),
+                                  Instance("g6.xlarge", 1, "NVIDIA L4", 0.8048),
+                                  Instance("g4dn.xlarge", 1, "Tesla T4", 0.526),
+                                  Instance("m6i.2xlarge", 0, None, 0.384))}
+"""The instance types the plan knows, by name: clusters/gpu.yaml's (`g5.xlarge` workers, an
+`m6i.2xlarge` head) and two other one-GPU types."""
+
+
+def instance(name: str, gpu: bool | None = None) -> Instance:
+    """An instance type by name (an unknown one lists the valid ones); `gpu`: it must (not) hold one."""
+    if name not in INSTANCES:
+        raise ValueError(f"unknown instance type {name!r}; valid: {', '.join(INSTANCES)}")
+    found = INSTANCES[name]
+    if gpu and not found.gpus:
+        raise ValueError(f"{name} holds no GPU; GPU instances: {', '.join(n for n, i in INSTANCES.items() if i.gpus)}")
+    return found
+
+
+def gpu_machine(gpu: str) -> str:
+    """The calibration's machine key of shapes measured on one GPU of model `gpu` (as `machine`
+    names a node with one: `NVIDIA A10G x1`)."""
+    return f"{gpu} x1"
+
+
 def shape(config) -> str:
     """A trial's shape key from its TrainConfig."""
     flat = config.flat()
@@ -66,6 +115,8 @@ class Figures:
     """Seconds per optimiser step."""
     eval_s: float
     """Seconds per problem decoded (validation and test, with the trial's beam)."""
+    commit: str = field(default="", compare=False)
+    """The code version it was measured on (the plan says it)."""
 
 
 def read_costs(path: Path = COSTS) -> dict[tuple[str, int, str], Figures]:
@@ -74,7 +125,7 @@ def read_costs(path: Path = COSTS) -> dict[tuple[str, int, str], Figures]:
     for i, row in enumerate(_rows(path), 2):
         try:
             out[(row["machine"], int(row["concurrency"]), row["shape"])] = Figures(
-                float(row["start_s"]), float(row["step_s"]), float(row["eval_s"]))
+                float(row["start_s"]), float(row["step_s"]), float(row["eval_s"]), row.get("commit") or "")
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"{path}: row {i}: {err}") from None
     return out
@@ -134,6 +185,12 @@ class PartPlan:
     part_s: float | None = None
     uncalibrated: tuple[str, ...] = ()
     """Shapes without figures for the machine (then no time is given)."""
+    machine: str = ""
+    """The calibration's machine its figures are read from (a GPU part: its GPU's, `gpu_machine`)."""
+    shapes: dict = field(default_factory=dict)
+    """Its calibrated shapes → the commit each was measured on."""
+    part_commit: str = ""
+    """The commit its part overhead was measured on."""
 
     @property
     def hours(self) -> float:
@@ -153,6 +210,10 @@ def plan_part(part: str, configs: list, resources, costs: dict, where: str, size
     plan = PartPlan(part, units=units, gpu=gpu, concurrency=resources.max_concurrent)
     part_fig = costs.get((where, plan.concurrency, PART))
     plan.part_s = part_fig.start_s if part_fig else None
+    # trials that each hold whole GPUs do not slow each other: their shapes are measured one at a
+    # time (a GPU calibration's rows are at concurrency 1); shares of a GPU are measured as run
+    measured_at = 1 if gpu and resources.gpus_per_worker >= 1 else plan.concurrency
+    plan.machine = where
     missing = set()
     for config in configs:
         n = size_of(config)
@@ -161,12 +222,14 @@ def plan_part(part: str, configs: list, resources, costs: dict, where: str, size
         plan.epochs += config.epochs
         plan.steps += config.epochs * per_epoch
         key = shape(config)
-        fig = costs.get((where, plan.concurrency, key))
+        fig = costs.get((where, measured_at, key))
         if fig is None:
             missing.add(key)
         else:
             plan.seconds += trial_seconds(fig, config.epochs, per_epoch, n)
+            plan.shapes[key] = fig.commit
     plan.uncalibrated = tuple(sorted(missing))
+    plan.part_commit = part_fig.commit if part_fig else ""
     return plan
 
 
@@ -174,10 +237,42 @@ def _hms(seconds: float) -> str:
     return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
 
 
+@dataclass(frozen=True)
+class ClusterCost:
+    """What a GPU cluster costs besides its trials' GPU-hours: the head for the whole run, and each
+    GPU node's setup before its first trial and idle time after its last (clusters/gpu.yaml)."""
+
+    gpu: Instance
+    """The GPU workers' instance type."""
+    head: Instance
+    """The head's instance type."""
+    price_head_hour: float
+    """Dollars per head-hour (default: the head instance's price)."""
+    node_setup_minutes: float
+    """Minutes a new GPU node is paid for before its first trial: boot, installs (the CUDA torch),
+    the data and the encoders. An estimate, not measured."""
+    node_idle_minutes: float
+    """Minutes a GPU node is paid for after its last trial (gpu.yaml's idle_timeout_minutes)."""
+
+    def __post_init__(self) -> None:
+        if min(self.price_head_hour, self.node_setup_minutes, self.node_idle_minutes) < 0 or not self.gpu.gpus:
+            raise ValueError(f"bad cluster costs: {self}")
+
+    def nodes(self, plans: list[PartPlan]) -> int:
+        """GPU nodes the run brings up: as many as its busiest GPU part holds at once (parts run back
+        to back, so a node comes up once)."""
+        return max((math.ceil(p.units * p.concurrency / self.gpu.gpus) for p in plans if p.gpu), default=0)
+
+
 def render(plans: list[PartPlan], where: str, price_cpu_hour: float, price_gpu_hour: float,
-           skipped: list[str]) -> str:
-    """The plan as text: a line per part and the total; uncalibrated shapes listed, not priced."""
-    lines = [f"plan on {where} (calibration: {COSTS.name}; ${price_cpu_hour:g}/CPU-hour, ${price_gpu_hour:g}/GPU-hour)",
+           skipped: list[str], cluster: ClusterCost | None = None) -> str:
+    """The plan as text: a line per part and the total; uncalibrated shapes listed, not priced. With
+    `cluster` and GPU parts: the head's hours, the GPU nodes' setup, and which figures are
+    calibrated and which extrapolated."""
+    gpu = (f" = {cluster.gpu.name} at ${cluster.gpu.price_hour:g}/h for {cluster.gpu.gpus} {cluster.gpu.gpu}; GPU "
+           f"parts from the calibration of {gpu_machine(cluster.gpu.gpu)}") if cluster is not None else ""
+    lines = [f"plan on {where} (calibration: {COSTS.name}; ${price_cpu_hour:g}/CPU-hour, "
+             f"${price_gpu_hour:g}/GPU-hour{gpu})",
              f"{'part':<9}{'trials':>7}{'epochs':>8}{'steps':>10}{'hours':>14}{'wall':>18}{'dollars':>10}"]
     total_wall = total_dollars = 0.0
     known = True
@@ -195,16 +290,48 @@ def render(plans: list[PartPlan], where: str, price_cpu_hour: float, price_gpu_h
     lines.append(f"{'total':<9}{sum(p.trials for p in plans):>7}{sum(p.epochs for p in plans):>8}"
                  f"{sum(p.steps for p in plans):>10}" + (f"{'':>14}{_hms(total_wall):>18}{total_dollars:>10.2f}"
                                                          if known else "   (parts without calibration left out)"))
+    if cluster is not None and any(p.gpu for p in plans):
+        lines += _cluster_lines(plans, cluster, total_wall, total_dollars, known)
     for p in plans:
         if p.part_s is None:
-            lines.append(f"  {p.part}: no per-part overhead measured on this machine at concurrency {p.concurrency}")
+            lines.append(f"  {p.part}: no per-part overhead measured on {p.machine or where} at concurrency "
+                         f"{p.concurrency}")
         if p.uncalibrated:
-            lines.append(f"  {p.part}: {len(p.uncalibrated)} trial shapes without calibration here, e.g. "
-                         f"{p.uncalibrated[0]}")
+            lines.append(f"  {p.part}: {len(p.uncalibrated)} trial shapes without calibration on "
+                         f"{p.machine or where}, e.g. {p.uncalibrated[0]}")
     if any(p.uncalibrated or p.part_s is None for p in plans):
-        lines.append("  (measure them on the machine that runs it: the same command with --calibrate)")
+        lines.append("  (measure them where they run: the same command with --calibrate; a GPU part's on the "
+                     "cluster, with --address auto)")
     lines += [f"  {line}" for line in skipped]
     return "\n".join(lines)
+
+
+def _cluster_lines(plans: list[PartPlan], cluster: ClusterCost, wall: float, dollars: float, known: bool) -> list[str]:
+    """The cluster's costs beside the trials', and what is calibrated and what extrapolated."""
+    nodes = cluster.nodes(plans)
+    node_hours = nodes * (cluster.node_setup_minutes + cluster.node_idle_minutes) / 60
+    setup = node_hours * cluster.gpu.price_hour
+    lines = [f"  GPU nodes: {nodes} {cluster.gpu.name} brought up once each, {cluster.node_setup_minutes:g} min setup + "
+             f"{cluster.node_idle_minutes:g} min idle each: {node_hours:.2f} node-h at ${cluster.gpu.price_hour:g}/h = "
+             f"${setup:.2f} (setup: an estimate, not measured)"]
+    if known:
+        head = wall / 3600 * cluster.price_head_hour
+        lines += [f"  head: {cluster.head.name} for the run's wall time, {wall / 3600:.2f} h at "
+                  f"${cluster.price_head_hour:g}/h = ${head:.2f}",
+                  f"  total on the cluster: ${dollars + head + setup:.2f} (trials ${dollars:.2f}, head ${head:.2f}, "
+                  f"node setup and idle ${setup:.2f})"]
+    else:
+        lines.append(f"  head: {cluster.head.name} at ${cluster.price_head_hour:g}/h for the run's wall time (not "
+                     "known until every part is calibrated)")
+    for p in plans:
+        if p.uncalibrated or p.part_s is None or not p.shapes:
+            continue
+        commits = ", ".join(sorted(set(p.shapes.values()) | {p.part_commit} - {""})) or "unknown"
+        lines.append(f"  {p.part}: calibrated: the start, step and per-problem seconds of its {len(p.shapes)} "
+                     f"shape(s) and the part's overhead, measured on {p.machine} (commit {commits}); extrapolated: "
+                     f"{p.epochs // max(1, p.trials)} epochs a trial from the 2 timed per shape"
+                     + ("; a Train-worker trial's start (about 20 s each) is not in them" if p.gpu else ""))
+    return lines
 
 
 def write_costs(rows: list[dict], path: Path = COSTS) -> None:

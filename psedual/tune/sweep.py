@@ -12,6 +12,7 @@ from pathlib import Path
 
 import ray
 import ray.tune
+from ray.exceptions import RayTaskError
 from ray.train import Checkpoint
 
 from psedual.storage import filesystem, storage_uri
@@ -204,5 +205,16 @@ def _outcome(result, trial, fs) -> TrialOutcome:
         status = "error"
     else:
         status = "completed" if metrics.get("epoch", 0) >= epochs else "stopped"
-    return TrialOutcome(trial.trial_id, flat, status, metrics, checkpoint,
-                        None if result.error is None else f"{type(result.error).__name__}: {result.error}")
+    return TrialOutcome(trial.trial_id, flat, status, metrics, checkpoint, error_line(result.error))
+
+
+def error_line(error: BaseException | None) -> str | None:
+    """The runs table's `Type: message` of a trial's error: the trial's own exception, not Ray's
+    wrapper around it (`RayTaskError(X)`, whose message is the whole remote traceback; the
+    traceback stays in the trial's error.txt)."""
+    if error is None:
+        return None
+    cause = getattr(error, "cause", None)
+    if isinstance(error, RayTaskError) and isinstance(cause, BaseException):
+        error = cause
+    return f"{type(error).__name__}: {error}"

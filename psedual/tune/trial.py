@@ -13,17 +13,24 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import ray.train
 import ray.tune
+from ray.train.torch import TorchConfig
+# Ray's own torch backend (private: Ray exports only its config); `CheckedTorchConfig` runs the
+# device check on every worker before it
+from ray.train.torch.config import _TorchBackend
 
-from psedual.train.device import placed
+from psedual.train.device import NoCudaError, placed
 from psedual.train.trainer import train
 from psedual.train.resources import Resources
 from psedual.tune.space import make_config
 
-FILES = ("config.json", "last.pt", "best.pt", "epochs.parquet")
+FILES = ("config.json", "last.pt", "best.pt", "epochs.parquet", "env.json")
+"""A trial's checkpoint: what resumes it, and what the test after the sweep reads (env.json: where
+it trained, for the runs table)."""
 
 
 def _restore(checkpoint, out: Path) -> bool:
@@ -95,9 +102,56 @@ def train_worker(loop_config: dict) -> None:
         shutil.rmtree(out, ignore_errors=True)
 
 
+def check_worker(device: str) -> str:
+    """On a Train worker, before its process group: the device it will train on, or NoCudaError
+    (one line naming the node) where it holds a GPU its torch cannot use."""
+    return str(placed(device, ray.get_gpu_ids()))
+
+
+class _CheckedTorchBackend(_TorchBackend):
+    """Ray's torch backend, after each worker's device check. Ray sets up the process group before
+    the training function runs, so a worker given a GPU whose torch has no CUDA (a CPU wheel, a
+    driver older than the wheel) would fail there with NCCL's `Distributed package doesn't have
+    NCCL built in` or `torch._C has no attribute _cuda_setDevice`, never reaching the trainer's
+    check."""
+
+    def on_start(self, worker_group, backend_config: CheckedTorchConfig) -> None:
+        worker_group.execute(check_worker, backend_config.device)
+        super().on_start(worker_group, backend_config)
+
+
+@dataclass
+class CheckedTorchConfig(TorchConfig):
+    """A TorchConfig whose workers check their device first (`_CheckedTorchBackend`)."""
+
+    device: str = "auto"
+    """The trial config's device (`TrainConfig.device`): what `check_worker` resolves."""
+
+    @property
+    def backend_cls(self):
+        return _CheckedTorchBackend
+
+
+def no_cuda_line(err: BaseException) -> NoCudaError | None:
+    """The NoCudaError a failed Train run carries, as one line, or None: raised by a worker's device
+    check in the backend's start (a controller error, which Ray does not retry) or by the trainer's
+    own check in the training function (a worker group error), each wrapped in Ray's task error."""
+    todo, seen = [err], set()
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, NoCudaError):
+            return NoCudaError(str(getattr(e, "cause", e)))  # a RayTaskError(NoCudaError): the worker's own
+        todo += [getattr(e, "controller_failure", None), *(getattr(e, "worker_failures", None) or {}).values(),
+                 getattr(e, "cause", None), e.__cause__]
+    return None
+
+
 def train_with_workers(flat: dict, resources: Resources, storage: str) -> None:
     """Tune function trainable driving a TorchTrainer."""
-    from ray.train.torch import TorchConfig, TorchTrainer
+    from ray.train.torch import TorchTrainer
     from ray.tune.integration.ray_train import TuneReportCallback
 
     trial = ray.tune.get_context()
@@ -105,7 +159,7 @@ def train_with_workers(flat: dict, resources: Resources, storage: str) -> None:
         train_worker,
         train_loop_config={"flat": flat},
         scaling_config=scaling(resources),
-        torch_config=TorchConfig(backend=resources.backend),
+        torch_config=CheckedTorchConfig(backend=resources.backend, device=make_config(flat).device),
         # the Train run (its checkpoints) under the trial's experiment, not at the storage root
         run_config=ray.train.RunConfig(
             name=f"train_{trial.get_trial_id()}",
@@ -117,7 +171,13 @@ def train_with_workers(flat: dict, resources: Resources, storage: str) -> None:
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=2),
         ),
     )
-    trainer.fit()
+    try:
+        trainer.fit()
+    except ray.train.TrainingFailedError as err:
+        line = no_cuda_line(err)
+        if line is None:
+            raise
+        raise line from None  # the trial's error: one line naming the node and the versions
 
 
 def scaling(resources: Resources) -> ray.train.ScalingConfig:
