@@ -169,7 +169,11 @@ def _run_tune(cfg: Namespace) -> int:
 # ---- llm -------------------------------------------------------------------------------------
 
 def _llm_parser() -> ArgumentParser:
+    from psedual.extras import require
     from psedual.llm.run import LLMConfig
+
+    # before the options are parsed (their checks look for the data): one line naming the extra
+    require("openai", "llm", "`psedual llm`")
 
     p = _parser("llm", "A chat model (OpenAI-compatible endpoint) solves a test split zero-shot, optionally "
                 "reexamining its own solutions.")
@@ -180,9 +184,6 @@ def _llm_parser() -> ArgumentParser:
 
 
 def _run_llm(cfg: Namespace) -> None:
-    from psedual.extras import require
-
-    require("openai", "llm", "`psedual llm`")  # before any data is read: one line naming the extra
     from psedual.llm.client import LLMError
     from psedual.llm.run import LLMConfig, run
 
