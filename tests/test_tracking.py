@@ -219,3 +219,27 @@ def test_the_dashboard_on_request_is_on_loopback_and_its_url_printed(tmp_path):
                           env={**__import__("os").environ, "RAY_AUTH_MODE": "disabled"}, cwd=tmp_path)
     url, status = done.stdout.split()[-2:]
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url) and status == "200", done.stderr[-2000:]
+
+
+def test_with_remote_storage_the_study_is_kept_on_the_driver_copied_at_the_end_and_fetched_to_resume(tmp_path,
+                                                                                                   monkeypatch):
+    # a file:// URI takes the remote path (pyarrow's filesystem, no local appends), as s3:// does
+    import optuna
+
+    from analysis import study as analysis_study
+    from psedual.tune import study
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    storage = f"file://{tmp_path}/remote"
+    local = study.local_path(storage, "exp")
+    assert local.is_relative_to(tmp_path / "cache" / "psedual" / "studies")
+    s = optuna.create_study(study_name="exp", storage=study.journal(storage, "exp"), direction="maximize")
+    s.add_trial(optuna.trial.create_trial(params={"lr": 0.003}, distributions={
+        "lr": optuna.distributions.FloatDistribution(0.001, 0.01, log=True)}, value=0.5))
+    remote = tmp_path / "remote" / "exp" / "optuna.journal"
+    assert not remote.exists()  # written on the driver only, until the sweep ends
+    assert study.upload(storage, "exp") == f"{storage}/exp/optuna.journal" and remote.read_bytes() == local.read_bytes()
+    local.unlink()  # another driver resumes: it fetches the storage's copy, and the study goes on
+    resumed = optuna.load_study(study_name="exp", storage=study.journal(storage, "exp"))
+    assert [t.value for t in resumed.trials] == [0.5] and local.exists()
+    assert analysis_study.load(storage, "exp").best_value == 0.5  # analyze optuna reads the storage's copy

@@ -63,6 +63,7 @@ def upload(storage: str, name: str) -> str:
     path = local_path(storage, name)
     if "://" in remote and path.exists():
         fs, fs_path = filesystem(remote)
+        fs.create_dir(fs_path.rsplit("/", 1)[0], recursive=True)  # a local filesystem needs the folder
         with fs.open_output_stream(fs_path) as dst:
             dst.write(path.read_bytes())
     return remote
