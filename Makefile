@@ -10,8 +10,10 @@ BIN := $(VENV)/bin
 TORCH_VERSION ?= 2.13.0
 TORCH_BUILD ?= auto
 TORCH_CPU_INDEX ?=
-# The package's extras: a cluster's head adds `cluster` (boto3, which Ray's AWS autoscaler imports).
-EXTRAS ?= test
+# The package's extras, all installed here (psedual/extras.py): `test`, `plm` (the MiniLM encoder), `llm`
+# (openai), `track` (MLflow, TensorBoard, optuna-dashboard), `cluster` (boto3, which Ray's AWS launcher
+# imports). A plain `pip install .` trains and sweeps without any; a command that needs one names it.
+EXTRAS ?= test,plm,llm,track,cluster
 # Where a missing benchmark file is downloaded from: empty for GitHub itself (each file pinned by
 # commit and SHA256), or a host laid out the same way (an internal mirror: DATA_MIRROR=https://...).
 DATA_MIRROR ?=

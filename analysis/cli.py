@@ -7,6 +7,7 @@
     psedual analyze curve   --experiment+ default --over epoch           # learning curves: where the arms stand
     psedual analyze compare --experiment+ default --arm variant --base base --treatment+ gcn --by+ solver
     psedual analyze report  --experiment+ paper-small --out report/  # Tables 1-4, Figure 1, the paper's figures
+    psedual analyze optuna  --experiment optuna      # an Optuna sweep's study: plots, best trials per arm
 
 Every command reads <root>/{runs,epochs,predictions}; the claim commands print the claim rows and
 write them to <root>/claims/<name>.parquet. Each command's options are its typed config's fields
@@ -23,10 +24,10 @@ from dataclasses import fields
 
 from jsonargparse import ArgumentError, ArgumentParser, set_parsing_settings
 
-from analysis import learning, paper, paper_report, presets, report
+from analysis import learning, paper, paper_report, presets, report, study
 from analysis.errors import ERRORS, one_line
 from analysis.options import (LIST_OPTIONS, AnalyzeOptions, CompareOptions, CurveOptions, InfillOptions,
-                              ReportOptions, Table1Options, Table3Options)
+                              OptunaOptions, ReportOptions, Table1Options, Table3Options)
 
 # The help of each option is the docstring under its field.
 set_parsing_settings(docstring_parse_attribute_docstrings=True)
@@ -106,6 +107,27 @@ def _report(args: ReportOptions) -> None:
     print(f"report: {path}" + (f"\nfigure: {figure}" if figure.exists() else ""))
 
 
+def _optuna(args: OptunaOptions) -> None:
+    from pathlib import Path
+
+    opened = study.load(args.root, args.experiment)
+    complete = [t for t in opened.trials if t.state.name == "COMPLETE"]
+    print(f"study {opened.study_name!r}: {len(opened.trials)} trials, {len(complete)} complete; "
+          f"best: trial {opened.best_trial.number} ({opened.best_trial.user_attrs.get('trial', '-')}), "
+          f"{opened.best_value:.4f}")
+    print("\nbest per arm (the searcher's objective: each trial's best validation value accuracy)")
+    for row in study.best_per_arm(opened):
+        params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row["params"].items())
+        print(f"  {row['arm']:<6} trial {row['number']:>3} ({row['trial']}): {row['value']:.4f}  {params}")
+    out = Path(args.out) if args.out else (Path(args.root) / args.experiment if "://" not in args.root
+                                           else Path(f"optuna-{args.experiment}"))
+    written, skipped = study.plots(opened, out)
+    for path in written:
+        print(f"figure: {path}")
+    for line in skipped:
+        print(f"no figure {line}")
+
+
 COMMANDS: dict[str, tuple[type, Callable[..., None]]] = {
     "table1": (Table1Options, lambda o: _paper_table(o, "table1")),
     "table3": (Table3Options, lambda o: _paper_table(o, "table3")),
@@ -113,6 +135,7 @@ COMMANDS: dict[str, tuple[type, Callable[..., None]]] = {
     "infill": (InfillOptions, _infill),
     "curve": (CurveOptions, _curve),
     "report": (ReportOptions, _report),
+    "optuna": (OptunaOptions, _optuna),
 }
 """Each `analyze` command: its options (`analysis.options`) and what it runs."""
 

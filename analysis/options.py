@@ -173,6 +173,22 @@ class ReportOptions(ClaimOptions):
     """Folder for report.md and figure1.png (always Markdown: `format` is not read)."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class OptunaOptions:
+    """An Optuna sweep's study: Optuna's history, per-epoch and importance plots (PNG), the best trials per arm."""
+
+    root: str = DEFAULT_ROOT
+    """Results storage: a folder or a URI (the study is `<root>/<experiment>/optuna.journal`)."""
+    experiment: str
+    """The experiment (the study's name)."""
+    out: str | None = None
+    """Folder for the PNGs; none: the experiment's folder for a local root, else ./optuna-<experiment>."""
+
+    def __post_init__(self) -> None:
+        if not self.experiment or "/" in self.experiment:
+            raise ValueError(f"bad experiment name {self.experiment!r}")
+
+
 LIST_OPTIONS = tuple(dict.fromkeys(f.name for options in (CompareOptions, CurveOptions, InfillOptions, ReportOptions,
                                                              Table1Options, Table3Options)
                                        for f in fields(options) if f.type == "Names"))

@@ -97,6 +97,10 @@ class TuneJob:
     $OPENAI_API_KEY); without it table2 is skipped."""
     llm_model: str | None = None
     """A paper file's table2: the endpoint's model name."""
+    dashboard: bool = False
+    """Start the local Ray with its dashboard, on loopback only (127.0.0.1), for any sweep, and print
+    its URL (a Ray attached to with `address` has its own). Sweeps whose trials drive Ray Train
+    workers always start it (Train's cleanup reads the State API it serves)."""
     verbose: bool = False
     """Ray's own output on this terminal: every trial's log (each epoch, Ray Train's checkpoint and
     reporting lines) and Tune's status table. Without it, one line per trial start, epoch and
@@ -194,7 +198,7 @@ def run_job(job: TuneJob) -> int:
     encoders.check({spec.name: [make_config(f) for f in spec.trial_configs()]})  # before its first trial
     name = experiment_name(job, spec.name)
     print(f"experiment {name}: {job.space} ({'resumed' if job.resume else 'new'}), storage {job.storage}", flush=True)
-    code = run_spec(spec, name, job.resume is not None, job.storage, job.address, job.verbose)
+    code = run_spec(spec, name, job.resume is not None, job.storage, job.address, job.verbose, job.dashboard)
     if code == 0:
         print("\nNext:")
         for what, command in NEXT:
@@ -202,7 +206,8 @@ def run_job(job: TuneJob) -> int:
     return code
 
 
-def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, verbose: bool = False) -> int:
+def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, verbose: bool = False,
+             dashboard: bool = False) -> int:
     """One experiment: the sweep (or its resumption), each trial's test, the runs table, and the
     comparison of its arms (of the trials that finished); 1 if a trial ended in error."""
     if address is None:  # a Ray started here, for this process only: no token to manage
@@ -215,7 +220,8 @@ def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, v
 
     began = time.perf_counter()
     ours = not ray.is_initialized()  # a Ray this job starts (not a caller's) is stopped when its work is done
-    outcomes = run_sweep(spec, storage, name=name, resume=resume, address=address, verbose=verbose)
+    outcomes = run_sweep(spec, storage, name=name, resume=resume, address=address, verbose=verbose,
+                         dashboard=dashboard)
     runs = collect(outcomes, storage, name, spec.resources)  # tests run as parallel Ray tasks
     if ours:  # else the trials' last log lines, relayed late, would print after the verdicts
         ray.shutdown()

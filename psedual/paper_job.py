@@ -89,7 +89,7 @@ def run_paper(job: TuneJob) -> int:
         resume = taken(job.storage, experiment)
         print(f"\n{experiment}: {expected} trials ({'resumed' if resume else 'new'})", flush=True)
         code = max(code, run_spec(replace(spec, name=experiment), experiment, resume, job.storage, job.address,
-                                       job.verbose))
+                                       job.verbose, job.dashboard))
     print(f"\npaper run {name}: {len(parts)} parts in {time.perf_counter() - began:.0f} s. The report:\n  "
           + REPORT.format(name=name, out=f"docs/{name}"))
     return code

@@ -23,3 +23,13 @@ def storage_uri(storage: str) -> str:
 def filesystem(root: str) -> tuple[pafs.FileSystem, str]:
     """(filesystem, path) of a storage root: a local folder or a URI such as s3://bucket/prefix."""
     return pafs.FileSystem.from_uri(storage_uri(root))
+
+
+STUDY_FILE = "optuna.journal"
+"""An Optuna sweep's study, in Optuna's JournalStorage file format, named as its experiment and kept
+in the experiment's folder: `<root>/<experiment>/optuna.journal` (psedual/tune/study.py)."""
+
+
+def study_uri(root: str, experiment: str) -> str:
+    """Where an experiment's Optuna study is kept in its storage (a local path or a URI)."""
+    return f"{storage_uri(root).rstrip('/')}/{experiment}/{STUDY_FILE}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 from jsonargparse import ArgumentParser, Namespace, set_parsing_settings
 
@@ -83,6 +84,11 @@ def _train_parser() -> ArgumentParser:
     p.add_class_arguments(PseDualConfig, nested_key="psedual", skip={"expression_encoder"}, fail_untyped=True)
     p.add_argument("--out", required=True, help="run folder: checkpoints, epochs/predictions/metrics Parquet")
     p.add_argument("--resume", action="store_true", help="continue from OUT/last.pt")
+    from psedual.train.trackers import SINGLE_RUN, TRACKERS
+
+    p.add_argument("--loggers", nargs="+", choices=SINGLE_RUN, default=[],
+                   help="trackers to log the config and every epoch's metrics to: " +
+                   "; ".join(f"`{name}`: {TRACKERS[name].about}" for name in SINGLE_RUN))
     return p
 
 
@@ -92,7 +98,7 @@ def _train_config(cfg: Namespace):
     from psedual.train.config import TrainConfig
 
     flat = _flatten(cfg.as_dict())
-    for key in ("config", "out", "resume", "__path__"):
+    for key in ("config", "out", "resume", "loggers", "__path__"):
         flat.pop(key, None)
     defaults = PseDualConfig()
     psedual = {k: v for k, v in flat.items() if k.startswith("psedual.")}
@@ -124,9 +130,18 @@ def summary(result) -> str:
 
 
 def _run_train(cfg: Namespace) -> None:
+    from psedual.train.trackers import RunTrackers
     from psedual.train.trainer import train
 
-    result = train(_train_config(cfg), cfg.out, resume=cfg.resume)
+    config = _train_config(cfg)
+    trackers = RunTrackers(tuple(cfg.loggers), config.flat(), Path(cfg.out)) if cfg.loggers else None
+    failed = True
+    try:
+        result = train(config, cfg.out, resume=cfg.resume, on_epoch=trackers.on_epoch if trackers else None)
+        failed = False
+    finally:
+        if trackers is not None:
+            trackers.close(failed)
     print(summary(result))
 
 
@@ -154,7 +169,11 @@ def _run_tune(cfg: Namespace) -> int:
 # ---- llm -------------------------------------------------------------------------------------
 
 def _llm_parser() -> ArgumentParser:
+    from psedual.extras import require
     from psedual.llm.run import LLMConfig
+
+    # before the options are parsed (their checks look for the data): one line naming the extra
+    require("openai", "llm", "`psedual llm`")
 
     p = _parser("llm", "A chat model (OpenAI-compatible endpoint) solves a test split zero-shot, optionally "
                 "reexamining its own solutions.")

@@ -70,6 +70,17 @@ def check(command: str, capsys) -> None:
         extra = re.fullmatch(r"\.\[(\w+)\]", words[3]).group(1)
         assert re.search(rf"^{extra} = \[", (ROOT / "pyproject.toml").read_text(), re.M), command
         return
+    elif words[0] in (".venv/bin/optuna-dashboard", ".venv/bin/tensorboard"):  # the track extra's viewers
+        tool = words[0].rsplit("/", 1)[1]
+        track = re.search(r"^track = \[(.*)\]", (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+        assert f'"{tool}' in track, command
+        if tool == "optuna-dashboard":  # the study file a sweep writes (psedual.storage)
+            from psedual.storage import STUDY_FILE
+
+            assert re.fullmatch(rf"results/[\w.-]+/{re.escape(STUDY_FILE)}", words[1]), command
+        else:
+            assert words[1] == "--logdir" and words[2].startswith("results"), command
+        return
     elif words[:2] == ["python", "-c"]:
         compile(words[2], "README", "exec")
         return

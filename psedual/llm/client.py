@@ -19,6 +19,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from psedual.extras import require
+
 
 class LLMError(RuntimeError):
     """The endpoint could not be used (down, refused the key, kept failing)."""
@@ -45,7 +47,7 @@ class Counts:
 class CachedChat:
     def __init__(self, base_url: str, model: str, api_key_env: str, cache: Path, prompt_version: str,
                  timeout: float = 60.0, max_retries: int = 4, temperature: float = 0.0) -> None:
-        from openai import OpenAI
+        OpenAI = require("openai", "llm", "`psedual llm`").OpenAI
 
         key = os.environ.get(api_key_env)
         if not key:

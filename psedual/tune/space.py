@@ -17,6 +17,7 @@ import yaml
 from psedual.reexamine.config import BASE
 from psedual.train.config import TrainConfig
 from psedual.train.resources import Resources
+from psedual.train.trackers import check_names
 
 DISTRIBUTIONS = ("uniform", "loguniform", "int", "choice")
 MODES = ("optuna", "grid")
@@ -108,6 +109,9 @@ class SweepSpec:
     points: list = field(default_factory=list)
     """optuna: trials to run first, each a mapping of every `search` key to a value (e.g. the
     base solver, so that a sweep always has its baseline); the sampler takes over after."""
+    loggers: list = field(default_factory=list)
+    """Trackers the trials log to, besides the result tables: any of `tensorboard`, `mlflow`,
+    `wandb` (psedual/train/trackers.py; Ray's callbacks, psedual/tune/trackers.py)."""
     resources: Resources = field(default_factory=Resources)
     compare: list = field(default_factory=list)
     """grid: the comparisons the main job makes after the sweep, each a `SweepComparison` mapping
@@ -203,6 +207,10 @@ def build_spec(raw: object, where: str) -> SweepSpec:
 
 
 def _check(spec: SweepSpec, path: str) -> None:
+    try:
+        check_names(spec.loggers, f"{path}: loggers")
+    except ValueError as err:
+        raise SpecError(str(err)) from None
     if spec.mode not in MODES:
         raise SpecError(f"{path}: unknown mode {spec.mode!r}; valid: {', '.join(MODES)}")
     if spec.num_samples < 1 or spec.grace_period < 1 or spec.reduction_factor < 2:

@@ -22,7 +22,9 @@ from psedual.train.config import TrainConfig
 from psedual.reexamine.config import BASE
 from psedual.train.outcome import TrialOutcome
 from psedual.train.resources import Resources
+from psedual.tune import study
 from psedual.tune.asha import ArmASHA
+from psedual.tune.trackers import tracker_callbacks
 from psedual.tune.space import ARM, PSEDUAL_PREFIX, SweepSpec, expand, make_config
 from psedual.tune.trial import trainable
 
@@ -90,30 +92,43 @@ def _draw(search: dict, variant: str, trial) -> None:
             value = trial.suggest_float(key, *values, log=kind == "loguniform")
         if key == "variant":
             variant = value
+    # the arm, drawn or fixed, for `psedual analyze optuna`'s best trial per arm
+    trial.set_user_attr("variant", variant)
 
 
-def ensure_ray(address: str | None, train_workers: bool = False, log_to_driver: bool = True) -> None:
+def ensure_ray(address: str | None, train_workers: bool = False, log_to_driver: bool = True,
+               dashboard: bool = False) -> str | None:
     """Attach to `address`, or start a local Ray in-process (the default: never a running cluster
     by accident). A local Ray whose trials drive Ray Train workers gets its dashboard: it serves
     the State API, without which Train's placement-group cleaner cannot see a stopped trial's
     controller (its group stays reserved, and the cleaner logs a warning every few seconds).
-    `log_to_driver`: the workers' output on this terminal (never under CI); else in Ray's logs."""
-    if not ray.is_initialized():
-        local = dict(include_dashboard=train_workers, dashboard_host="127.0.0.1") if not address else {}
-        ray.init(address=address or "local", log_to_driver=log_to_driver and os.environ.get("CI") is None,
-                 configure_logging=True, **local)
+    `dashboard`: a local Ray gets it for any sweep. A local Ray's dashboard listens on loopback
+    only (it runs jobs for whoever reaches it). `log_to_driver`: the workers' output on this
+    terminal (never under CI); else in Ray's logs. Returns the dashboard's URL, if this call
+    started or attached to a Ray that has one."""
+    if ray.is_initialized():
+        return None
+    local = dict(include_dashboard=train_workers or dashboard, dashboard_host="127.0.0.1") if not address else {}
+    context = ray.init(address=address or "local", log_to_driver=log_to_driver and os.environ.get("CI") is None,
+                       configure_logging=True, **local)
+    url = getattr(context, "dashboard_url", None)
+    return f"http://{url}" if url and "://" not in url else url or None
 
 
 def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bool = False,
-              address: str | None = None, verbose: bool = False) -> list[TrialOutcome]:
+              address: str | None = None, verbose: bool = False, dashboard: bool = False) -> list[TrialOutcome]:
     """Run (or `resume`) the sweep as experiment `name` (default: the sweep's own name).
     `verbose`: Ray's own output on the terminal (the trials' logs, Tune's status table); else
-    one line per trial and epoch (`progress.Progress`), and Ray's output in its logs."""
+    one line per trial and epoch (`progress.Progress`), and Ray's output in its logs.
+    `dashboard`: start a local Ray with its dashboard (on loopback), its URL printed."""
     name = name or spec.name
     check_ray_default()
     loud = verbose and os.environ.get("CI") is None
-    ensure_ray(address, spec.resources.uses_train_workers, log_to_driver=loud)
-    callbacks = [] if loud else [Progress(spec, max_epochs(spec))]
+    url = ensure_ray(address, spec.resources.uses_train_workers, log_to_driver=loud, dashboard=dashboard)
+    if dashboard:
+        print(f"Ray dashboard: {url}" if url else "Ray dashboard: this process's Ray was started before the sweep; "
+              "its dashboard, if any, is that Ray's", flush=True)
+    callbacks = ([] if loud else [Progress(spec, max_epochs(spec))]) + tracker_callbacks(spec.loggers, storage, name)
     if not loud:
         quiet_tune_logs(Path(RAY_LOGS) / "psedual-driver.log")
         print(f"Ray's own output (each trial's log, Train's checkpoint lines, Tune's status) goes to {RAY_LOGS}; "
@@ -126,16 +141,26 @@ def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bo
     if resume:
         if not ray.tune.Tuner.can_restore(path):
             raise ValueError(f"no sweep to resume at {path}")
+        if spec.mode == "optuna":
+            study.journal(storage, name)  # the restored searcher appends to this file: fetched if remote
+        # the restored Tuner keeps the callbacks it was pickled with (Progress, the sweep's loggers)
         tuner = ray.tune.Tuner.restore(path, trainable=fn, resume_errored=True, resume_unfinished=True)
     else:
         if "://" not in path and (Path(path) / "tuner.pkl").exists():
             raise ValueError(f"{path} holds a sweep already: --resume {name}, or choose another name")
-        tuner = ray.tune.Tuner(fn, param_space=param_space(spec), tune_config=_tune_config(spec),
+        tuner = ray.tune.Tuner(fn, param_space=param_space(spec), tune_config=_tune_config(spec, storage, name),
                                run_config=ray.tune.RunConfig(
                                    name=name, storage_path=storage, verbose=1 if loud else 0, callbacks=callbacks,
                                    failure_config=ray.tune.FailureConfig(max_failures=spec.resources.max_failures),
                                    checkpoint_config=ray.tune.CheckpointConfig(num_to_keep=2)))
-    tuner.fit()
+    if spec.mode == "optuna":
+        where = study.local_path(storage, name)
+        print(f"Optuna study {name!r}: {study.study_uri(storage, name)} (live: optuna-dashboard {where})", flush=True)
+    try:
+        tuner.fit()
+    finally:  # a stopped sweep's study is kept too: --resume continues it
+        if spec.mode == "optuna":
+            study.upload(storage, name)
     # the results read back from the experiment's state: a trial whose node was lost before its
     # first report has no metrics, and so no config, in its Result; its Trial has both
     fs, fs_path = filesystem(path)
@@ -167,7 +192,7 @@ def trial_name(trial) -> str:
     return f"{config.get('variant', BASE)}-s{config.get('seed', 0)}-{trial.trial_id}"
 
 
-def _tune_config(spec: SweepSpec) -> ray.tune.TuneConfig:
+def _tune_config(spec: SweepSpec, storage: str, name: str) -> ray.tune.TuneConfig:
     # An in-process trial's actor is reused for the next trial: a new actor is a new Python
     # process, and importing torch and the package there cost ~3 s per trial (bench/ray_overhead.py)
     common = dict(metric=OBJECTIVE, mode="max", num_samples=spec.num_samples,
@@ -177,14 +202,14 @@ def _tune_config(spec: SweepSpec) -> ray.tune.TuneConfig:
     if spec.mode == "grid":
         return ray.tune.TuneConfig(**common)
     from ray.tune.schedulers import ASHAScheduler
-    from ray.tune.search.optuna import OptunaSearch
 
     import optuna
 
     # a define-by-run space leaves Tune's param_space without search keys, so the searcher is
-    # told the metric and mode itself
-    search = OptunaSearch(define_by_run(spec), metric=OBJECTIVE, mode="max", points_to_evaluate=spec.points or None,
-                          sampler=optuna.samplers.TPESampler(seed=spec.seed))
+    # told the metric and mode itself; the study is stored beside the experiment, named as it
+    search = study.StudySearch(define_by_run(spec), metric=OBJECTIVE, mode="max",
+                               points_to_evaluate=spec.points or None, sampler=optuna.samplers.TPESampler(seed=spec.seed),
+                               study_name=name, storage=study.journal(storage, name))
     asha = dict(time_attr="epoch", max_t=max_epochs(spec), grace_period=spec.grace_period,
                 reduction_factor=spec.reduction_factor)
     scheduler = ArmASHA(spec.asha_by, **asha) if spec.asha_by else ASHAScheduler(**asha)
