@@ -381,7 +381,9 @@ def _shut(sock: socket.socket) -> None:
         pass
 
 
-class _WatchedHTTP(http.client.HTTPConnection):
+class _Watched:
+    """A connection that hands its socket (the TLS one, for HTTPS) to the watchdog once connected."""
+
     def __init__(self, *args, watchdog: _Watchdog, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._watchdog = watchdog
@@ -391,14 +393,12 @@ class _WatchedHTTP(http.client.HTTPConnection):
         self._watchdog.opened(self.sock)
 
 
-class _WatchedHTTPS(http.client.HTTPSConnection):
-    def __init__(self, *args, watchdog: _Watchdog, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self._watchdog = watchdog
+class _WatchedHTTP(_Watched, http.client.HTTPConnection):
+    pass
 
-    def connect(self) -> None:
-        super().connect()
-        self._watchdog.opened(self.sock)
+
+class _WatchedHTTPS(_Watched, http.client.HTTPSConnection):
+    pass
 
 
 class _WatchedHTTPHandler(urllib.request.HTTPHandler):
