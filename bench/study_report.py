@@ -19,6 +19,7 @@ refuse the same things), then writes <out>/report.md and <out>/learning.png:
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
@@ -111,7 +112,7 @@ def main() -> None:
     header = ["comparison", "seeds", "base (%)", "treatment (%)", "Δ", "95% CI", "p (t)", "p Holm (its comparison)",
               "p Holm (all claims)", "MDE; n for target Δ", "paper Δ", "verdict"]
     # one line per flag: the same flag on each comparison differs only in the run it names as an example
-    flags = sorted({f.split(", e.g. ")[0] for fs in claims["flags"].to_list() for f in fs})
+    flags = sorted({re.sub(r", e\.g\. [^)]*\)", ")", f) for fs in claims["flags"].to_list() for f in fs})
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     versions = ", ".join(sorted(set(pl.concat([r for _, _, r, _ in built], how="diagonal_relaxed")
                                     ["code_version"].cast(pl.String).to_list())))
