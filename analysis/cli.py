@@ -54,8 +54,9 @@ def _compare(args: CompareOptions) -> None:
     print()
     print(report.fold_scores(built.rows))
     print(report.footer(built.rows, built.notes))
-    if not built.rows.is_empty():
-        _standings(presets.learning_curves(args, built, runs), built)
+    curve = presets.learning_curves(args, built, runs)
+    if not curve.is_empty():  # runs without epochs (a language model's) have no curve
+        _standings(curve, built)
 
 
 def _standings(curve, built) -> None:

@@ -229,7 +229,7 @@ def test_seeds_by_folds_of_unequal_size_pool_examples(tmp_path, capsys):
     assert analyze(["analyze", "compare", "--root", str(tmp_path), "--treatment+", "gcn", "--resamples", "200",
                     "--metric+", "value", "--metric+", "expression"]) == 0
     out = capsys.readouterr().out
-    assert out.count("PseDual-GCN vs base") == 2 and "compare_all" in out
+    assert out.count("| PseDual-GCN vs base |") == 2 and "compare_all" in out
 
 
 def test_claims_on_runs_with_leakage_or_changed_data_are_flagged():

@@ -120,7 +120,7 @@ def test_a_resumed_paper_run_skips_finished_parts_resumes_the_killed_one_and_sta
     monkeypatch.setattr(paper_job, "finished_trials", lambda storage, name: state.get(name, 0))
     monkeypatch.setattr(paper_job, "taken", lambda storage, name: name in state)
     calls = []
-    monkeypatch.setattr(paper_job, "run_spec", lambda spec, name, resume, storage, address, verbose:
+    monkeypatch.setattr(paper_job, "run_spec", lambda spec, name, resume, storage, address, verbose, dashboard:
                         calls.append((name, resume, len(spec.trial_configs()))) or 0)
     job = TuneJob(space=str(path), profile="small", resume="p-small", storage=str(tmp_path))
     assert paper_job.run_paper(job) == 0

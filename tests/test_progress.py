@@ -37,7 +37,7 @@ def test_verbose_is_an_option_of_the_tune_job():
     assert TuneJob().verbose is False and TuneJob(verbose=True).verbose is True
 
 
-def test_trials_are_named_by_arm_seed_and_id_and_ranked_by_the_kept_score():
+def test_trials_are_named_by_arm_seed_and_id_and_ranked_by_the_kept_score(tmp_path):
     from psedual.tune.sweep import OBJECTIVE, _tune_config, trial_name
     from psedual.tune.space import load_spec
 
@@ -46,7 +46,7 @@ def test_trials_are_named_by_arm_seed_and_id_and_ranked_by_the_kept_score():
     assert trial_name(SimpleNamespace(trial_id="x", config={"lr": 0.1})) == "base-s0-x"
     # TPE, ASHA and best_result rank by the best validation score so far: the kept checkpoint's
     assert OBJECTIVE == "best_valid_value_acc"
-    config = _tune_config(load_spec("search_spaces/optuna.yaml"))
+    config = _tune_config(load_spec("search_spaces/optuna.yaml"), str(tmp_path), "ranked")
     assert config.metric == OBJECTIVE and config.search_alg.metric == OBJECTIVE
 
 
