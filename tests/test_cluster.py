@@ -224,8 +224,8 @@ def test_the_gpu_clusters_node_types_scale_from_zero_and_place_gpu_work_on_the_w
     """Issue 42: Ray's `fake_multinode` provider on clusters/gpu.yaml's own node types (their
     resources, worker counts, upscaling speed): no GPU at the start, two GPU tasks bring up two
     `gpu_worker` nodes and run there, never on the 0-GPU head (about 70 s). The head is this test's own (`cluster_utils.Cluster`, a private
-    session folder and port: Ray's AutoscalingCluster runs `ray stop --force`, which would stop
-    every Ray on the machine, and reads fake_multi_node/example.yaml, which Ray 2.60's wheel lacks);
+    session folder and port; Ray's AutoscalingCluster is not used: its teardown ends every Ray
+    of this user on the machine, not its own only, and it reads fake_multi_node/example.yaml, which Ray 2.60's wheel lacks);
     the fake nodes its autoscaler starts are stopped by process id (their command lines name this
     test's session folder)."""
     import json

@@ -9,7 +9,7 @@ from fractions import Fraction
 import pytest
 
 from psedual.data import number_rules
-from psedual.data.build import GOLD_RULES, MIXED_ANSWER, RELATIVE_CHECK
+from psedual.data.gold_rules import GOLD_RULES, MIXED_ANSWER, RELATIVE_CHECK
 from psedual.data.numbers import parse_number
 from psedual.data.sources.common import LITERAL_AND_DISAGREES, LITERAL_NOT_IN_TEXT
 from psedual.data.splits import constants_of

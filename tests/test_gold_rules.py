@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from psedual.data.build import (
+from psedual.data.gold_rules import (
     GOLD_RULES,
     JUXTAPOSITION_REFUSED,
     MINUS_BEFORE_POWER,

@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from statistics import mean
 
-from psedual.data.build import GOLD_RULES
+from psedual.data.gold_rules import GOLD_RULES
 from psedual.data.cache import Dataset, load_dataset
 from psedual.data.config import DataConfig
 from psedual.data.record import Problem

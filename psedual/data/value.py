@@ -178,7 +178,7 @@ def values_equal(a: Value | None, b: Value | None) -> bool:
 
 def float_value(node: Node, numbers: Sequence[Fraction] = ()) -> float | None:
     """What plain float arithmetic gives for a tree (None where it fails too): only to count the
-    golds that exact arithmetic refuses and floats would have kept (`build.ZERO_ONLY_EXACT`).
+    golds that exact arithmetic refuses and floats would have kept (`gold_rules.ZERO_ONLY_EXACT`).
     Trees come from the parser, so they are at most MAX_DEPTH deep."""
     if node.is_leaf:
         m = SLOT.fullmatch(node.token)
