@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from psedual.storage import DEFAULT_ROOT
 
@@ -72,6 +73,18 @@ class TuneJob:
     in psedual/tune/costs.tsv, then plan. CPU parts' shapes on this machine (as many at once as the
     profile runs); GPU parts' in one Ray task holding one GPU of the Ray at `address` (on a cluster,
     `--address auto`: a GPU worker), one shape at a time, keyed by that GPU's name."""
+    calibrate_steps: int | None = None
+    """With calibrate: time epochs of this many training steps and 4 validation batches per shape,
+    not two whole epochs (a GPU session's minutes); the rows say so and the plan prints it."""
+    calibrate_datasets: str | None = None
+    """With calibrate: time only the shapes on these data sets, comma-separated (`math23k`); the plan
+    prices the same solver, variant and sizes on another data set from them, and says so."""
+    calibrate_plm: str | None = None
+    """With calibrate: time the pretrained-encoder shapes on a stand-in, a random encoder of
+    BERT-base's size (12 layers x 768, as roberta-base) built from this folder's config and tokenizer
+    (a machine without the profile's encoders: a GPU session); the rows say so."""
+    costs: str | None = None
+    """The calibration file the plan reads and calibrate writes (default: psedual/tune/costs.tsv)."""
     price_cpu_hour: float = 0.05
     """The plan's dollars per CPU-hour (default: about one vCPU of an on-demand general-purpose
     cloud instance, e.g. AWS m7i.large at $0.10/h for 2 vCPUs)."""
@@ -118,12 +131,28 @@ class TuneJob:
         if min(x for x in prices if x is not None) < 0:
             raise ValueError("prices and minutes must be >= 0")
         self.cluster_cost()  # an unknown instance type is refused here, listing the valid ones
+        options = {"calibrate_steps": self.calibrate_steps, "calibrate_datasets": self.calibrate_datasets,
+                   "calibrate_plm": self.calibrate_plm}
+        if not self.calibrate and any(v is not None for v in options.values()):
+            raise ValueError(f"{', '.join(k for k, v in options.items() if v is not None)}: only with calibrate")
+        if self.calibrate_steps is not None and self.calibrate_steps < 1:
+            raise ValueError(f"calibrate_steps must be >= 1, got {self.calibrate_steps}")
+        if self.calibrate_plm is not None and not (Path(self.calibrate_plm) / "config.json").is_file():
+            raise ValueError(f"calibrate_plm {self.calibrate_plm}: no config.json there (a Hugging Face model folder: "
+                             "its config and tokenizer are read, never its weights)")
         if (self.llm_base_url is None) != (self.llm_model is None):
             raise ValueError("give llm_base_url and llm_model together")
         for value in (self.name, self.resume):
             if value is not None and (not value or "/" in value or value.startswith(".")):
                 raise ValueError(f"bad experiment name {value!r}: a non-empty folder name")
 
+
+    @property
+    def costs_path(self) -> Path:
+        """The calibration file (`costs`, default psedual/tune/costs.tsv)."""
+        from psedual.tune.cost import COSTS
+
+        return COSTS if self.costs is None else Path(self.costs)
 
     def cluster_cost(self):
         """The plan's cluster costs (`tune.cost.ClusterCost`) from the instance options."""
@@ -177,8 +206,8 @@ def run_job(job: TuneJob) -> int:
     """Run the sweep, test, print the runs table; 1 if a trial ended in error."""
     from psedual.tune.space import load_spec
 
-    if job.profile or job.only or job.calibrate:
-        raise ValueError(f"{job.space} is a sweep file: profile, only and calibrate are for a paper file "
+    if job.profile or job.only or job.calibrate or job.costs:
+        raise ValueError(f"{job.space} is a sweep file: profile, only, calibrate and costs are for a paper file "
                          "(search_spaces/paper.yaml)")
     from psedual.tune import encoders
     from psedual.tune.space import make_config

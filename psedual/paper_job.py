@@ -54,7 +54,7 @@ def run_paper(job: TuneJob) -> int:
     profile = paper.profile(job.profile)
     parts = paper.part_names(tuple(p.strip() for p in job.only.split(",")) if job.only else ())
     if job.calibrate:
-        calibrate(paper, profile.name, parts, job.address, job.storage)
+        calibrate(paper, profile.name, parts, job)
     if job.plan or job.calibrate:
         print(plan(paper, profile.name, parts, job))
         return 0
@@ -142,7 +142,7 @@ def plan(paper, profile: str, parts: list[str], job: TuneJob) -> str:
     from psedual.tune.paper import LLM_PART
     from psedual.tune.space import make_config
 
-    costs, where, plans, skipped, configs = read_costs(), machine(), [], [], {}
+    costs, where, plans, skipped, configs = read_costs(job.costs_path), machine(), [], [], {}
     cluster = job.cluster_cost()
     for part, spec, lines in _configs(paper, profile, parts):
         skipped += lines
@@ -154,28 +154,32 @@ def plan(paper, profile: str, parts: list[str], job: TuneJob) -> str:
     if LLM_PART in parts:
         skipped.append(f"{LLM_PART}: LLM calls, priced by the endpoint; run only with --llm_base_url")
     return render(plans, where, job.price_cpu_hour, job.gpu_hour, skipped + encoders.plan_lines(configs),
-                  cluster if any(p.gpu for p in plans) else None)
+                  cluster if any(p.gpu for p in plans) else None, job.costs_path)
 
 
 CALIBRATION_SWEEP = "search_spaces/smoke.yaml"
 """The tiny real sweep whose wall time, less its trials' modelled seconds, is a part's overhead."""
 
 
-def calibrate(paper, profile: str, parts: list[str], address: str | None = None, storage: str | None = None) -> None:
-    """Time each distinct trial shape of the profile and a part's overhead, and store them in
-    psedual/tune/costs.tsv (replacing the rows of the same machine, concurrency and shape): the CPU
-    parts' on this machine, the GPU parts' on one GPU of the Ray at `address` (`calibrate_gpu`)."""
+def calibrate(paper, profile: str, parts: list[str], job: TuneJob) -> None:
+    """Time each distinct trial shape of the profile and a part's overhead, and store them in the
+    job's costs file (replacing the rows of the same machine, concurrency and shape): the CPU
+    parts' on this machine, the GPU parts' on one GPU of the Ray at `job.address` (`calibrate_gpu`)."""
     cpu, gpu = [], []
     for _, spec, _ in _configs(paper, profile, parts):
         if spec is not None:
             (gpu if spec.resources.gpus_per_worker > 0 else cpu).append(spec)
     if gpu:
-        calibrate_gpu(gpu, address, storage)
+        calibrate_gpu(gpu, job)
     if cpu:
-        calibrate_cpu(cpu)
+        calibrate_cpu(cpu, job)
 
 
-def calibrate_cpu(specs: list) -> None:
+def _datasets(job: TuneJob) -> tuple[str, ...]:
+    return tuple(d.strip() for d in job.calibrate_datasets.split(",")) if job.calibrate_datasets else ()
+
+
+def calibrate_cpu(specs: list, job: TuneJob) -> None:
     """The CPU parts' shapes on this machine, as many at once as the parts run, and a part's
     overhead (the smoke sweep's wall time less its trials' modelled seconds)."""
     from psedual.tune.calibrate import distinct_shapes, measure_shapes
@@ -184,17 +188,18 @@ def calibrate_cpu(specs: list) -> None:
     flats = [f for spec in specs for f in spec.trial_configs()]
     concurrency = max(spec.resources.max_concurrent for spec in specs)
     smoke = _smoke(concurrency)
-    shapes = distinct_shapes(flats + smoke.trial_configs())
+    shapes = distinct_shapes(flats, _datasets(job)) + distinct_shapes(smoke.trial_configs())
+    shapes = distinct_shapes(shapes)
     print(f"calibrating {len(shapes)} trial shapes, {concurrency} at a time", flush=True)
     began = time.perf_counter()
-    rows = measure_shapes(shapes, concurrency)
+    rows = measure_shapes(shapes, concurrency, job.calibrate_steps, job.calibrate_plm)
     print(f"  {time.perf_counter() - began:.0f} s", flush=True)
     where = machine()
     rows = [{**r, "machine": where, "concurrency": concurrency} for r in rows]
-    _store(rows + [_part_row(smoke, rows, where, concurrency, None, None)])
+    _store(rows + [_part_row(smoke, rows, where, concurrency, job, own_ray=True)], job.costs_path)
 
 
-def calibrate_gpu(specs: list, address: str | None, storage: str | None) -> None:
+def calibrate_gpu(specs: list, job: TuneJob) -> None:
     """The GPU parts' shapes in one Ray task holding one GPU of the Ray at `address` (a cluster's
     GPU worker; without an address, a local Ray's GPU if it has one), one shape at a time, keyed by
     the GPU's name at concurrency 1 (trials holding whole GPUs do not slow each other); then a
@@ -205,21 +210,21 @@ def calibrate_gpu(specs: list, address: str | None, storage: str | None) -> None
     from psedual.tune.sweep import ensure_ray
 
     flats = [f for spec in specs for f in spec.trial_configs()]
-    shapes = distinct_shapes(flats)
-    ensure_ray(address)
-    if address is None and not ray.cluster_resources().get("GPU"):
+    shapes = distinct_shapes(flats, _datasets(job))
+    ensure_ray(job.address)
+    if job.address is None and not ray.cluster_resources().get("GPU"):
         print(f"{len(shapes)} GPU trial shapes not calibrated: this Ray has no GPU (on the cluster: the same command "
               "with --address auto)", flush=True)
         return
     cpus = max(spec.resources.cpus_per_worker for spec in specs)
     print(f"calibrating {len(shapes)} GPU trial shapes in one Ray task holding one GPU, one at a time", flush=True)
     began = time.perf_counter()
-    measured = measure_on_cluster(shapes, cpus)
+    measured = measure_on_cluster(shapes, cpus, job.calibrate_steps, job.calibrate_plm)
     where = measured["rows"][0]["machine"]
     print(f"  {time.perf_counter() - began:.0f} s on node {measured['host']} ({where})", flush=True)
     rows = [{**r, "concurrency": 1} for r in measured["rows"]]
     concurrency = max(spec.resources.max_concurrent for spec in specs)
-    _store(rows + [_part_row(_smoke(concurrency), rows, where, concurrency, address, storage)])
+    _store(rows + [_part_row(_smoke(concurrency), rows, where, concurrency, job)], job.costs_path)
 
 
 def _smoke(concurrency: int):
@@ -229,18 +234,19 @@ def _smoke(concurrency: int):
     return replace(smoke, resources=replace(smoke.resources, max_concurrent=concurrency))
 
 
-def _part_row(smoke, rows: list[dict], where: str, concurrency: int, address: str | None,
-              storage: str | None) -> dict:
-    """A part's overhead: the smoke sweep's wall time on the Ray at `address` (storage: a URI the
-    nodes share, else a temporary folder) less its trials' modelled seconds, from this machine's rows
-    (measured now, with the smoke shapes, or already stored)."""
+def _part_row(smoke, rows: list[dict], where: str, concurrency: int, job: TuneJob, own_ray: bool = False) -> dict:
+    """A part's overhead: the smoke sweep's wall time on the Ray at `job.address` (its storage: a URI
+    the nodes share, else a temporary folder; `own_ray`: a Ray of this process's own, as a CPU part
+    runs) less its trials' modelled seconds, from this machine's rows (measured now, with the smoke
+    shapes, or already stored)."""
+    address, storage = (None, None) if own_ray else (job.address, job.storage)
     import tempfile
 
     from psedual.tune.cost import PART, Figures, machine, plan_part, read_costs
     from psedual.tune.space import make_config
 
     local = machine()
-    figures = {k: v for k, v in read_costs().items() if k[0] == local}
+    figures = {k: v for k, v in read_costs(job.costs_path).items() if k[0] == local}
     figures |= {(r["machine"], r["concurrency"], r["shape"]): Figures(r["start_s"], r["step_s"], r["eval_s"])
                 for r in rows}
     with tempfile.TemporaryDirectory() as tmp:
@@ -258,9 +264,9 @@ def _part_row(smoke, rows: list[dict], where: str, concurrency: int, address: st
             "concurrency": concurrency}
 
 
-def _store(rows: list[dict]) -> None:
+def _store(rows: list[dict], path) -> None:
     from psedual.results.collect import code_version
     from psedual.tune.cost import write_costs
 
     commit = code_version()
-    write_costs([{**r, "commit": commit} for r in rows])
+    write_costs([{**r, "commit": commit} for r in rows], path)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from psedual import paper_job
-from psedual.job import TuneJob
+from psedual.job import TuneJob, run_job
 from psedual.train.resources import Resources
 from psedual.tune.cost import PART, Figures, PartPlan, Sizes, plan_part, read_costs, render, shape, write_costs
 from psedual.tune.paper import PARTS, load_paper, runnable
@@ -134,8 +134,6 @@ def test_a_resumed_paper_run_skips_finished_parts_resumes_the_killed_one_and_sta
 
 
 def test_a_paper_file_needs_a_profile_and_a_sweep_file_takes_none(tmp_path):
-    from psedual.job import run_job
-
     with pytest.raises(ValueError, match="give --profile \\(small\\)"):
         paper_job.run_paper(TuneJob(space=str(_paper(tmp_path, GOOD))))
     with pytest.raises(ValueError, match="is a sweep file"):
@@ -221,8 +219,10 @@ def test_a_gpu_plan_prices_the_gpu_hours_the_head_and_the_node_setup_at_the_inst
     trials, head, setup = 34 / 3600 * 1.006, 23 / 3600 * 0.384, 2 * 25 / 60 * 1.006
     assert f"= ${setup:.2f} (setup: an estimate, not measured)" in text
     assert f"total on the cluster: ${trials + head + setup:.2f} (trials ${trials:.2f}, head ${head:.2f}" in text
-    assert "table1: calibrated: the start, step and per-problem seconds of its 1 shape(s) and the part's overhead, " \
-           "measured on NVIDIA A10G x1 (commit abc); extrapolated: 2 epochs a trial from the 2 timed per shape" in text
+    assert "table1: calibrated: the start, step and per-problem seconds of 1 of its 1 shape(s) and the part's " \
+           "overhead, measured on NVIDIA A10G x1 (commit abc); extrapolated: 2 epochs a trial from the steps timed " \
+           "per shape" in text
+    assert "extrapolated: 1 of its" not in text and "stand-in" not in text  # nothing borrowed here
     with pytest.raises(ValueError, match="unknown instance type 'p9.huge'; valid: g5.xlarge, "):
         TuneJob(gpu_instance="p9.huge")
     with pytest.raises(ValueError, match="m6i.2xlarge holds no GPU"):
@@ -239,3 +239,46 @@ def test_the_plans_default_instances_are_the_gpu_clusters():
     assert types[gpu["head_node_type"]]["node_config"]["InstanceType"] == job.head_instance
     assert types["gpu_worker"]["node_config"]["InstanceType"] == job.gpu_instance
     assert gpu["idle_timeout_minutes"] == job.node_idle_minutes
+
+
+def test_a_shape_timed_on_one_data_set_prices_its_sibling_on_another_and_the_plan_says_so():
+    """A GPU session times the Math23K shapes only (`--calibrate_datasets math23k`): the MAWPS trial
+    of the same solver, variant and sizes is priced from them, its steps and problems counted on
+    MAWPS; a stand-in encoder's note is printed; a shape with no sibling stays not calibrated."""
+    from psedual.tune.cost import sibling
+
+    flat = {"solver": "gts", "variant": "base", "data.fold": 0, "epochs": 2, "batch_size": 64, "seed": 0}
+    mawps = make_config(flat)
+    math23k = make_config({**flat, "data.dataset": "math23k", "data.fold": None})
+    where = "NVIDIA H100 80GB HBM3 x1"
+    note = "a stand-in encoder (random); 20 steps timed an epoch"
+    costs = {(where, 1, shape(math23k)): Figures(3, 0.5, 0.01, "abc", note), (where, 1, PART): Figures(6, 0, 0, "abc")}
+    fig, dataset = sibling(costs, where, 1, shape(mawps))
+    assert (fig, dataset) == (Figures(3, 0.5, 0.01), "math23k")
+    assert sibling(costs, "another GPU x1", 1, shape(mawps)) == (None, "")
+    assert sibling(costs, where, 1, shape(make_config({**flat, "batch_size": 32}))) == (None, "")
+    gpu = Resources(use_gpu=True, in_process=False, max_concurrent=1)
+    plan = plan_part("table3", [mawps], gpu, costs, where, size_of=lambda config: Sizes(640, 100, 200))
+    assert plan.seconds == pytest.approx(17.0) and plan.borrowed == {shape(mawps): "math23k"}
+    text = render([plan], "laptop", 0.05, 12.29, [])
+    assert f"table3: extrapolated: 1 of its 1 shapes priced from the same solver, variant and sizes timed on another " \
+           f"data set (seconds per step and per problem taken as equal; steps and problems counted on their own " \
+           f"data), e.g. math23k for {shape(mawps)}" in text
+    assert f"table3: extrapolated: 1 shapes timed with {note}" in text
+    alone = plan_part("table3", [make_config({**flat, "batch_size": 32})], gpu, costs, where,
+                      size_of=lambda config: Sizes(640, 100, 200))
+    assert alone.uncalibrated and not alone.borrowed and "not calibrated" in render([alone], "laptop", 0.05, 1.0, [])
+
+
+def test_the_calibration_options_are_checked_and_read_with_their_notes(tmp_path):
+    for bad, message in (({"calibrate_steps": 5}, "calibrate_steps: only with calibrate"),
+                         ({"calibrate": True, "calibrate_steps": 0}, "calibrate_steps must be >= 1"),
+                         ({"calibrate": True, "calibrate_plm": str(tmp_path)}, "no config.json there")):
+        with pytest.raises(ValueError, match=message):
+            TuneJob(**bad)
+    with pytest.raises(ValueError, match="profile, only, calibrate and costs are for a paper file"):
+        run_job(TuneJob(space=str(ROOT / "search_spaces" / "smoke.yaml"), costs=str(tmp_path / "c.tsv")))
+    assert TuneJob(costs=str(tmp_path / "c.tsv")).costs_path == tmp_path / "c.tsv"
+    write_costs([{"machine": "m", "commit": "abc", "concurrency": 1, "shape": "s", "start_s": 1, "step_s": 2,
+                  "eval_s": 3, "note": "20 steps timed an epoch"}], tmp_path / "c.tsv")
+    assert read_costs(tmp_path / "c.tsv")[("m", 1, "s")].note == "20 steps timed an epoch"

@@ -11,7 +11,10 @@ test once after the sweep). A part's wall time is `part_s` (Ray's start and its 
 overhead, the tests' workers, the comparison: measured on a real sweep) plus the sum of its trials' seconds over the concurrency they were measured
 at (trials measured two at a time already carry the slowdown of sharing two cores). Hours
 are trial seconds × the CPUs (or GPUs) a trial holds; dollars are hours × the price given.
-A shape without a figure for the machine is reported as such, never guessed.
+A shape without a figure for the machine is reported as such, never guessed, with one exception
+the plan names: a shape measured on another data set with the same solver, variant and sizes
+(`--calibrate_datasets` times one data set where a GPU session cannot time them all) lends it its
+per-step and per-problem seconds, the steps and problems still counted on the shape's own data.
 A GPU part is read from the rows of its GPU (`gpu_machine`, measured one shape at a time in a Ray
 task holding one GPU: trials that hold a GPU each do not slow each other) and priced at the GPU
 instance's price per GPU; a plan with GPU parts adds the head for the wall time and each GPU
@@ -32,7 +35,8 @@ COSTS = Path(__file__).with_name("costs.tsv")
 """The stored calibration: one row per (machine, concurrency, shape)."""
 PART = "part"
 """The shape name of a machine's per-part overhead row (its `start_s` is `part_s`)."""
-COLUMNS = ("machine", "commit", "concurrency", "shape", "start_s", "step_s", "eval_s")
+COLUMNS = ("machine", "commit", "concurrency", "shape", "start_s", "step_s", "eval_s", "note")
+"""`note`: how a row was measured where not as the shape names it (a stand-in encoder); optional."""
 SHAPE_KEYS = ("solver", "variant", "psedual.fusion", "data.dataset", "model.embedding_size", "model.hidden_size",
               "model.layers", "model.plm_layers", "model.plm_hidden", "batch_size", "beam_size", "threads", "device")
 """What sets a trial's per-step and per-problem cost (not its sizes: those are counted)."""
@@ -75,9 +79,11 @@ class Instance:
 INSTANCES = {i.name: i for i in (Instance("g5.xlarge", 1, "NVIDIA A10G", 1.006),
                                   Instance("g6.xlarge", 1, "NVIDIA L4", 0.8048),
                                   Instance("g4dn.xlarge", 1, "Tesla T4", 0.526),
+                                  # 8 H100s: the GPU a GPU session of this project's is lent (bench/gpu_session.py)
+                                  Instance("p5.48xlarge", 8, "NVIDIA H100 80GB HBM3", 98.32),
                                   Instance("m6i.2xlarge", 0, None, 0.384))}
 """The instance types the plan knows, by name: clusters/gpu.yaml's (`g5.xlarge` workers, an
-`m6i.2xlarge` head) and two other one-GPU types."""
+`m6i.2xlarge` head), two other one-GPU types, and the H100s a GPU session calibrates on."""
 
 
 def instance(name: str, gpu: bool | None = None) -> Instance:
@@ -117,6 +123,8 @@ class Figures:
     """Seconds per problem decoded (validation and test, with the trial's beam)."""
     commit: str = field(default="", compare=False)
     """The code version it was measured on (the plan says it)."""
+    note: str = field(default="", compare=False)
+    """How it was measured where not as its shape names (`STAND_IN`); the plan says it."""
 
 
 def read_costs(path: Path = COSTS) -> dict[tuple[str, int, str], Figures]:
@@ -125,7 +133,8 @@ def read_costs(path: Path = COSTS) -> dict[tuple[str, int, str], Figures]:
     for i, row in enumerate(_rows(path), 2):
         try:
             out[(row["machine"], int(row["concurrency"]), row["shape"])] = Figures(
-                float(row["start_s"]), float(row["step_s"]), float(row["eval_s"]), row.get("commit") or "")
+                float(row["start_s"]), float(row["step_s"]), float(row["eval_s"]), row.get("commit") or "",
+                row.get("note") or "")
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"{path}: row {i}: {err}") from None
     return out
@@ -189,6 +198,10 @@ class PartPlan:
     """The calibration's machine its figures are read from (a GPU part: its GPU's, `gpu_machine`)."""
     shapes: dict = field(default_factory=dict)
     """Its calibrated shapes → the commit each was measured on."""
+    borrowed: dict = field(default_factory=dict)
+    """Its shapes priced from another data set's figures (`sibling`) → that data set."""
+    notes: dict = field(default_factory=dict)
+    """Its shapes whose figures carry a note (a stand-in encoder) → the note."""
     part_commit: str = ""
     """The commit its part overhead was measured on."""
 
@@ -224,13 +237,42 @@ def plan_part(part: str, configs: list, resources, costs: dict, where: str, size
         key = shape(config)
         fig = costs.get((where, measured_at, key))
         if fig is None:
+            fig, dataset = sibling(costs, where, measured_at, key)
+            if fig is not None:
+                plan.borrowed[key] = dataset
+        if fig is None:
             missing.add(key)
         else:
             plan.seconds += trial_seconds(fig, config.epochs, per_epoch, n)
             plan.shapes[key] = fig.commit
+            if fig.note:
+                plan.notes[key] = fig.note
     plan.uncalibrated = tuple(sorted(missing))
     plan.part_commit = part_fig.commit if part_fig else ""
     return plan
+
+
+DATASET_KEY = "data.dataset"
+
+
+def sibling(costs: dict, where: str, concurrency: int, key: str) -> tuple[Figures | None, str]:
+    """The figures of `key`'s shape measured on another data set (same machine, concurrency,
+    solver, variant and sizes), and that data set; (None, "") when there are none. Several: the
+    first data set by name, so the plan does not depend on the file's order."""
+    words = key.split(" ")
+    at = next((i for i, w in enumerate(words) if w.startswith(DATASET_KEY + "=")), None)
+    if at is None:
+        return None, ""
+    found = []
+    for (machine_, conc, other), fig in costs.items():
+        theirs = other.split(" ")
+        if (machine_ == where and conc == concurrency and len(theirs) == len(words) and theirs[at] != words[at]
+                and theirs[:at] + theirs[at + 1:] == words[:at] + words[at + 1:]):
+            found.append((theirs[at].split("=", 1)[1], fig))
+    if not found:
+        return None, ""
+    dataset, fig = min(found, key=lambda f: f[0])
+    return fig, dataset
 
 
 def _hms(seconds: float) -> str:
@@ -265,13 +307,13 @@ class ClusterCost:
 
 
 def render(plans: list[PartPlan], where: str, price_cpu_hour: float, price_gpu_hour: float,
-           skipped: list[str], cluster: ClusterCost | None = None) -> str:
+           skipped: list[str], cluster: ClusterCost | None = None, costs: Path = COSTS) -> str:
     """The plan as text: a line per part and the total; uncalibrated shapes listed, not priced. With
     `cluster` and GPU parts: the head's hours, the GPU nodes' setup, and which figures are
     calibrated and which extrapolated."""
     gpu = (f" = {cluster.gpu.name} at ${cluster.gpu.price_hour:g}/h for {cluster.gpu.gpus} {cluster.gpu.gpu}; GPU "
            f"parts from the calibration of {gpu_machine(cluster.gpu.gpu)}") if cluster is not None else ""
-    lines = [f"plan on {where} (calibration: {COSTS.name}; ${price_cpu_hour:g}/CPU-hour, "
+    lines = [f"plan on {where} (calibration: {costs.name}; ${price_cpu_hour:g}/CPU-hour, "
              f"${price_gpu_hour:g}/GPU-hour{gpu})",
              f"{'part':<9}{'trials':>7}{'epochs':>8}{'steps':>10}{'hours':>14}{'wall':>18}{'dollars':>10}"]
     total_wall = total_dollars = 0.0
@@ -299,6 +341,7 @@ def render(plans: list[PartPlan], where: str, price_cpu_hour: float, price_gpu_h
         if p.uncalibrated:
             lines.append(f"  {p.part}: {len(p.uncalibrated)} trial shapes without calibration on "
                          f"{p.machine or where}, e.g. {p.uncalibrated[0]}")
+        lines += _extrapolated(p)
     if any(p.uncalibrated or p.part_s is None for p in plans):
         lines.append("  (measure them where they run: the same command with --calibrate; a GPU part's on the "
                      "cluster, with --address auto)")
@@ -327,10 +370,25 @@ def _cluster_lines(plans: list[PartPlan], cluster: ClusterCost, wall: float, dol
         if p.uncalibrated or p.part_s is None or not p.shapes:
             continue
         commits = ", ".join(sorted(set(p.shapes.values()) | {p.part_commit} - {""})) or "unknown"
-        lines.append(f"  {p.part}: calibrated: the start, step and per-problem seconds of its {len(p.shapes)} "
-                     f"shape(s) and the part's overhead, measured on {p.machine} (commit {commits}); extrapolated: "
-                     f"{p.epochs // max(1, p.trials)} epochs a trial from the 2 timed per shape"
+        lines.append(f"  {p.part}: calibrated: the start, step and per-problem seconds of {len(p.shapes) - len(p.borrowed)} "
+                     f"of its {len(p.shapes)} shape(s) and the part's overhead, measured on {p.machine} (commit "
+                     f"{commits}); extrapolated: {p.epochs // max(1, p.trials)} epochs a trial from the steps timed per "
+                     "shape (two epochs, or fewer where a shape's note says)"
                      + ("; a Train-worker trial's start (about 20 s each) is not in them" if p.gpu else ""))
+    return lines
+
+
+def _extrapolated(p: PartPlan) -> list[str]:
+    """The part's figures that were not measured as its shapes name them, each kind in one line."""
+    lines = []
+    if p.borrowed:
+        key, dataset = next(iter(sorted(p.borrowed.items())))
+        lines.append(f"  {p.part}: extrapolated: {len(p.borrowed)} of its {len(p.shapes)} shapes priced from the "
+                     f"same solver, variant and sizes timed on another data set (seconds per step and per problem "
+                     f"taken as equal; steps and problems counted on their own data), e.g. {dataset} for {key}")
+    if p.notes:
+        note = sorted(set(p.notes.values()))
+        lines.append(f"  {p.part}: extrapolated: {len(p.notes)} shapes timed with {'; '.join(note)}")
     return lines
 
 
