@@ -5,10 +5,14 @@ batches after warm-up, through the trainer's own step (batch copied to the devic
 autocast, the PseDual loss with an expression sampled at every step: ε ≈ 0.5, the worst
 case), evaluation problems/s at beam 5 (fp32, as the trainer validates), and the epoch
 time these imply: train set ÷ training rate + validation set ÷ evaluation rate. Published
-GTS sizes (embedding 128, hidden 512), batch 64.
+GTS sizes (embedding 128, hidden 512), batch 64. Evaluation runs in fp32 whatever the training
+precision, so a bf16 row reuses its fp32 row's rate. `--plm DIR --plm-layers 12 --plm-hidden 768`
+times the pretrained-encoder solvers on a random encoder of BERT-base's size (a machine without
+the weights: a GPU session).
 
 Usage: python bench/train_speed.py [--device cpu|cuda] [--precisions fp32 bf16] [--solvers gts]
            [--variants base gcn] [--dataset math23k] [--batches N] [--threads 2]
+           [--plm minilm|DIR] [--plm-layers N] [--plm-hidden N]
 """
 
 from __future__ import annotations
@@ -40,10 +44,12 @@ def _sync(device: torch.device) -> None:
 
 
 def bench(solver: str, variant: str, precision: str, splits, vocab, device: torch.device, batches: int,
-          warmup: int, batch_size: int, eval_problems: int) -> str:
+          warmup: int, batch_size: int, eval_problems: int, config: SolverConfig,
+          eval_rate: float | None = None) -> tuple[str, float]:
+    """The row's line and its evaluation rate (measured unless `eval_rate` is given)."""
     torch.manual_seed(0)
-    model = SOLVERS[solver](vocab, SolverConfig())
-    reexaminer = None if variant == "base" else Reexaminer(vocab, SolverConfig(), PseDualConfig(expression_encoder=variant))
+    model = SOLVERS[solver](vocab, config)
+    reexaminer = None if variant == "base" else Reexaminer(vocab, config, PseDualConfig(expression_encoder=variant))
     step = StepLoss(model, reexaminer, 1.0).to(device)
     opt = torch.optim.Adam(step.parameters(), 1e-3, weight_decay=1e-5)
     train = list(splits.train)
@@ -61,18 +67,19 @@ def bench(solver: str, variant: str, precision: str, splits, vocab, device: torc
             elapsed += time.perf_counter() - start
     train_rate = batches * batch_size / elapsed
     step.eval()
-    valid = list(splits.valid)[:eval_problems]
-    _sync(device)
-    start = time.perf_counter()
-    evaluate(model, valid, vocab, 5, batch_size, device)
-    _sync(device)
-    eval_rate = len(valid) / (time.perf_counter() - start)
+    if eval_rate is None:
+        valid = list(splits.valid)[:eval_problems]
+        _sync(device)
+        start = time.perf_counter()
+        evaluate(model, valid, vocab, 5, batch_size, device)
+        _sync(device)
+        eval_rate = len(valid) / (time.perf_counter() - start)
     epoch = len(splits.train) / train_rate + len(splits.valid) / eval_rate
     memory = (f"peak GPU memory {torch.cuda.max_memory_allocated(device) / 2**20:,.0f} MiB" if device.type == "cuda"
               else f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB")
-    return (f"{solver:<10} {variant:<4} {precision:<4} train {train_rate:7.1f} problems/s ({elapsed / batches:6.3f} s/batch)"
-            f"  eval beam 5 {eval_rate:6.1f} problems/s  epoch ≈ {epoch:6.1f} s "
-            f"({len(splits.train)} train + {len(splits.valid)} valid)  {memory}")
+    return (f"{solver:<12} {variant:<4} {precision:<4} train {train_rate:7.1f} problems/s "
+            f"({elapsed / batches:6.3f} s/batch)  eval beam 5 {eval_rate:6.1f} problems/s  epoch ≈ {epoch:6.1f} s "
+            f"({len(splits.train)} train + {len(splits.valid)} valid)  {memory}"), eval_rate
 
 
 def main() -> None:
@@ -88,7 +95,11 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--eval-problems", type=int, default=256, help="validation problems decoded for the rate")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--plm", default="minilm", help="the pretrained-encoder solvers' encoder folder")
+    parser.add_argument("--plm-layers", type=int, help="resize that encoder, randomly initialised")
+    parser.add_argument("--plm-hidden", type=int, help="resize that encoder, randomly initialised")
     args = parser.parse_args()
+    config = SolverConfig(plm=args.plm, plm_layers=args.plm_layers, plm_hidden=args.plm_hidden)
     torch.set_num_threads(args.threads)
     device = resolve(args.device)
     precisions = args.precisions or (["fp32", "bf16"] if device.type == "cuda" else ["fp32"])
@@ -99,9 +110,11 @@ def main() -> None:
     print(f"torch {torch.__version__}, {name}, {args.dataset}, batch {args.batch_size}, {args.batches} timed batches")
     for solver in args.solvers:
         for variant in args.variants:
+            rate = None  # evaluation is fp32 at every training precision: measured once a solver and variant
             for precision in precisions:
-                print(bench(solver, variant, precision, splits, vocab, device, args.batches, args.warmup,
-                            args.batch_size, args.eval_problems), flush=True)
+                line, rate = bench(solver, variant, precision, splits, vocab, device, args.batches, args.warmup,
+                                   args.batch_size, args.eval_problems, config, rate)
+                print(line, flush=True)
 
 
 if __name__ == "__main__":

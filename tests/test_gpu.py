@@ -13,7 +13,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-import polars as pl
+import pyarrow.parquet as pq
 import pytest
 import torch
 
@@ -32,6 +32,12 @@ pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
 ROOT = Path(__file__).parent.parent
+
+
+def _epochs(run: Path) -> list[dict]:
+    """A run's epochs table, a row per epoch (pyarrow, not Polars: a GPU session carries no Polars,
+    bench/gpu_carry.py)."""
+    return pq.read_table(run / "epochs.parquet").to_pylist()
 SPEC = load_spec(ROOT / "search_spaces" / "ddp_smoke.yaml")
 CONFIG = make_config({**SPEC.fixed, "data.train_size": 96, "batch_size": 32, "epochs": 3})
 
@@ -55,7 +61,7 @@ def test_first_losses_match_cpu(tmp_path):
     state = torch.load(tmp_path / "cuda" / "last.pt", weights_only=True)
     assert all(t.is_cuda for t in state["model"].values())
     train(replace(cuda, device="cpu"), tmp_path / "cpu", test=False, progress=False)
-    a, b = (pl.read_parquet(tmp_path / d / "epochs.parquet").row(0, named=True) for d in ("cuda", "cpu"))
+    a, b = (_epochs(tmp_path / d)[0] for d in ("cuda", "cpu"))
     assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-4)
     assert a["infill_loss"] == pytest.approx(b["infill_loss"], rel=1e-4)
 
@@ -64,7 +70,7 @@ def test_bf16_trains(tmp_path):
     bf16 = replace(CONFIG, device="cuda", precision="bf16")
     train(bf16, tmp_path / "bf16", test=False, progress=False)
     train(replace(bf16, precision="fp32"), tmp_path / "fp32", test=False, progress=False)
-    a, b = (pl.read_parquet(tmp_path / d / "epochs.parquet")["train_loss"].to_list() for d in ("bf16", "fp32"))
+    a, b = ([row["train_loss"] for row in _epochs(tmp_path / d)] for d in ("bf16", "fp32"))
     assert a[-1] < a[0]  # it learns
     assert a[-1] == pytest.approx(b[-1], rel=0.05) and a != b  # like fp32, and autocast did run
 
@@ -124,7 +130,7 @@ def test_a_cuda_run_resumes_where_it_stopped(tmp_path):
     assert train(config, tmp_path / "stopped", stop_after_epoch=1, test=False, progress=False) is None
     train(config, tmp_path / "stopped", resume=True, test=False, progress=False)
     train(config, tmp_path / "straight", test=False, progress=False)
-    a, b = (pl.read_parquet(tmp_path / d / "epochs.parquet") for d in ("stopped", "straight"))
-    assert a["epoch"].to_list() == [1, 2, 3]
+    a, b = (_epochs(tmp_path / d) for d in ("stopped", "straight"))
+    assert [row["epoch"] for row in a] == [1, 2, 3]
     # CUDA's atomic adds may sum in another order from run to run
-    assert a["train_loss"].to_list() == pytest.approx(b["train_loss"].to_list(), rel=1e-4)
+    assert [row["train_loss"] for row in a] == pytest.approx([row["train_loss"] for row in b], rel=1e-4)

@@ -1,0 +1,214 @@
+"""Build what a GPU session carries to the device machine: one archive, .carry/session.tar.xz,
+that must fit the 64 MiB a device call carries together with the working tree (docs/gpu.md).
+
+The device's image has CUDA torch, torch-geometric, transformers, pyarrow, scipy, pytest and
+more (bench/device_image.txt); it lacks Ray, Optuna, jsonargparse and what they need, and it
+cannot reach a package index. Run here, with the venv `make install` made:
+
+1. The packages psedual needs at run time that the image lacks: the closure of psedual's
+   requirements, read from this venv's metadata (so their versions are the ones the tests
+   passed with), markers evaluated for CPython 3.12 on Linux x86-64, less the image's packages
+   and less `LEFT_OUT` (each with its reason, printed).
+2. Their wheels downloaded for CPython 3.12, manylinux x86-64 (`pip download`), installed into a
+   staging folder, ELF files' symbol tables stripped (`strip --strip-unneeded`), and the parts of
+   Ray no stage runs left out (`RAY_LEFT_OUT`).
+3. With them: the benchmark files the stages read (Math23K, MAWPS), the MiniLM encoder's config
+   and tokenizer (a stand-in encoder's: no weights), the published GTS code with its Math_23K.json
+   and the side-by-side script (when `--reference` names a checkout), and this commit's id.
+4. All of it in .carry/session.tar.xz; every part's size printed, and the total against the limit.
+
+On the device (bench/gpu_session.py does it with `--unpack .carry/session.tar.xz`) the archive
+unpacks into a folder whose `site` goes on PYTHONPATH and whose `data` is PSEDUAL_DATA.
+
+Usage: .venv/bin/python bench/gpu_carry.py [--reference /tmp/math_seq2tree] [--out .carry]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata as md
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from packaging.markers import Marker
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parent.parent
+IMAGE = Path(__file__).with_name("device_image.txt")
+LIMIT = 64 * 2**20
+"""What one device call carries: the working tree and the carried paths together."""
+DEVICE_ENV = {"python_version": "3.12", "python_full_version": "3.12.3", "sys_platform": "linux",
+              "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix",
+              "implementation_name": "cpython", "platform_python_implementation": "CPython"}
+"""The device's Python, for the requirements' markers."""
+PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
+             "manylinux1_x86_64", "manylinux_2_31_x86_64", "manylinux_2_34_x86_64", "manylinux_2_5_x86_64")
+LEFT_OUT = {"polars": "read by analysis/ only: no stage of the session imports it (tests/test_gpu.py reads its "
+                      "tables with pyarrow); its runtime alone is ~30 MB compressed",
+            "polars-runtime-32": "Polars' runtime (see polars)"}
+"""Requirements that do not travel, with why."""
+RAY_LEFT_OUT = {"ray/jars": "Ray's Java workers", "ray/rllib": "RLlib",
+                "ray/dashboard/client/build": "the dashboard's web page (its API, which Train's cleanup reads, stays)"}
+"""Parts of the Ray wheel no stage runs (an emptied folder is kept where Ray checks that it exists)."""
+DATASETS = ("math23k", "mawps")
+
+
+def norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def image_packages() -> set[str]:
+    return {norm(line.strip()) for line in IMAGE.read_text().splitlines() if line.strip() and not line.startswith("#")}
+
+
+def closure(root: str = "psedual") -> dict[str, str]:
+    """Every distribution `root` needs (its requirements, theirs, ... with their extras), name →
+    the version installed here."""
+    found: dict[str, str] = {}
+    todo = [(root, frozenset())]
+    seen = set()
+    while todo:
+        name, extras = todo.pop()
+        if (norm(name), extras) in seen:
+            continue
+        seen.add((norm(name), extras))
+        dist = md.distribution(name)
+        found[norm(name)] = dist.version
+        for line in dist.requires or ():
+            req = Requirement(line)
+            if req.marker is None or any(req.marker.evaluate({**DEVICE_ENV, "extra": e}) for e in {"", *extras}):
+                todo.append((req.name, frozenset(req.extras)))
+    del found[norm(root)]
+    return found
+
+
+def needed() -> tuple[dict[str, str], dict[str, str]]:
+    """(what travels: name → version, what is left out: name → why)."""
+    have, out, travel = image_packages(), {}, {}
+    for name, version in sorted(closure().items()):
+        if name in have or name.startswith("nvidia-"):
+            continue
+        if name in LEFT_OUT:
+            out[name] = LEFT_OUT[name]
+        else:
+            travel[name] = version
+    return travel, out
+
+
+def pip(*args: str) -> None:
+    subprocess.run([sys.executable, "-m", "pip", *args, "--disable-pip-version-check", "-q"], check=True)
+
+
+def platform_args() -> list[str]:
+    return ["--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp",
+            *[a for p in PLATFORMS for a in ("--platform", p)]]
+
+
+def stage(travel: dict[str, str], wheels: Path, site: Path) -> None:
+    pip("download", "--no-deps", "-d", str(wheels), *platform_args(), *[f"{n}=={v}" for n, v in travel.items()])
+    pip("install", "--no-deps", "--no-compile", "--target", str(site), *platform_args(),
+        *sorted(str(w) for w in wheels.glob("*.whl")))
+    for part in RAY_LEFT_OUT:
+        shutil.rmtree(site / part, ignore_errors=True)
+    (site / "ray/dashboard/client/build/static").mkdir(parents=True, exist_ok=True)  # the dashboard checks it
+    strip = shutil.which("strip")
+    for path in site.rglob("*"):
+        if path.is_file() and not path.is_symlink() and path.open("rb").read(4) == b"\x7fELF" and strip:
+            subprocess.run([strip, "--strip-unneeded", str(path)], check=True)
+
+
+def add_encoder(dest: Path) -> None:
+    """The MiniLM package's config and tokenizer, no weights: a stand-in encoder is built from them."""
+    from psedual.solvers.plm import plm_path
+
+    source = plm_path("minilm")
+    dest.mkdir(parents=True)
+    for f in source.iterdir():
+        if f.is_file() and f.suffix in (".json", ".txt"):
+            shutil.copy2(f, dest / f.name)
+
+
+def add_reference(reference: Path, data_root: Path, dest: Path) -> None:
+    """The published GTS code (its src/) and data/Math_23K.json, taken from the data root when the
+    checkout lacks it (the same bytes: ../shared/data/README.md)."""
+    shutil.copytree(reference / "src", dest / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    (dest / "data").mkdir(parents=True)
+    json = reference / "data" / "Math_23K.json"
+    shutil.copy2(json if json.is_file() else data_root / "math23k" / "Math_23K.json", dest / "data" / "Math_23K.json")
+
+
+def working_tree() -> int:
+    """Bytes of what a device call sends besides the carried paths: tracked and untracked,
+    not ignored, files."""
+    names = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, check=True).stdout.split(b"\0")
+    return sum((ROOT / n.decode()).stat().st_size for n in names if n and (ROOT / n.decode()).is_file())
+
+
+def du(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=str(ROOT / ".carry"), help="folder for session.tar.xz (default .carry)")
+    parser.add_argument("--reference", help="a checkout of the published GTS code (github ShichaoSun/math_seq2tree)")
+    parser.add_argument("--side-by-side", default=str(ROOT.parent / "shared" / "bench" / "gts_side_by_side.py"),
+                        help="the side-by-side script (default ../shared/bench/gts_side_by_side.py)")
+    args = parser.parse_args()
+    from psedual.data.root import find_data_root
+
+    data_root = find_data_root(None)
+    travel, left_out = needed()
+    print(f"{len(travel)} packages psedual needs that the device's image lacks (versions as installed here):")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        carry = tmp / "carry"
+        stage(travel, tmp / "wheels", carry / "site")
+        for wheel in sorted((tmp / "wheels").glob("*.whl")):
+            print(f"  {wheel.name:<75} {wheel.stat().st_size / 2**20:6.2f} MiB")
+        for name, why in left_out.items():
+            print(f"  left out: {name} ({why})")
+        for part, what in RAY_LEFT_OUT.items():
+            print(f"  left out of Ray: {part} ({what})")
+        print(f"  installed and stripped: {du(carry / 'site') / 2**20:.0f} MiB")
+        for name in DATASETS:
+            shutil.copytree(data_root / name, carry / "data" / name)
+        add_encoder(carry / "minilm")
+        if args.reference:
+            add_reference(Path(args.reference), data_root, carry / "math_seq2tree")
+            shutil.copy2(args.side_by_side, carry / "gts_side_by_side.py")
+        else:
+            print("  no --reference: the side-by-side stage will say it has no published GTS to run")
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                                text=True).stdout.strip()
+        (carry / "COMMIT").write_text(commit + "\n")
+        archive = out / "session.tar.xz"
+        if shutil.which("xz"):  # threaded, and faster than Python's lzma at the same ratio
+            tar = subprocess.Popen(["tar", "-C", str(carry), "-cf", "-", "."], stdout=subprocess.PIPE)
+            with archive.open("wb") as f:
+                subprocess.run(["xz", "-9", "-T0"], stdin=tar.stdout, stdout=f, check=True)
+            if tar.wait():
+                sys.exit("tar failed")
+        else:
+            with tarfile.open(archive, "w:xz", preset=9) as t:
+                t.add(carry, ".")
+    tree = working_tree()
+    size = archive.stat().st_size
+    total = size + tree
+    print(f"{archive}: {size / 2**20:.1f} MiB; with the working tree ({tree / 2**20:.1f} MiB): "
+          f"{total / 2**20:.1f} MiB of the {LIMIT / 2**20:.0f} MiB a device call carries"
+          + ("" if total <= LIMIT else f": {(total - LIMIT) / 2**20:.1f} MiB TOO MUCH"))
+    if total > LIMIT:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

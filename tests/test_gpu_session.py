@@ -1,0 +1,106 @@
+"""bench/gpu_session.py at toy size on the CPU (issue 38): every stage a GPU session runs, so the
+session cannot rot between the sessions lent a GPU; and what bench/gpu_carry.py packs for the
+device (the closure of psedual's needs less the device image's packages), without a download."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parent.parent
+SESSION = ROOT / "bench" / "gpu_session.py"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # a dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def _session(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SESSION), "--device", "cpu", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gpu_session")
+    began = time.perf_counter()
+    done = _session("--out", str(out))
+    return out, done, time.perf_counter() - began
+
+
+def test_every_stage_runs_at_toy_size_on_the_cpu_and_writes_its_section(toy_run):
+    out, done, seconds = toy_run
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    session = _load("gpu_session")
+    state = json.loads((out / "state.json").read_text())
+    report = (out / "report.md").read_text()
+    for i, stage in enumerate(session.STAGES, 1):
+        assert f"## {i}. {stage.title}" in report
+        record = state["stages"][stage.name]
+        if stage.name == "side_by_side" and record["rc"] is None:  # CI has no checkout of the published GTS
+            assert record["output"].startswith("not run: no ")
+        else:
+            assert record["rc"] == 0, (stage.name, record["output"][-2000:])
+    output = {name: r["output"] for name, r in state["stages"].items()}
+    assert "0 of 30 steps failed" in output["steps"]  # 5 solvers x 3 variants x fp32, bf16
+    assert "skipped" in output["gpu_tests"] and "failed" not in output["gpu_tests"]
+    assert output["train_speed"].count("problems/s") == 8  # gts base, gcn x fp32, bf16: train and eval each
+    assert "throughput at once / one at a time:" in output["share"]
+    assert "over gloo: completed" in output["gloo"]
+    assert "train step, gts gcn" in output["syncs"]
+    costs = (out / "costs.tsv").read_text()
+    assert "2 steps timed an epoch" in costs and "\tpart\t" in costs
+    assert "extrapolated: 2 shapes timed with 2 steps timed an epoch" in output["calibrate"]
+    print(f"toy session: {seconds:.0f} s")  # the goal: at most 3 minutes on CI's 2 cores
+
+
+def test_a_second_run_skips_the_stages_that_passed(toy_run):
+    out, _, _ = toy_run
+    before = json.loads((out / "state.json").read_text())
+    again = _session("--out", str(out), "--budget", "5")
+    assert again.returncode == 0, again.stdout + again.stderr
+    passed = sum(1 for r in before["stages"].values() if r["rc"] == 0)
+    assert passed >= 8 and f"{passed} of 9 stages passed" in again.stdout
+    assert " ..." not in again.stdout  # no stage started again (one that could not run is left to the budget)
+    assert json.loads((out / "state.json").read_text()) == before
+
+
+def test_stages_that_do_not_fit_the_budget_are_left_for_the_next_run(tmp_path):
+    done = _session("--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--budget", "12",
+                    "--stages", "env", "steps", "gloo")
+    assert done.returncode == 0, done.stdout + done.stderr
+    state = json.loads((tmp_path / "work" / "state.json").read_text())
+    assert list(state["stages"]) == ["env"]  # env expects 10 s; steps (40) and gloo (40) do not fit in 12
+    assert "left for the next run: steps, gloo" in done.stdout
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "Left for the next run (same --work): steps, gloo." in report and "## 2. One fp32" in report
+    assert (tmp_path / "out" / "state.json").read_text() == (tmp_path / "work" / "state.json").read_text()
+    other = _session("--out", str(tmp_path / "out2"), "--work", str(tmp_path / "work"), "--stages", "env")
+    assert other.returncode == 0
+    state["device"] = "cuda"
+    (tmp_path / "work" / "state.json").write_text(json.dumps(state))
+    refused = _session("--out", str(tmp_path / "out3"), "--work", str(tmp_path / "work"))
+    assert refused.returncode != 0 and "holds a cuda run: give another --work" in refused.stderr
+
+
+def test_the_carry_holds_what_psedual_needs_and_the_device_image_lacks():
+    carry = _load("gpu_carry")
+    travel, left_out = carry.needed()
+    assert {"ray", "optuna", "jsonargparse", "pydantic", "sqlalchemy"} <= set(travel)
+    # the image has these (bench/device_image.txt): they never travel
+    assert not {"torch", "numpy", "pyarrow", "transformers", "torch-geometric", "scipy", "pyyaml"} & set(travel)
+    assert not any(name.startswith("nvidia-") for name in travel)
+    assert set(left_out) == {"polars", "polars-runtime-32"}
+    assert travel["ray"] == carry.md.version("ray")  # the versions the tests passed with
+    assert "polars" not in (ROOT / "tests" / "test_gpu.py").read_text().split('"""', 2)[2].replace(
+        "not Polars", "")  # the gpu tests run where Polars does not travel
