@@ -219,22 +219,34 @@ def _ours(tmp: str) -> list:
     return found
 
 
+IDLE_TIMEOUT_MINUTES = 0.2
+SCALE_DOWN_S = 60
+"""The fake cluster's idle timeout (12 s: gpu.yaml's 10 minutes are too long to wait for, and a
+fresh node must not go idle before its task reaches it on a loaded machine), and how long after
+their tasks end its idle workers may take to be gone: the timeout, the autoscaler's 1 s rounds
+and the raylets' shutdown, with room for a loaded machine."""
+
+
 @pytest.mark.slow
 def test_the_gpu_clusters_node_types_scale_from_zero_and_place_gpu_work_on_the_workers(tmp_path):
     """Issue 42: Ray's `fake_multinode` provider on clusters/gpu.yaml's own node types (their
     resources, worker counts, upscaling speed): no GPU at the start, two GPU tasks bring up two
-    `gpu_worker` nodes and run there, never on the 0-GPU head (about 70 s). The head is this test's own (`cluster_utils.Cluster`, a private
-    session folder and port; Ray's AutoscalingCluster is not used: its teardown ends every Ray
-    of this user on the machine, not its own only, and it reads fake_multi_node/example.yaml, which Ray 2.60's wheel lacks);
-    the fake nodes its autoscaler starts are stopped by process id (their command lines name this
-    test's session folder)."""
+    `gpu_worker` nodes and run there, never on the 0-GPU head; idle for the idle timeout, both
+    are terminated by the autoscaler and the head stays (30-40 s). The head is this test's
+    own (`cluster_utils.Cluster`, a private session folder and port; Ray's AutoscalingCluster is
+    not used: its teardown ends every Ray of this user on the machine, not its own only, and it
+    reads fake_multi_node/example.yaml, which Ray 2.60's wheel lacks); the fake nodes its
+    autoscaler starts are stopped by process id (their command lines name this test's session
+    folder)."""
     import json
     import os
     import socket
 
     import ray
     import yaml
+    from ray.autoscaler._private.fake_multi_node.node_provider import FAKE_HEAD_NODE_ID
     from ray.cluster_utils import Cluster
+    from ray.core.generated.common_pb2 import NodeDeathInfo
 
     gpu = yaml.safe_load((ROOT / "clusters" / "gpu.yaml").read_text())
     types = gpu["available_node_types"]
@@ -245,11 +257,15 @@ def test_the_gpu_clusters_node_types_scale_from_zero_and_place_gpu_work_on_the_w
     workers = {name: {**{k: t[k] for k in ("min_workers", "max_workers", "resources")}, "node_config": {}}
                for name, t in types.items() if name != gpu["head_node_type"]}
     config = {"cluster_name": "fake-" + gpu["cluster_name"], "max_workers": gpu["max_workers"],
-              "upscaling_speed": gpu["upscaling_speed"], "idle_timeout_minutes": gpu["idle_timeout_minutes"],
+              "upscaling_speed": gpu["upscaling_speed"], "idle_timeout_minutes": IDLE_TIMEOUT_MINUTES,
               "auth": {"ssh_user": "x"},
               # the fake nodes are raylets with nothing to set up: no updater (the provider's tags are
-              # read-only, and an updater's first write fails the node), as Ray's KubeRay provider
+              # read-only, and an updater's first write fails the node), as Ray's KubeRay provider.
+              # Every fake raylet is on 127.0.0.1, and the autoscaler finds a node idle by its "IP":
+              # use_node_id_as_ip keys its load metrics by node id, which this provider answers as
+              # the IP (as Ray's fake_multi_node/example.yaml does); without it no node is ever idle
               "provider": {"type": "fake_multinode", "gcs_address": f"{LOOPBACK}:{port}",
+                           "use_node_id_as_ip": True,
                            "disable_node_updaters": True, "disable_launch_config_check": True},
               "available_node_types": {"ray.head.default": {"resources": head["resources"], "node_config": {},
                                                             "max_workers": 0}, **workers},
@@ -265,9 +281,13 @@ def test_the_gpu_clusters_node_types_scale_from_zero_and_place_gpu_work_on_the_w
         env.setenv("RAY_FAKE_CLUSTER", "1")  # the provider refuses to run without it
         env.setenv("AUTOSCALER_UPDATE_INTERVAL_S", "1")
         tmp = os.environ["RAY_TMPDIR"]
+        # the head under the id the provider lists it by, as `ray start --head` names it under
+        # RAY_FAKE_CLUSTER: else the autoscaler drops the head's load reports each round as from a
+        # node its provider does not list (the scale-down does not depend on it)
         cluster = Cluster(initialize_head=True, head_node_args={
             "num_cpus": head["resources"]["CPU"], "num_gpus": head["resources"]["GPU"], "gcs_server_port": port,
-            "node_ip_address": LOOPBACK, "include_dashboard": False, "autoscaling_config": str(path)})
+            "node_ip_address": LOOPBACK, "include_dashboard": False, "autoscaling_config": str(path),
+            "env_vars": {"RAY_OVERRIDE_NODE_ID_FOR_TESTING": FAKE_HEAD_NODE_ID}})
         try:
             ray.init(address=cluster.address, log_to_driver=False)
             assert ray.cluster_resources().get("GPU", 0) == 0  # from zero
@@ -282,10 +302,23 @@ def test_the_gpu_clusters_node_types_scale_from_zero_and_place_gpu_work_on_the_w
             assert len(set(ran)) == 2 and cluster.head_node.node_id not in ran
             assert all(nodes[n]["Resources"].get("GPU") == 1 and nodes[n]["Resources"]["CPU"] ==
                        types["gpu_worker"]["resources"]["CPU"] for n in ran)
-            # Not asserted: the scale-down. Ray 2.60's autoscaler (v1) finds a worker idle by its IP
-            # (`provider.internal_ip`, which this provider answers with the node's id) in load
-            # metrics keyed by the raylets' own IP (127.0.0.1 for every fake node), so it never sees
-            # one idle; its v2 (keyed by node id) launched no node here within 180 s.
+            # the scale-down: both workers idle since their task ended are terminated by the
+            # autoscaler (the provider ends their raylets), the head stays
+            ended = time.monotonic()
+            while time.monotonic() - ended < SCALE_DOWN_S:
+                alive = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+                if not alive & set(ran):
+                    break
+                time.sleep(1)
+            assert not alive & set(ran), f"a gpu_worker still up {SCALE_DOWN_S} s after its task ended"
+            assert alive == {cluster.head_node.node_id}
+            # ended on purpose, not lost (the autoscaler's drain or the provider's SIGTERM, whichever
+            # reaches the raylet first), and for being idle
+            dead = {n["NodeID"]: n["DeathReason"] for n in ray.nodes() if not n["Alive"]}
+            assert dead == {n: NodeDeathInfo.EXPECTED_TERMINATION for n in ran}
+            log = (Path(cluster.head_node.get_logs_dir_path()) / "monitor.log").read_text()
+            for n in ran:
+                assert f"Terminating the node with id {n} and ip {n}. (idle)" in log
         finally:
             ray.shutdown()
             cluster.shutdown()
