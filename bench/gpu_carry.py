@@ -8,7 +8,7 @@ cannot reach a package index. Run here, with the venv `make install` made:
 1. The packages psedual needs at run time that the image lacks: the closure of psedual's
    requirements, read from this venv's metadata (so their versions are the ones the tests
    passed with), markers evaluated for CPython 3.12 on Linux x86-64, less the image's packages
-   and less `LEFT_OUT` (each with its reason, printed).
+   and less `LEFT_OUT` (each with its reason, printed): 2 MiB of the wheels count in the 64.
 2. Their wheels downloaded for CPython 3.12, manylinux x86-64 (`pip download`), installed into a
    staging folder, ELF files' symbol tables stripped (`strip --strip-unneeded`), and the parts of
    Ray no stage runs left out (`RAY_LEFT_OUT`).
@@ -48,9 +48,10 @@ DEVICE_ENV = {"python_version": "3.12", "python_full_version": "3.12.3", "sys_pl
 """The device's Python, for the requirements' markers."""
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
              "manylinux1_x86_64", "manylinux_2_31_x86_64", "manylinux_2_34_x86_64", "manylinux_2_5_x86_64")
-LEFT_OUT = {"polars": "read by analysis/ only: no stage of the session imports it (tests/test_gpu.py reads its "
-                      "tables with pyarrow); its runtime alone is ~30 MB compressed",
-            "polars-runtime-32": "Polars' runtime (see polars)"}
+LEFT_OUT = {"virtualenv": "Ray imports it only for a runtime env with pip or uv packages, which no stage uses",
+            "distlib": "virtualenv's own", "python-discovery": "virtualenv's own",
+            "py-spy": "a program Ray's dashboard runs to profile a worker on request; Train notes it missing and "
+                      "goes on"}
 """Requirements that do not travel, with why."""
 RAY_LEFT_OUT = {"ray/jars": "Ray's Java workers", "ray/rllib": "RLlib",
                 "ray/dashboard/client/build": "the dashboard's web page (its API, which Train's cleanup reads, stays)"}
@@ -66,9 +67,10 @@ def image_packages() -> set[str]:
     return {norm(line.strip()) for line in IMAGE.read_text().splitlines() if line.strip() and not line.startswith("#")}
 
 
-def closure(root: str = "psedual") -> dict[str, str]:
+def closure(root: str = "psedual", python: str = "3.12") -> dict[str, str]:
     """Every distribution `root` needs (its requirements, theirs, ... with their extras), name →
-    the version installed here."""
+    the version installed here; markers evaluated for Linux x86-64 and CPython `python`."""
+    env = {**DEVICE_ENV, "python_version": python, "python_full_version": f"{python}.0"}
     found: dict[str, str] = {}
     todo = [(root, frozenset())]
     seen = set()
@@ -81,16 +83,16 @@ def closure(root: str = "psedual") -> dict[str, str]:
         found[norm(name)] = dist.version
         for line in dist.requires or ():
             req = Requirement(line)
-            if req.marker is None or any(req.marker.evaluate({**DEVICE_ENV, "extra": e}) for e in {"", *extras}):
+            if req.marker is None or any(req.marker.evaluate({**env, "extra": e}) for e in {"", *extras}):
                 todo.append((req.name, frozenset(req.extras)))
     del found[norm(root)]
     return found
 
 
-def needed() -> tuple[dict[str, str], dict[str, str]]:
+def needed(python: str = "3.12") -> tuple[dict[str, str], dict[str, str]]:
     """(what travels: name → version, what is left out: name → why)."""
     have, out, travel = image_packages(), {}, {}
-    for name, version in sorted(closure().items()):
+    for name, version in sorted(closure(python=python).items()):
         if name in have or name.startswith("nvidia-"):
             continue
         if name in LEFT_OUT:
@@ -101,17 +103,23 @@ def needed() -> tuple[dict[str, str], dict[str, str]]:
 
 
 def pip(*args: str) -> None:
-    subprocess.run([sys.executable, "-m", "pip", *args, "--disable-pip-version-check", "-q"], check=True)
+    done = subprocess.run([sys.executable, "-m", "pip", *args, "--disable-pip-version-check", "-q"], text=True,
+                          stderr=subprocess.PIPE)
+    # this machine's pip configuration names find-links folders that do not exist: one warning each
+    noise = re.compile(r"WARNING: Location '.*' is ignored|WARNING: Running pip as the 'root' user")
+    sys.stderr.write("".join(line + "\n" for line in done.stderr.splitlines() if not noise.match(line)))
+    if done.returncode:
+        sys.exit(f"pip {args[0]} failed (rc {done.returncode})")
 
 
-def platform_args() -> list[str]:
-    return ["--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp",
+def platform_args(python: str) -> list[str]:
+    return ["--only-binary=:all:", "--python-version", python, "--implementation", "cp",
             *[a for p in PLATFORMS for a in ("--platform", p)]]
 
 
-def stage(travel: dict[str, str], wheels: Path, site: Path) -> None:
-    pip("download", "--no-deps", "-d", str(wheels), *platform_args(), *[f"{n}=={v}" for n, v in travel.items()])
-    pip("install", "--no-deps", "--no-compile", "--target", str(site), *platform_args(),
+def stage(travel: dict[str, str], wheels: Path, site: Path, python: str) -> None:
+    pip("download", "--no-deps", "-d", str(wheels), *platform_args(python), *[f"{n}=={v}" for n, v in travel.items()])
+    pip("install", "--no-deps", "--no-compile", "--target", str(site), *platform_args(python),
         *sorted(str(w) for w in wheels.glob("*.whl")))
     for part in RAY_LEFT_OUT:
         shutil.rmtree(site / part, ignore_errors=True)
@@ -160,18 +168,20 @@ def main() -> None:
     parser.add_argument("--reference", help="a checkout of the published GTS code (github ShichaoSun/math_seq2tree)")
     parser.add_argument("--side-by-side", default=str(ROOT.parent / "shared" / "bench" / "gts_side_by_side.py"),
                         help="the side-by-side script (default ../shared/bench/gts_side_by_side.py)")
+    parser.add_argument("--python", default="3.12", help="the device's Python (3.12; another for a rehearsal "
+                        "on this machine, docs/gpu.md)")
     args = parser.parse_args()
     from psedual.data.root import find_data_root
 
     data_root = find_data_root(None)
-    travel, left_out = needed()
+    travel, left_out = needed(args.python)
     print(f"{len(travel)} packages psedual needs that the device's image lacks (versions as installed here):")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         carry = tmp / "carry"
-        stage(travel, tmp / "wheels", carry / "site")
+        stage(travel, tmp / "wheels", carry / "site", args.python)
         for wheel in sorted((tmp / "wheels").glob("*.whl")):
             print(f"  {wheel.name:<75} {wheel.stat().st_size / 2**20:6.2f} MiB")
         for name, why in left_out.items():

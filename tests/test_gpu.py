@@ -35,8 +35,7 @@ ROOT = Path(__file__).parent.parent
 
 
 def _epochs(run: Path) -> list[dict]:
-    """A run's epochs table, a row per epoch (pyarrow, not Polars: a GPU session carries no Polars,
-    bench/gpu_carry.py)."""
+    """A run's epochs table, a row per epoch."""
     return pq.read_table(run / "epochs.parquet").to_pylist()
 SPEC = load_spec(ROOT / "search_spaces" / "ddp_smoke.yaml")
 CONFIG = make_config({**SPEC.fixed, "data.train_size": 96, "batch_size": 32, "epochs": 3})

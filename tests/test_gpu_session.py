@@ -100,7 +100,6 @@ def test_the_carry_holds_what_psedual_needs_and_the_device_image_lacks():
     # the image has these (bench/device_image.txt): they never travel
     assert not {"torch", "numpy", "pyarrow", "transformers", "torch-geometric", "scipy", "pyyaml"} & set(travel)
     assert not any(name.startswith("nvidia-") for name in travel)
-    assert set(left_out) == {"polars", "polars-runtime-32"}
+    assert set(left_out) == {"virtualenv", "distlib", "python-discovery", "py-spy"}
+    assert "polars" in travel  # the calibration's part overhead runs the whole job, tables and claims
     assert travel["ray"] == carry.md.version("ray")  # the versions the tests passed with
-    assert "polars" not in (ROOT / "tests" / "test_gpu.py").read_text().split('"""', 2)[2].replace(
-        "not Polars", "")  # the gpu tests run where Polars does not travel

@@ -21,14 +21,18 @@ from psedual.train.trainer import test_run
 
 
 def code_version() -> str:
-    """`git describe` of the checkout when there is one, else the package version."""
+    """`git describe` of the checkout when there is one, else the package version, else "unknown"
+    (a copy of the source on the path, as a GPU session's device runs it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return subprocess.run(["git", "describe", "--always", "--dirty"], cwd=Path(__file__).parent,
                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        from importlib.metadata import version
-
-        return version("psedual")
+        try:
+            return version("psedual")
+        except PackageNotFoundError:
+            return "unknown"
 
 
 def _runs_frame(rows: list[dict]) -> pl.DataFrame:
