@@ -197,7 +197,7 @@ def main() -> None:
             shutil.copy2(args.side_by_side, carry / "gts_side_by_side.py")
         else:
             print("  no --reference: the side-by-side stage will say it has no published GTS to run")
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+        commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True,
                                 text=True).stdout.strip()
         (carry / "COMMIT").write_text(commit + "\n")
         archive = out / "session.tar.xz"

@@ -195,10 +195,14 @@ def unpack(archive: Path, dest: Path) -> Path:
 
 
 def commit(carry: Path | None) -> str:
-    found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    """This checkout's `git describe`; on a device machine (a copy without .git), the commit the
+    carry was built at, said as such."""
+    found = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=ROOT, capture_output=True, text=True)
     if found.returncode == 0:
         return found.stdout.strip()
-    return (carry / "COMMIT").read_text().strip() if carry and (carry / "COMMIT").is_file() else "unknown"
+    if carry and (carry / "COMMIT").is_file():
+        return f"{(carry / 'COMMIT').read_text().strip()} (the carry's)"
+    return "unknown"
 
 
 def environment(c: Context) -> dict:

@@ -282,3 +282,16 @@ def test_the_calibration_options_are_checked_and_read_with_their_notes(tmp_path)
     write_costs([{"machine": "m", "commit": "abc", "concurrency": 1, "shape": "s", "start_s": 1, "step_s": 2,
                   "eval_s": 3, "note": "20 steps timed an epoch"}], tmp_path / "c.tsv")
     assert read_costs(tmp_path / "c.tsv")[("m", 1, "s")].note == "20 steps timed an epoch"
+
+
+def test_a_stand_in_encoder_replaces_only_a_pretrained_encoders_and_says_so(tmp_path):
+    from psedual.tune.calibrate import STAND_IN_HIDDEN, STAND_IN_LAYERS, stand_in
+
+    flat = {"solver": "bert_tree", "model.plm": "/home/ubuntu/models/roberta-base", "data.dataset": "mawps"}
+    timed, note = stand_in(flat, str(tmp_path / "minilm"))
+    assert timed == {**flat, "model.plm": str(tmp_path / "minilm"), "model.plm_layers": STAND_IN_LAYERS,
+                     "model.plm_hidden": STAND_IN_HIDDEN}
+    assert note == "a stand-in encoder (random, 12 layers x 768, minilm's tokenizer) for roberta-base"
+    assert stand_in(flat, None) == (flat, "")  # no stand-in given: the named encoder is timed
+    gts = {"solver": "gts", "model.plm": "/home/ubuntu/models/roberta-base"}
+    assert stand_in(gts, str(tmp_path)) == (gts, "")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -21,14 +22,17 @@ from psedual.train.trainer import test_run
 
 
 def code_version() -> str:
-    """`git describe` of the checkout when there is one, else the package version, else "unknown"
-    (a copy of the source on the path, as a GPU session's device runs it)."""
+    """`git describe` of the checkout when there is one; else $PSEDUAL_COMMIT (a copy of the source
+    without .git, as bench/gpu_session.py runs it on a device machine, says so there); else the
+    package version; else "unknown"."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         return subprocess.run(["git", "describe", "--always", "--dirty"], cwd=Path(__file__).parent,
                               capture_output=True, text=True, check=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
+        if os.environ.get("PSEDUAL_COMMIT"):
+            return os.environ["PSEDUAL_COMMIT"]
         try:
             return version("psedual")
         except PackageNotFoundError:
