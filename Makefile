@@ -19,7 +19,7 @@ EXTRAS ?= test,plm,llm,track,cluster
 DATA_MIRROR ?=
 FETCH = $(BIN)/psedual data fetch --if_missing $(if $(DATA_MIRROR),--mirror $(DATA_MIRROR))
 
-.PHONY: install demo readme test
+.PHONY: install demo readme test gpu-carry
 
 # constraints.txt pins every package to the versions the tests passed with (the same on every
 # cluster node, whenever it installs); pyproject.toml keeps the ranges the code needs.
@@ -57,3 +57,10 @@ readme: install
 test: install
 	$(FETCH)
 	RAY_AUTH_MODE=disabled $(BIN)/python -m pytest
+
+# What a GPU session carries to a device machine (docs/gpu.md): .carry/session.tar.xz, the packages
+# the device image lacks, the data, the stand-in encoder's tokenizer and, with REFERENCE=DIR (a
+# checkout of github.com/ShichaoSun/math_seq2tree), the published GTS for the side-by-side.
+REFERENCE ?=
+gpu-carry: install
+	$(BIN)/python bench/gpu_carry.py $(if $(REFERENCE),--reference $(REFERENCE))
