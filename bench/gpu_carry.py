@@ -35,7 +35,6 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from packaging.markers import Marker
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -181,6 +181,34 @@ STAGES = [Stage("env", "Environment", lambda c: ["-c", ENV_CODE], 10, 60),
 BY_NAME = {s.name: s for s in STAGES}
 
 
+GOALS = [("train_speed", r"^gts\s+base\s+fp32 .*epoch ≈\s*([\d.]+) s", "GTS epoch on Math23K, fp32 (s)", "<=", 60.0),
+         ("side_by_side", r"ratio train ([\d.]+)x", "training beside the published GTS (x)", ">=", 3.0),
+         ("side_by_side", r"ratio train [\d.]+x eval ([\d.]+)x", "beam-5 evaluation beside the published GTS (x)",
+          ">=", 20.0),
+         ("share", r"one at a time: ([\d.]+)x", "8 trials at 0.125 GPU against one at a time (x)", ">=", 4.0)]
+"""Issue 38's goals: the stage whose output holds the figure, how to find it, what, and the bound."""
+
+
+def goals(state: dict, cuda: bool) -> list[str]:
+    """A line per goal: the figure, the bound, met or not (or not measured)."""
+    import re
+
+    lines = []
+    for name, pattern, what, op, bound in GOALS:
+        record = state["stages"].get(name) or {}
+        found = re.search(pattern, record.get("output", ""), re.MULTILINE) if record.get("rc") == 0 else None
+        if found is None:
+            lines.append(f"- {what}: not measured (stage {name}: {'not run' if not record else 'no figure'})")
+            continue
+        value = float(found.group(1))
+        if not cuda:
+            lines.append(f"- {what}: {value:g} (toy sizes on a CPU: not judged against {op} {bound:g})")
+            continue
+        met = value <= bound if op == "<=" else value >= bound
+        lines.append(f"- {what}: {value:g}, goal {op} {bound:g}: {'met' if met else 'NOT met'}")
+    return lines
+
+
 def unpack(archive: Path, dest: Path) -> Path:
     """Unpack bench/gpu_carry.py's archive into `dest` once (a marker names the archive's size)."""
     marker = dest / ".unpacked"
@@ -251,6 +279,7 @@ def render(state: dict, c: Context, left: list[str]) -> str:
              f"Stages passed: {sum(1 for r in state['stages'].values() if r['rc'] == 0)} of {len(STAGES)}.", ""]
     if left:
         lines += [f"Left for the next run (same --work): {', '.join(left)}.", ""]
+    lines += ["Goals (issue 38):", "", *goals(state, c.cuda), ""]
     for i, stage in enumerate(STAGES, 1):
         record = state["stages"].get(stage.name)
         lines.append(f"## {i}. {stage.title}")

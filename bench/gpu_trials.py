@@ -45,29 +45,43 @@ def sweep(spec, resources: Resources, label: str) -> float:
     return wall
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command line (bench/gpu_session.py's test checks its device calls against it)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=("share", "gloo"))
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--trials", type=int, default=8, help="share: trials (seeds), all at once then one at a time")
     parser.add_argument("--epochs", type=int, default=None, help="default: the sweep file's")
     parser.add_argument("--train-size", type=int, default=None, help="default: the sweep file's")
-    args = parser.parse_args()
+    return parser
+
+
+def resources(gpu: bool, trials: int) -> dict[str, Resources]:
+    """Each pass's resources: `together` (all trials at once, 1/trials of the GPU each, or a CPU
+    each), `alone` (one at a time, the whole GPU), `gloo` (two Train workers sharing one GPU)."""
+    if gpu:
+        return {"together": Resources(gpus_per_trial=1 / trials, cpus_per_worker=1, max_concurrent=trials),
+                "alone": Resources(gpus_per_trial=1.0, cpus_per_worker=1, max_concurrent=1),
+                "gloo": Resources(num_workers=2, in_process=False, gpus_per_trial=1.0)}
+    return {"together": Resources(cpus_per_worker=1, max_concurrent=trials), "alone": Resources(max_concurrent=1),
+            "gloo": Resources(num_workers=2, in_process=False)}
+
+
+def main() -> None:
+    args = parser().parse_args()
     spec = load_spec(SPACE)
     fixed = {**spec.fixed, "device": args.device}
     fixed |= {k: v for k, v in (("epochs", args.epochs), ("data.train_size", args.train_size)) if v is not None}
     gpu = args.device == "cuda"
+    placed = resources(gpu, args.trials)
     if args.what == "gloo":
         spec = replace(spec, fixed=fixed, grid={"seed": [0]})
-        wall = sweep(spec, Resources(num_workers=2, in_process=False, use_gpu=gpu,
-                                     gpus_per_trial=1.0 if gpu else 0.0), "gloo")
+        wall = sweep(spec, placed["gloo"], "gloo")
         print(f"one trial of 2 Ray Train workers on one {'GPU' if gpu else 'CPU'} over gloo: completed in {wall:.1f} s")
         return
     spec = replace(spec, fixed=fixed, grid={"seed": list(range(args.trials))})
     n = args.trials
-    together = (Resources(gpus_per_trial=1 / n, cpus_per_worker=1, max_concurrent=n) if gpu
-                else Resources(cpus_per_worker=1, max_concurrent=n))
-    alone = Resources(gpus_per_trial=1.0, cpus_per_worker=1, max_concurrent=1) if gpu else Resources(max_concurrent=1)
+    together, alone = placed["together"], placed["alone"]
     share = f"{1 / n:g} GPU" if gpu else "1 CPU"
     # untimed: the first sweep of a process starts Ray's worker pool and reads the data cache
     sweep(replace(spec, grid={"seed": [0]}, fixed={**fixed, "epochs": 1}), alone, "warm-up")

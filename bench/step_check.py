@@ -70,7 +70,8 @@ def step(name: str, variant: str, precision: str, config: SolverConfig, problems
             + f"  grads {'finite' if finite else 'NOT FINITE'}  {seconds:6.3f} s{memory}")
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command line (bench/gpu_session.py's test checks its device calls against it)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
     parser.add_argument("--precisions", nargs="+", default=["fp32", "bf16"], choices=("fp32", "bf16"))
@@ -79,7 +80,11 @@ def main() -> None:
     parser.add_argument("--plm", default="minilm", help="the encoder folder (config and tokenizer) of the "
                         "pretrained-encoder solvers, resized and randomly initialised (default minilm)")
     parser.add_argument("--toy", action="store_true", help="the test suite's small sizes")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = parser().parse_args()
     device = resolve(args.device)
     splits = split_dataset(load_dataset(args.dataset), DataConfig.first_fold(args.dataset))
     vocab = Vocab.build(splits.train, splits.constants)

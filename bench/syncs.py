@@ -185,7 +185,8 @@ def _show(label: str, counts: list[tuple[int, collections.Counter, collections.C
         print(f"    {n / per / len(counts):8.2f}  {site}")
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command line (bench/gpu_session.py's test checks its device calls against it)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu", help="cpu (syncs counted by call) or cuda (by the driver)")
     parser.add_argument("--dataset", default="math23k")
@@ -196,7 +197,11 @@ def main() -> None:
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--decode", type=int, default=64, help="validation problems decoded (one batch)")
     parser.add_argument("--sites", type=int, default=8, help="lines shown per count (most syncs first)")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = parser().parse_args()
     torch.set_num_threads(2)
     device = resolve(args.device)
     splits = split_dataset(load_dataset(args.dataset), DataConfig.first_fold(args.dataset))

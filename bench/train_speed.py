@@ -82,7 +82,8 @@ def bench(solver: str, variant: str, precision: str, splits, vocab, device: torc
             f"({len(splits.train)} train + {len(splits.valid)} valid)  {memory}"), eval_rate
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """The command line (bench/gpu_session.py's test checks its device calls against it)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="auto", help="auto, cpu or cuda (default auto)")
     parser.add_argument("--precisions", nargs="+", default=None, choices=("fp32", "bf16"),
@@ -98,7 +99,11 @@ def main() -> None:
     parser.add_argument("--plm", default="minilm", help="the pretrained-encoder solvers' encoder folder")
     parser.add_argument("--plm-layers", type=int, help="resize that encoder, randomly initialised")
     parser.add_argument("--plm-hidden", type=int, help="resize that encoder, randomly initialised")
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = parser().parse_args()
     config = SolverConfig(plm=args.plm, plm_layers=args.plm_layers, plm_hidden=args.plm_hidden)
     torch.set_num_threads(args.threads)
     device = resolve(args.device)

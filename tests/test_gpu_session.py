@@ -61,6 +61,8 @@ def test_every_stage_runs_at_toy_size_on_the_cpu_and_writes_its_section(toy_run)
     costs = (out / "costs.tsv").read_text()
     assert "2 steps timed an epoch" in costs and "\tpart\t" in costs
     assert "extrapolated: 2 shapes timed with 2 steps timed an epoch" in output["calibrate"]
+    assert "- 8 trials at 0.125 GPU against one at a time (x): " in report
+    assert report.count("(toy sizes on a CPU: not judged against") == (4 if "ratio train" in report else 2)
     print(f"toy session: {seconds:.0f} s")  # the goal: at most 3 minutes on CI's 2 cores
 
 
@@ -103,3 +105,56 @@ def test_the_carry_holds_what_psedual_needs_and_the_device_image_lacks():
     assert set(left_out) == {"virtualenv", "distlib", "python-discovery", "py-spy"}
     assert "polars" in travel  # the calibration's part overhead runs the whole job, tables and claims
     assert travel["ray"] == carry.md.version("ray")  # the versions the tests passed with
+
+
+def test_the_goals_are_judged_on_a_gpu_run_from_the_stages_figures():
+    session = _load("gpu_session")
+    state = {"stages": {
+        "train_speed": {"rc": 0, "output": "gts          base fp32 train 900.0 problems/s  epoch ≈   41.5 s (21162 train)"},
+        "side_by_side": {"rc": 0, "output": "ratio train 3.10x eval 18.20x"},
+        "share": {"rc": 1, "output": "one at a time: 5.00x"}}}
+    assert session.goals(state, cuda=True) == [
+        "- GTS epoch on Math23K, fp32 (s): 41.5, goal <= 60: met",
+        "- training beside the published GTS (x): 3.1, goal >= 3: met",
+        "- beam-5 evaluation beside the published GTS (x): 18.2, goal >= 20: NOT met",
+        "- 8 trials at 0.125 GPU against one at a time (x): not measured (stage share: no figure)"]
+
+
+def test_every_gpu_stages_command_parses_with_its_scripts_own_command_line(tmp_path):
+    """The GPU run's commands cannot be run here (no CUDA), so each is parsed by the command line of
+    the script it calls, and the calibration's by the psedual CLI into a checked TuneJob: an option
+    a script lacks, or a value it refuses, fails here and not on a device minute. The trials'
+    GPU resources are built as the device builds them."""
+    from psedual import typed_cli
+    from psedual.job import TuneJob
+
+    session = _load("gpu_session")
+    carry = tmp_path / "carry"
+    (carry / "minilm").mkdir(parents=True)
+    (carry / "minilm" / "config.json").write_text("{}")
+    reference = tmp_path / "math_seq2tree"
+    (reference / "src").mkdir(parents=True)
+    (reference / "src" / "models.py").write_text("")
+    script = tmp_path / "gts_side_by_side.py"
+    script.write_text("")
+    c = session.Context("cuda", tmp_path / "work", carry, reference, script)
+    seen = set()
+    for stage in session.STAGES:
+        argv = stage.argv(c)
+        assert isinstance(argv, list), (stage.name, argv)
+        if argv[0].endswith(".py") and Path(argv[0]).parent == ROOT / "bench":
+            args = _load(Path(argv[0]).stem).parser().parse_args(argv[1:])
+            assert args.device == "cuda", stage.name
+            seen.add(stage.name)
+        elif argv[:2] == ["-m", "psedual.cli"]:
+            parser = typed_cli._tune_parser()  # as psedual.cli parses: a bool option alone is a flag
+            job = typed_cli._build(TuneJob, parser.parse_args(typed_cli.flags(argv[3:], parser._option_string_actions)))
+            assert (job.calibrate, job.calibrate_steps, job.calibrate_datasets, job.gpu_instance) == (
+                True, 10, "math23k", "p5.48xlarge")
+            assert job.calibrate_plm == str(carry / "minilm") and job.costs_path == tmp_path / "work" / "costs.tsv"
+            seen.add(stage.name)
+    assert seen == {"steps", "train_speed", "share", "calibrate", "syncs", "gloo"}
+    trials = _load("gpu_trials").resources(True, 8)
+    assert trials["together"].gpus_per_worker == 0.125 and trials["together"].max_concurrent == 8
+    assert trials["gloo"].gpus_per_worker == 0.5 and trials["gloo"].backend == "gloo"
+    assert trials["alone"].gpus_per_worker == 1.0
