@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 
 import torch
+import torch.nn.functional as F
 
 from psedual.data.expr import OPERATORS
 from psedual.data.record import Problem
@@ -94,6 +95,14 @@ class TreeIndex:
 def gold_tokens(problems: Sequence[Problem]) -> int:
     """Tokens of the problems' gold expressions: the terms a token-level loss averages over."""
     return sum(len(p.prefix) for p in problems)
+
+
+def preferred_slot_loss(logits: torch.Tensor, tree: TreeIndex) -> torch.Tensor:
+    """Cross-entropy of `logits` (one row per gold token, `tree`'s order) towards, at each token,
+    the allowed id the model already scores highest: a repeated number may be produced from any
+    of its slots, and the one the model prefers is trained (as the published GTS does)."""
+    target = logits.detach().masked_fill(~tree.allowed, float("-inf")).argmax(-1)
+    return F.cross_entropy(logits, target)
 
 
 def collate(problems: Sequence[Problem], vocab: Vocab, with_targets: bool = True) -> Batch:

@@ -14,10 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from psedual.solvers.batch import Batch, gold_tokens
+from psedual.solvers.batch import Batch, gold_tokens, preferred_slot_loss
 from psedual.solvers.config import SolverConfig, inference
 from psedual.solvers.encoder import WordEncoder
 from psedual.solvers.rollout import NEG, Pick, Rollout, may_open_operator
@@ -91,9 +90,7 @@ class DNS(nn.Module):
             logits.append(step_logits)
             token = batch.targets[:, t].clamp(min=0)
         # the gold positions, in order, by the host-built index (a boolean mask would sync)
-        logits = torch.stack(logits, 1)[batch.tree.example, batch.tree.position]
-        target = logits.detach().masked_fill(~batch.tree.allowed, float("-inf")).argmax(-1)
-        return F.cross_entropy(logits, target)
+        return preferred_slot_loss(torch.stack(logits, 1)[batch.tree.example, batch.tree.position], batch.tree)
 
     def loss_terms(self, problems) -> int:
         return gold_tokens(problems)

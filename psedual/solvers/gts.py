@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from psedual.solvers.batch import Batch, gold_tokens
+from psedual.solvers.batch import Batch, gold_tokens, preferred_slot_loss
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.encoder import WordEncoder
 from psedual.solvers.rollout import NEG, Pick, Rollout
@@ -176,11 +176,7 @@ class GTS(nn.Module):
         return logits
 
     def loss(self, batch: Batch, enc: Encoded | None = None) -> torch.Tensor:
-        logits = self.node_logits(batch, enc)
-        # A repeated number may be produced from any of its slots: train towards the one the
-        # model already prefers (as the published code does).
-        target = logits.detach().masked_fill(~batch.tree.allowed, float("-inf")).argmax(-1)
-        return F.cross_entropy(logits, target)
+        return preferred_slot_loss(self.node_logits(batch, enc), batch.tree)
 
     def loss_terms(self, problems) -> int:
         return gold_tokens(problems)
