@@ -399,8 +399,8 @@ def write_costs(rows: list[dict], path: Path = COSTS) -> None:
     new = {key(r): r for r in old}
     new.update({key(r): r for r in rows})
     with path.open("w", newline="") as f:
-        f.write("# psedual tune --space search_spaces/paper.yaml --profile small --calibrate  (writes these rows; "
-                "psedual/tune/cost.py reads them)\n")
+        f.write("# psedual tune --space search_spaces/paper.yaml --profile PROFILE --calibrate [--costs FILE]  (writes "
+                "these rows, this file by default; psedual/tune/cost.py reads them)\n")
         writer = csv.DictWriter(f, COLUMNS, delimiter="\t", extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
         writer.writerows(sorted(new.values(), key=key))
