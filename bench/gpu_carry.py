@@ -174,7 +174,8 @@ def main() -> None:
 
     data_root = find_data_root(None)
     travel, left_out = needed(args.python)
-    print(f"{len(travel)} packages psedual needs that the device's image lacks (versions as installed here):")
+    print(f"{len(travel) + len(left_out)} packages psedual needs that the device's image lacks; {len(travel)} travel "
+          f"(versions as installed here), {len(left_out)} are left out (below):")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
