@@ -117,6 +117,8 @@ def _tests(c: Context):
 
 def _speed(c: Context):
     if c.cuda:
+        # the calibration's stand-in size (calibrate.STAND_IN_*): this process imports no psedual (on the
+        # device it is not on this process's path, only on the stages')
         return [str(BENCH / "train_speed.py"), "--device", "cuda", "--dataset", "math23k", "--plm", c.plm,
                 "--plm-layers", "12", "--plm-hidden", "768", "--batches", "5", "--eval-problems", "64"]
     return [str(BENCH / "train_speed.py"), "--device", "cpu", "--dataset", "mawps", "--solvers", "gts",

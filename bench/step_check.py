@@ -36,6 +36,7 @@ from psedual.solvers.config import SolverConfig
 from psedual.solvers.vocab import Vocab
 from psedual.train.device import resolve
 from psedual.train.step import StepLoss, train_step
+from psedual.tune.calibrate import STAND_IN_HIDDEN, STAND_IN_LAYERS
 
 MIDWAY = Clock(5, 10, 1)
 """ε between 0 and 1: the gold and a sampled expression are both encoded."""
@@ -45,7 +46,7 @@ def sizes(toy: bool, plm: str) -> SolverConfig:
     if toy:
         return SolverConfig(embedding_size=32, hidden_size=64, layers=1, dropout=0.1, plm=plm, plm_layers=2,
                             plm_hidden=32)
-    return SolverConfig(plm=plm, plm_layers=12, plm_hidden=768)
+    return SolverConfig(plm=plm, plm_layers=STAND_IN_LAYERS, plm_hidden=STAND_IN_HIDDEN)  # the calibration's stand-in
 
 
 def step(name: str, variant: str, precision: str, config: SolverConfig, problems, vocab, device) -> str:

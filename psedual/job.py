@@ -156,7 +156,7 @@ class TuneJob:
 
     def cluster_cost(self):
         """The plan's cluster costs (`tune.cost.ClusterCost`) from the instance options."""
-        from psedual.tune.cost import ClusterCost, instance
+        from psedual.tune.instances import ClusterCost, instance
 
         gpu, head = instance(self.gpu_instance, gpu=True), instance(self.head_instance)
         return ClusterCost(gpu, head, head.price_hour if self.price_head_hour is None else self.price_head_hour,
@@ -165,7 +165,7 @@ class TuneJob:
     @property
     def gpu_hour(self) -> float:
         """Dollars per GPU-hour: given, or the GPU instance's price per GPU."""
-        from psedual.tune.cost import instance
+        from psedual.tune.instances import instance
 
         gpu = instance(self.gpu_instance, gpu=True)
         return gpu.price_hour / gpu.gpus if self.price_gpu_hour is None else self.price_gpu_hour

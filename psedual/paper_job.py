@@ -138,7 +138,8 @@ def plan(paper, profile: str, parts: list[str], job: TuneJob) -> str:
     """The cost plan of the profile's parts (see psedual/tune/cost.py): CPU parts from this machine's
     calibration, GPU parts from the GPU instance's (`--gpu_instance`), with the cluster's costs."""
     from psedual.tune import encoders
-    from psedual.tune.cost import gpu_machine, machine, plan_part, read_costs, render
+    from psedual.tune.cost import machine, plan_part, read_costs, render
+    from psedual.tune.instances import gpu_machine
     from psedual.tune.paper import LLM_PART
     from psedual.tune.space import make_config
 
@@ -188,8 +189,7 @@ def calibrate_cpu(specs: list, job: TuneJob) -> None:
     flats = [f for spec in specs for f in spec.trial_configs()]
     concurrency = max(spec.resources.max_concurrent for spec in specs)
     smoke = _smoke(concurrency)
-    shapes = distinct_shapes(flats, _datasets(job)) + distinct_shapes(smoke.trial_configs())
-    shapes = distinct_shapes(shapes)
+    shapes = distinct_shapes(distinct_shapes(flats, _datasets(job)) + smoke.trial_configs())
     print(f"calibrating {len(shapes)} trial shapes, {concurrency} at a time", flush=True)
     began = time.perf_counter()
     rows = measure_shapes(shapes, concurrency, job.calibrate_steps, job.calibrate_plm)

@@ -233,9 +233,9 @@ def test_the_gpu_clusters_node_types_scale_from_zero_and_place_gpu_work_on_the_w
     resources, worker counts, upscaling speed): no GPU at the start, two GPU tasks bring up two
     `gpu_worker` nodes and run there, never on the 0-GPU head; idle for the idle timeout, both
     are terminated by the autoscaler and the head stays (30-40 s). The head is this test's
-    own (`cluster_utils.Cluster`, a private session folder and port; Ray's AutoscalingCluster is
-    not used: its teardown ends every Ray of this user on the machine, not its own only, and it
-    reads fake_multi_node/example.yaml, which Ray 2.60's wheel lacks); the fake nodes its
+    own (`cluster_utils.Cluster`, a private session folder and port; Ray's autoscaling test-cluster
+    helper is not used: its teardown ends every Ray of this user on the machine, not its own only,
+    and it reads fake_multi_node/example.yaml, which Ray 2.60's wheel lacks); the fake nodes its
     autoscaler starts are stopped by process id (their command lines name this test's session
     folder)."""
     import json
@@ -358,7 +358,7 @@ def test_the_gpu_calibration_runs_end_to_end_on_the_cluster_and_the_plan_prices_
     from psedual import paper_job
     from psedual.job import TuneJob
     from psedual.tune import calibrate as calibrate_module
-    from psedual.tune import cost
+    from psedual.tune import cost, instances
     from psedual.tune.cost import PART, machine, read_costs
 
     cluster, nodes = cluster
@@ -369,7 +369,8 @@ def test_the_gpu_calibration_runs_end_to_end_on_the_cluster_and_the_plan_prices_
                         lambda *args: measured.append(on_cluster(*args)) or measured[-1])
     # the shapes name the CPU, so their rows are keyed by this machine's CPU (`measure_on_gpu`); the plan
     # reads a GPU part from the GPU instance's key: here that key is this CPU's
-    monkeypatch.setattr(cost, "gpu_machine", lambda gpu: machine())
+    monkeypatch.setattr(instances, "gpu_machine", lambda gpu: machine())  # as the plan picks the GPU part's rows
+    monkeypatch.setattr(cost, "gpu_machine", lambda gpu: machine())  # as the plan's header names them
     path = tmp_path / "paper.yaml"
     path.write_text(GPU_PAPER)
     costs = tmp_path / "costs.tsv"

@@ -202,7 +202,7 @@ def test_a_gpu_plan_prices_the_gpu_hours_the_head_and_the_node_setup_at_the_inst
     """Issue 42: GPU parts from their GPU's calibration (one shape at a time: concurrency 1), priced
     at the worker type's on-demand price per GPU; the head for the wall time; each GPU node's setup
     and idle minutes; and the plan says what is calibrated and what extrapolated."""
-    from psedual.tune.cost import INSTANCES, ClusterCost, gpu_machine, instance
+    from psedual.tune.instances import INSTANCES, ClusterCost, gpu_machine, instance
 
     flat = {"solver": "gts", "variant": "base", "data.fold": 0, "epochs": 2, "batch_size": 64, "seed": 0}
     configs = [make_config(flat), make_config({**flat, "seed": 1})]

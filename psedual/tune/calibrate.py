@@ -23,7 +23,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from psedual.tune.cost import gpu_machine, machine, shape
+from psedual.tune.cost import machine, shape
+from psedual.tune.instances import gpu_machine
 
 
 DECODE_BATCHES = 4

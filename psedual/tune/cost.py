@@ -18,18 +18,19 @@ per-step and per-problem seconds, the steps and problems still counted on the sh
 A GPU part is read from the rows of its GPU (`gpu_machine`, measured one shape at a time in a Ray
 task holding one GPU: trials that hold a GPU each do not slow each other) and priced at the GPU
 instance's price per GPU; a plan with GPU parts adds the head for the wall time and each GPU
-node's setup and idle minutes (`ClusterCost`).
+node's setup and idle minutes (`instances.ClusterCost`).
 """
 
 from __future__ import annotations
 
 import csv
 import functools
-import math
 import os
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from psedual.tune.instances import ClusterCost, gpu_machine
 
 COSTS = Path(__file__).with_name("costs.tsv")
 """The stored calibration: one row per (machine, concurrency, shape)."""
@@ -54,52 +55,6 @@ def machine() -> str:
     gpus = [line.split(":", 1)[1].strip() for info in sorted(Path("/proc/driver/nvidia/gpus").glob("*/information"))
             for line in info.read_text().splitlines() if line.startswith("Model:")]
     return f"{gpus[0]} x{len(gpus)}" if gpus else f"{model} x{os.cpu_count()}"
-
-
-@dataclass(frozen=True)
-class Instance:
-    """A cloud instance type the plan prices (AWS on-demand, us-west-2, at the time of writing:
-    check yours, or pass the price)."""
-
-    name: str
-    """The instance type (`g5.xlarge`)."""
-    gpus: int
-    """The GPUs it holds."""
-    gpu: str | None
-    """Their model as torch names it (`torch.cuda.get_device_name`): the calibration rows a GPU part
-    is priced from are this GPU's (`gpu_machine`); None for a CPU instance."""
-    price_hour: float
-    """Dollars per hour, on demand."""
-
-    def __post_init__(self) -> None:
-        if self.gpus < 0 or self.price_hour < 0 or (self.gpus > 0) != (self.gpu is not None):
-            raise ValueError(f"bad instance: {self}")
-
-
-INSTANCES = {i.name: i for i in (Instance("g5.xlarge", 1, "NVIDIA A10G", 1.006),
-                                  Instance("g6.xlarge", 1, "NVIDIA L4", 0.8048),
-                                  Instance("g4dn.xlarge", 1, "Tesla T4", 0.526),
-                                  # 8 H100s: the GPU a GPU session of this project's is lent (bench/gpu_session.py)
-                                  Instance("p5.48xlarge", 8, "NVIDIA H100 80GB HBM3", 98.32),
-                                  Instance("m6i.2xlarge", 0, None, 0.384))}
-"""The instance types the plan knows, by name: clusters/gpu.yaml's (`g5.xlarge` workers, an
-`m6i.2xlarge` head), two other one-GPU types, and the H100s a GPU session calibrates on."""
-
-
-def instance(name: str, gpu: bool | None = None) -> Instance:
-    """An instance type by name (an unknown one lists the valid ones); `gpu`: it must (not) hold one."""
-    if name not in INSTANCES:
-        raise ValueError(f"unknown instance type {name!r}; valid: {', '.join(INSTANCES)}")
-    found = INSTANCES[name]
-    if gpu and not found.gpus:
-        raise ValueError(f"{name} holds no GPU; GPU instances: {', '.join(n for n, i in INSTANCES.items() if i.gpus)}")
-    return found
-
-
-def gpu_machine(gpu: str) -> str:
-    """The calibration's machine key of shapes measured on one GPU of model `gpu` (as `machine`
-    names a node with one: `NVIDIA A10G x1`)."""
-    return f"{gpu} x1"
 
 
 def shape(config) -> str:
@@ -277,33 +232,6 @@ def sibling(costs: dict, where: str, concurrency: int, key: str) -> tuple[Figure
 
 def _hms(seconds: float) -> str:
     return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.1f} min"
-
-
-@dataclass(frozen=True)
-class ClusterCost:
-    """What a GPU cluster costs besides its trials' GPU-hours: the head for the whole run, and each
-    GPU node's setup before its first trial and idle time after its last (clusters/gpu.yaml)."""
-
-    gpu: Instance
-    """The GPU workers' instance type."""
-    head: Instance
-    """The head's instance type."""
-    price_head_hour: float
-    """Dollars per head-hour (default: the head instance's price)."""
-    node_setup_minutes: float
-    """Minutes a new GPU node is paid for before its first trial: boot, installs (the CUDA torch),
-    the data and the encoders. An estimate, not measured."""
-    node_idle_minutes: float
-    """Minutes a GPU node is paid for after its last trial (gpu.yaml's idle_timeout_minutes)."""
-
-    def __post_init__(self) -> None:
-        if min(self.price_head_hour, self.node_setup_minutes, self.node_idle_minutes) < 0 or not self.gpu.gpus:
-            raise ValueError(f"bad cluster costs: {self}")
-
-    def nodes(self, plans: list[PartPlan]) -> int:
-        """GPU nodes the run brings up: as many as its busiest GPU part holds at once (parts run back
-        to back, so a node comes up once)."""
-        return max((math.ceil(p.units * p.concurrency / self.gpu.gpus) for p in plans if p.gpu), default=0)
 
 
 def render(plans: list[PartPlan], where: str, price_cpu_hour: float, price_gpu_hour: float,
