@@ -237,7 +237,9 @@ def commit(carry: Path | None) -> str:
 
 def environment(c: Context) -> dict:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "RAY_AUTH_MODE": "disabled", "HF_HUB_OFFLINE": "1",
-           "TRANSFORMERS_OFFLINE": "1", "PSEDUAL_COMMIT": commit(c.carry)}
+           "TRANSFORMERS_OFFLINE": "1", "PSEDUAL_COMMIT": commit(c.carry),
+           # the gpu tests' pretrained solvers read it: a device has the carried folder, not the plm extra
+           "PSEDUAL_TEST_PLM": c.plm}
     path = [str(ROOT)] + ([str(c.carry / "site")] if c.carry else [])
     env["PYTHONPATH"] = os.pathsep.join(path + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     if c.carry:
