@@ -482,6 +482,35 @@ def test_the_control_fills_each_problem_from_the_next_problems_expression(mawps,
     assert torch.equal(out.allowed, allowed_targets(problems, batch.targets, control.slot0, batch.num_mask.shape[1]))
 
 
+def test_the_no_expression_control_reads_no_expression_and_teaches_only_used_or_not(mawps, vocab):
+    """Every quantity key is zero and every slot a candidate, so the pointer scores the candidates
+    alike: the loss can teach only whether each number is used. Nothing is encoded or sampled: the
+    solver's rollout is never called, and the module has no expression reader to leave unused."""
+    problems = [q for q in mawps.train if len(q.numbers) >= 2][:4]
+    batch = collate(problems, vocab)
+    solver, control = build("gts", vocab, control="no_expression")  # fusion scheduled: ignored
+    assert not any(n.startswith(("expression.", "embed", "quantity")) for n, _ in control.named_parameters())
+    solver.rollout = None  # calling it would fail
+    with inference(solver), inference(control):
+        enc = solver.encode(batch)
+        out = control(solver, batch, enc, Clock(9, 10, 1))  # the last step: ε at its lowest
+        slots = control.slot_states(solver, batch, enc)
+        expected = control.pointer(slots, torch.zeros_like(slots), batch.num_mask.bool())
+    assert torch.allclose(out.logits, expected, atol=1e-6)
+    S = batch.num_mask.shape[1]
+    for b, p in enumerate(problems):  # a slot's quantity candidates all score alike
+        n = len(p.num_pos)
+        assert torch.allclose(out.logits[b, :n, :n], out.logits[b, :n, :1].expand(n, n), atol=1e-6)
+        assert (out.logits[b, :, n:S] < -1e8).all()  # slots past the problem's numbers are no candidates
+    assert out.tau is None
+    assert regime(PseDualConfig(control="no_expression"), 23, 80).startswith("control no_expression: the infiller reads")
+    # its test-time infilling reads no expression either: another problem's gold shown changes nothing
+    with inference(solver), inference(control):
+        own = control.infill_gold(solver, batch)
+        other = control.infill_gold(solver, batch, shown=batch.targets.roll(1, 0))
+    assert own == other
+
+
 def test_scrambling_the_gold_costs_a_trained_default_infiller_20_points(mawps, vocab):
     """A goal of issue 41: on the default the infiller needs the expression. (That it cannot read
     names is `test_default_keys_do_not_change_when_the_quantities_are_renamed`; a named infiller

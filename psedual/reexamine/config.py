@@ -46,7 +46,7 @@ TauReset = Literal["none", "epoch"]
 QPGradient = Literal["straight_through", "soft", "none"]
 ProblemEncoder = Literal["shared", "separate"]
 QuantityKeys = Literal["anonymous", "value", "named"]
-Control = Literal["none", "other_problem"]
+Control = Literal["none", "other_problem", "no_expression"]
 InfillAverage = Literal["problem", "slot"]
 LeafOrder = Literal["written", "shuffled"]
 ExpressionEncoder = Literal[tuple(EXPRESSION_ENCODERS)]
@@ -148,8 +148,13 @@ class PseDualConfig:
     """`other_problem`: a control arm that keeps the infilling loss and drops its meaning: each
     problem's slots are filled from the keys of another problem's expressions (the previous one in the
     batch; a batch, or DDP shard, of one problem reads its own), so any gain it gives comes from an
-    auxiliary gradient at the number slots, not from reexamining. `none`: each problem reads its
-    own expressions."""
+    auxiliary gradient at the number slots, not from reexamining. `no_expression`: a control arm whose
+    infiller reads no expression at all, only the masked problem: every quantity's key is the same (zero),
+    every slot of the problem a candidate, so the pointer cannot tell the candidates apart and the loss
+    teaches, at each masked number, only whether the gold uses it; no expression is encoded or sampled,
+    so neither ε nor τ nor the expression encoder (`variant`) changes anything, and the decoder gets no
+    infilling gradient. A gain it also shows needs no expression. `none`: each problem reads its own
+    expressions."""
     infill_average: InfillAverage = "problem"
     """`problem`: the infilling loss is each problem's mean over its masked numbers, then the mean
     over problems (the published code's); `slot`: one mean over every slot of the batch (a problem

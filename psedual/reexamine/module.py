@@ -17,7 +17,8 @@ Forward pass, for a batch the solver has just encoded:
    enters the encoder through what cannot name its slot (`quantity_keys`: one shared
    embedding, or that plus its value's features): `N_k` is the infilling answer, so an
    embedding per name lets the infiller answer by reading names (the `named` option keeps
-   that leak, to measure it). The `other_problem` control reads the previous problem's keys.
+   that leak, to measure it). The `other_problem` control reads the previous problem's keys;
+   the `no_expression` control reads none (every key zero, nothing encoded or sampled).
 4. An additive pointer scores, for every masked slot, each quantity present in either
    expression and a learned "unused" key; targets come from the gold expression
    (`targets.allowed_targets`). Loss: cross-entropy, each problem's mean over its slots then
@@ -83,12 +84,14 @@ class Reexaminer(nn.Module):
         self.vocab, self.config = vocab, config
         H, E = solver_config.hidden_size, config.token_embedding_size
         self.slot0 = len(vocab.operators) + len(vocab.constants)
-        # one row per output token; with anonymous or value keys the slot rows are never read
-        self.embed = nn.Parameter(torch.randn(len(vocab.output_tokens), E) * 0.1)
-        self.quantity = nn.Parameter(torch.randn(E) * 0.1) if config.quantity_keys != "named" else None
-        self.value = nn.Linear(VALUE_FEATURES, E, bias=False) if config.quantity_keys == "value" else None
-        self.expression = expression_encoder_class(config.expression_encoder)(E, H, len(vocab.operators),
-                                                                             solver_config.dropout)
+        self.reads_expressions = config.control != "no_expression"
+        if self.reads_expressions:  # the no_expression control builds no reader (DDP: no unused parameters)
+            # one row per output token; with anonymous or value keys the slot rows are never read
+            self.embed = nn.Parameter(torch.randn(len(vocab.output_tokens), E) * 0.1)
+            self.quantity = nn.Parameter(torch.randn(E) * 0.1) if config.quantity_keys != "named" else None
+            self.value = nn.Linear(VALUE_FEATURES, E, bias=False) if config.quantity_keys == "value" else None
+            self.expression = expression_encoder_class(config.expression_encoder)(E, H, len(vocab.operators),
+                                                                                 solver_config.dropout)
         self.problem = WordEncoder(len(vocab.words), solver_config) if config.problem_encoder == "separate" else None
         self.query, self.key = nn.Linear(H, H), nn.Linear(H, H, bias=False)
         self.score = nn.Linear(H, 1, bias=False)
@@ -136,6 +139,8 @@ class Reexaminer(nn.Module):
         S, V = batch.num_mask.shape[1], len(self.vocab.output_tokens)
         eps, tau = schedules.epsilon(self.config, clock), schedules.tau(self.config, clock)
         slots = self.slot_states(solver, batch, enc)
+        if not self.reads_expressions:
+            return self._infill(batch, *self._no_keys(slots, batch), slots, eps, None)
         parts = []
         if eps > 0:
             gold = gold_rollout(batch, V) if self.config.leaf_order == "written" else self._shuffled_gold(batch, V)
@@ -156,11 +161,22 @@ class Reexaminer(nn.Module):
             # every slot is a candidate: marking this problem's gold quantities would give back
             # part of what the control takes away
             present = batch.num_mask.bool()
+        return self._infill(batch, keys, present, slots, eps, tau if eps < 1 else None)
+
+    def _infill(self, batch: Batch, keys: torch.Tensor, present: torch.Tensor, slots: torch.Tensor, eps: float,
+                tau: float | None) -> Infill:
+        """The pointer over `keys` and the loss against the gold's right fillings."""
+        S = batch.num_mask.shape[1]
         logits = self.pointer(slots, keys, present)
         allowed = allowed_targets(batch.problems, batch.ids if batch.ids is not None else batch.targets, self.slot0, S,
                                   logits.device)
         loss = _loss(logits, allowed, batch.slots, self._slot_weights(batch.problems, S, logits.device))
-        return Infill(loss, logits, allowed, eps, tau if eps < 1 else None)
+        return Infill(loss, logits, allowed, eps, tau)
+
+    @staticmethod
+    def _no_keys(slots: torch.Tensor, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+        """The `no_expression` control's keys: all zero, every slot of the problem a candidate."""
+        return slots.new_zeros(slots.shape), batch.num_mask.bool()
 
     def loss_terms(self, problems) -> int:
         """The terms the infilling loss averages over: problems with a number (`problem`), or every
@@ -219,9 +235,13 @@ class Reexaminer(nn.Module):
         scrambled or renamed gold); the right fillings still come from the gold.
         Call with both modules in eval mode."""
         S, V = batch.num_mask.shape[1], len(self.vocab.output_tokens)
-        read = gold_rollout(batch, V) if shown is None else hard_rollout(shown.to(batch.targets.device), V)
-        keys, present = self.keys(read, S, batch.problems)
-        logits = self.pointer(self.slot_states(solver, batch, solver.encode(batch)), keys, present)
+        slots = self.slot_states(solver, batch, solver.encode(batch))
+        if self.reads_expressions:
+            read = gold_rollout(batch, V) if shown is None else hard_rollout(shown.to(batch.targets.device), V)
+            keys, present = self.keys(read, S, batch.problems)
+        else:  # what it was trained on: no expression (its ties go to the first candidate)
+            keys, present = self._no_keys(slots, batch)
+        logits = self.pointer(slots, keys, present)
         return canonical_answers(batch.problems, batch.targets, logits.argmax(-1), self.slot0)
 
 

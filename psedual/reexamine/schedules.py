@@ -103,7 +103,7 @@ def tau(config: PseDualConfig, clock: Clock) -> float:
 
 def samples(config: PseDualConfig) -> bool:
     """Whether the run ever samples an expression (τ is meaningless when it does not)."""
-    return config.fusion != "teacher_forcing"
+    return config.fusion != "teacher_forcing" and config.control != "no_expression"
 
 
 def regime(config: PseDualConfig, steps_per_epoch: int, epochs: int) -> str:
@@ -111,6 +111,10 @@ def regime(config: PseDualConfig, steps_per_epoch: int, epochs: int) -> str:
     quantity, for the start of a run's log."""
     first = Clock(0, steps_per_epoch, epochs)
     last = first.last
+    if config.control == "no_expression":
+        return (f"control no_expression: the infiller reads no expression (every key zero, every slot a candidate) "
+                f"over {first.total:,} steps ({steps_per_epoch} per epoch × {epochs} epochs); ε, τ and the "
+                f"expression encoder are unused; loss averaged per {config.infill_average}")
     hold = hold_steps(config, first)
     if config.fusion == "scheduled" and config.epsilon_schedule == "epoch":
         hold = min(config.epsilon_hold_epochs, epochs) * steps_per_epoch
