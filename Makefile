@@ -19,7 +19,7 @@ EXTRAS ?= test,plm,llm,track,cluster
 DATA_MIRROR ?=
 FETCH = $(BIN)/psedual data fetch --if_missing $(if $(DATA_MIRROR),--mirror $(DATA_MIRROR))
 
-.PHONY: install demo readme test gpu-carry
+.PHONY: install demo readme test gpu-carry lowest
 
 # constraints.txt pins every package to the versions the tests passed with (the same on every
 # cluster node, whenever it installs); pyproject.toml keeps the ranges the code needs.
@@ -64,3 +64,11 @@ test: install
 REFERENCE ?=
 gpu-carry: install
 	$(BIN)/python bench/gpu_carry.py $(if $(REFERENCE),--reference $(REFERENCE))
+
+# Are pyproject.toml's lower bounds true? A scratch venv with every direct dependency at the lowest
+# version its range allows (uv's lowest-direct), torch pinned to torch==$(TORCH_VERSION) CPU (its lowest
+# allowed release would be a CUDA build of gigabytes), then a short train, the smoke sweep and
+# `analyze compare` (bench/lowest_deps.py; about 15 min on 2 cores, most of it downloads).
+lowest: install
+	$(FETCH) mawps
+	$(BIN)/python bench/lowest_deps.py

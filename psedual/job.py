@@ -20,15 +20,34 @@ from psedual.storage import DEFAULT_ROOT
 DEFAULT_SPACE = "search_spaces/default.yaml"
 NEXT = (
     ("a bigger sweep: 3 solvers × {base, GRU, GCN} × 6 seeds (54 trials)",
-     "python tune.py --space search_spaces/table1_mawps_seeds.yaml"),
-    ("the paper's table 1 on MAWPS (5 folds, full recipe, a GPU per trial) on a cluster: docs/cluster.md",
-     "ray submit --tmux clusters/gpu.yaml tune.py --space psedual/search_spaces/table1_mawps.yaml --address auto "
+     "{psedual} tune --space search_spaces/table1_mawps_seeds.yaml"),
+    ("the paper's table 1 on MAWPS (5 folds, full recipe, a GPU per trial) on a cluster, from a checkout: docs/cluster.md",
+     "{ray} submit --tmux clusters/gpu.yaml tune.py --space psedual/search_spaces/table1_mawps.yaml --address auto "
      "--storage s3://BUCKET/psedual"),
     ("a query of the result tables in Polars",
-     "python -c \"import polars as pl; print(pl.scan_parquet('{storage}/runs/**/*.parquet', hive_partitioning=True)"
+     "{python} -c \"import polars as pl; print(pl.scan_parquet('{storage}/runs/**/*.parquet', hive_partitioning=True)"
      ".group_by('experiment', 'variant').agg(pl.col('test_value_acc').mean()).sort('experiment', 'variant').collect())\""),
 )
-"""What to try after the main job, printed last: (what it is, the command; `{storage}` filled in)."""
+"""What to try after the main job, printed last: (what it is, the command; `{storage}` and the
+programs filled in by `programs`). A shipped sweep file runs by its name from a pip install too."""
+
+
+def programs() -> dict[str, str]:
+    """The programs of this interpreter's environment as a printed command names them (a bare
+    `python` is another interpreter unless the venv is active): relative to the working folder
+    when under it."""
+    import sys
+
+    here, bin_dir = Path.cwd(), Path(sys.executable).parent
+
+    def shown(path: Path) -> str:
+        return str(path.relative_to(here)) if path.is_relative_to(here) else str(path)
+
+    python = shown(Path(sys.executable))
+    return {"python": python, "ray": shown(bin_dir / "ray") if (bin_dir / "ray").exists() else "ray",
+            "psedual": shown(bin_dir / "psedual") if (bin_dir / "psedual").exists() else f"{python} -m psedual.cli"}
+
+
 CELLS = ("data.dataset", "solver")
 """The comparison's cells, as in `analyze compare`; a sweep's other grid keys are added to them."""
 NOT_CELLS = ("variant", "seed", "data.fold")
@@ -231,7 +250,7 @@ def run_job(job: TuneJob) -> int:
     if code == 0:
         print("\nNext:")
         for what, command in NEXT:
-            print(f"  # {what}\n  {command.format(storage=job.storage)}")
+            print(f"  # {what}\n  {command.format(storage=job.storage, **programs())}")
     return code
 
 
@@ -252,6 +271,9 @@ def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, v
     outcomes = run_sweep(spec, storage, name=name, resume=resume, address=address, verbose=verbose,
                          dashboard=dashboard)
     runs = collect(outcomes, storage, name, spec.resources)  # tests run as parallel Ray tasks
+    from psedual.tune.trackers import log_tested
+
+    log_tested(spec.loggers, storage, name, runs, outcomes)  # the trackers get the tests and checkpoints too
     if ours:  # else the trials' last log lines, relayed late, would print after the verdicts
         ray.shutdown()
     with pl.Config(tbl_rows=50, tbl_cols=len(SHOWN), tbl_width_chars=200, float_precision=4):

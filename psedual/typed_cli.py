@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from jsonargparse import ArgumentParser, Namespace, set_parsing_settings
@@ -133,11 +133,17 @@ def _run_train(cfg: Namespace) -> None:
     from psedual.train.trackers import RunTrackers
     from psedual.train.trainer import train
 
+    from psedual.train import records
+
     config = _train_config(cfg)
-    trackers = RunTrackers(tuple(cfg.loggers), config.flat(), Path(cfg.out)) if cfg.loggers else None
+    # every field, and the arm as sweeps and the runs table name it
+    params = {**config.flat(), "variant": config.variant}
+    trackers = RunTrackers(tuple(cfg.loggers), params, Path(cfg.out)) if cfg.loggers else None
     failed = True
     try:
         result = train(config, cfg.out, resume=cfg.resume, on_epoch=trackers.on_epoch if trackers else None)
+        if trackers is not None:
+            trackers.on_test(records.values(result), Path(cfg.out))
         failed = False
     finally:
         if trackers is not None:
@@ -162,7 +168,10 @@ def _run_tune(cfg: Namespace) -> int:
     from psedual.paper_job import run_paper
     from psedual.tune.paper import is_paper_file
 
+    from psedual.sweeps import find
+
     job = _build(TuneJob, cfg)
+    job = replace(job, space=str(find(job.space)))  # a shipped file where the path is not here (a pip install)
     return run_paper(job) if is_paper_file(job.space) else run_job(job)
 
 
@@ -295,6 +304,18 @@ def _run_solve(cfg: Namespace) -> None:
     print(f"{infix} = {answer}")
 
 
+def _sweeps_parser() -> ArgumentParser:
+    from psedual.sweeps import SweepsConfig
+
+    return _config_parser("sweeps", SweepsConfig, {"name": ("?", "a shipped sweep file to copy out; none: list them")})
+
+
+def _run_sweeps(cfg: Namespace) -> None:
+    from psedual.sweeps import SweepsConfig, run
+
+    print("\n".join(run(_build(SweepsConfig, cfg))))
+
+
 COMMANDS: dict[tuple[str, ...], Command] = {
     ("data", "fetch"): Command("download the benchmarks, pinned by commit, SHA256-checked", _fetch_parser,
                                _run_fetch),
@@ -311,6 +332,8 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("test",): Command("test a trained run folder's best checkpoint (again), without training: finishes a run "
                        "whose test step failed", _test_parser, _run_test),
     ("solve",): Command("solve one problem with a trained checkpoint", _solve_parser, _run_solve),
+    ("sweeps",): Command("the sweep files that ship with psedual: list them, or copy one out to edit",
+                         _sweeps_parser, _run_sweeps),
 }
 
 

@@ -6,7 +6,7 @@ import io
 from types import SimpleNamespace
 
 from psedual.job import TuneJob
-from psedual.tune.progress import Progress, varied
+from psedual.tune.progress import RAY_LOGS, Progress, duration, plural, shown, varied
 from psedual.tune.space import ARM, SweepSpec
 
 
@@ -17,20 +17,48 @@ def test_progress_names_each_trial_by_what_varies_and_prints_its_epochs():
     assert varied(spec) == ["seed", "variant", "psedual.fusion"]
     out = io.StringIO()
     progress = Progress(spec, 5, out)
-    trial = SimpleNamespace(trial_id="abc_00001", config={"solver": "gts", "seed": 1,
-                                                           ARM: {"variant": "gcn", "psedual.fusion": "teacher_forcing"}})
-    progress.on_trial_start(0, [], trial)
-    progress.on_trial_result(0, [], trial, {"epoch": 2, "train_loss": 1.23456, "infill_loss": 0.5,
-                                            "valid_value_acc": 0.4567})
-    progress.on_trial_result(0, [], trial, {"done": True})  # Tune's last result has no epoch: no line
-    progress.on_trial_complete(0, [], trial)
-    progress.on_trial_error(0, [], trial)
+    trial = SimpleNamespace(trial_id="abc_00001", status="RUNNING",
+                            config={"solver": "gts", "seed": 1,
+                                    ARM: {"variant": "gcn", "psedual.fusion": "teacher_forcing"}})
+    progress.on_trial_start(0, [trial], trial)
+    progress.on_trial_result(0, [trial], trial, {"epoch": 2, "train_loss": 1.23456, "infill_loss": 0.5,
+                                                 "valid_value_acc": 0.4567})
+    progress.on_trial_result(0, [trial], trial, {"done": True})  # Tune's last result has no epoch: no line
+    progress.on_trial_complete(0, [trial], trial)  # 2 of its 5 epochs: stopped early, not done
     name = "trial abc_00001 (seed 1, variant gcn, psedual.fusion teacher_forcing)"
     assert out.getvalue().splitlines() == [
         f"{name} started",
         f"{name} epoch 2/5: loss 1.2346, infilling loss 0.5000, valid value 45.7%",
-        f"{name} done",
-        f"{name} FAILED (its log: /tmp/ray/session_latest/logs)"]
+        f"{name} stopped early by the scheduler at epoch 2/5",
+        "sweep: 1 of 4 trials ended (1 stopped), 1 running, 2 pending"]  # no time before the sweep's setup
+
+
+def test_progress_says_where_the_sweep_stands_and_what_is_left(monkeypatch):
+    spec = SweepSpec(name="s", mode="optuna", fixed={"epochs": 4}, num_samples=3,
+                     search={"lr": {"loguniform": [0.0001, 0.01]}})
+    out, clock = io.StringIO(), [100.0]
+    monkeypatch.setattr("psedual.tune.progress.time.monotonic", lambda: clock[0])
+    progress = Progress(spec, 4, out, bar=False)
+    progress.setup(total_num_samples=3)
+    a = SimpleNamespace(trial_id="a", status="RUNNING", config={"lr": 0.0024035712509174524, "epochs": 4})
+    b = SimpleNamespace(trial_id="b", status="RUNNING", config={"lr": 0.001, "epochs": 4})
+    for epoch in (1, 2, 3, 4):
+        progress.on_trial_result(0, [a, b], a, {"epoch": epoch, "train_loss": 1.0, "valid_value_acc": 0.5})
+    progress.on_trial_result(0, [a, b], b, {"epoch": 1, "train_loss": 1.0, "valid_value_acc": 0.5})
+    clock[0] = 150.0  # 5 epochs in 50 s: 10 s an epoch
+    a.status = "TERMINATED"
+    progress.on_trial_complete(0, [a, b], a)
+    b.status = "ERROR"
+    progress.on_trial_error(0, [a, b], b)
+    lines = out.getvalue().splitlines()
+    # learning rates to 3 digits; left: b's 3 epochs and the pending trial's 4 at 10 s each
+    assert lines[-4:] == [
+        "trial a (lr 0.0024) done",
+        "sweep: 1 of 3 trials ended (1 done), 1 running, 1 pending; 50 s so far, about 1 min 10 s left",
+        f"trial b (lr 0.001) FAILED (its log: {RAY_LOGS})",
+        "sweep: 2 of 3 trials ended (1 done, 1 failed), 0 running, 1 pending; 50 s so far, about 40 s left"]
+    assert [duration(s) for s in (5, 65, 7385)] == ["5 s", "1 min 05 s", "2 h 03 min"]
+    assert shown(0.0024035712509174524) == "0.0024" and shown(3) == "3" and plural(1, "trial") == "1 trial"
 
 
 def test_verbose_is_an_option_of_the_tune_job():

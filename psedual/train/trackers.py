@@ -5,7 +5,14 @@ psedual/tune/trackers.py). The trainer knows none of them: a run's `on_epoch` ho
 MLflow's store is `$MLFLOW_TRACKING_URI` (a tracking server) when set, else MLflow's own SQLite
 store in the results root, `<root>/mlflow.db`: it works offline and needs no server. (MLflow 3's
 file store, `./mlruns`, is in maintenance mode and refuses to open without
-MLFLOW_ALLOW_FILE_STORE; SQLite is MLflow's default local store now.)
+MLFLOW_ALLOW_FILE_STORE; SQLite is MLflow's default local store now.) With that local store the
+artefacts go under the results root too (`<root>/mlartifacts`): MLflow's own default is
+`./mlartifacts` or `./mlruns` in whatever folder the command ran from.
+
+What a tracker gets of a run: every config field as a param (`variant` included), every epoch's
+metrics, then the test metrics of the kept checkpoint (`TESTED`, at step = its epoch), the
+checkpoint itself as an artefact (`best.pt`; its path as the tag `psedual.checkpoint`) and the
+run's end as the tag `psedual.status` (`completed`, `stopped` early by a scheduler, `error`).
 """
 
 from __future__ import annotations
@@ -49,6 +56,14 @@ SINGLE_RUN = tuple(name for name, tracker in TRACKERS.items() if tracker.single_
 """The trackers `psedual train --loggers` takes."""
 MLFLOW_DB = "mlflow.db"
 """MLflow's local SQLite store, in the results root."""
+MLFLOW_ARTIFACTS = "mlartifacts"
+"""The local store's artefact root, in the results root."""
+STATUS_TAG = "psedual.status"
+"""The tag holding a run's end, as the runs table's `status`: completed, stopped or error."""
+CHECKPOINT_TAG = "psedual.checkpoint"
+"""The tag holding where the kept checkpoint (`best.pt`) is."""
+TESTED = ("best_epoch", "valid_value_acc", "valid_expr_acc")
+"""Besides every `test_*` value: which epoch was kept, and its validation scores."""
 TRAIN_EXPERIMENT = "train"
 """The MLflow experiment that `psedual train` runs log to (a sweep's trials: the sweep's experiment name)."""
 
@@ -86,6 +101,24 @@ def mlflow_uri(root: str) -> str:
     return f"sqlite:///{root}/{MLFLOW_DB}"
 
 
+def mlflow_experiment(client, name: str, root: str) -> str:
+    """The id of MLflow experiment `name`, created with its artefacts under the results root when
+    the store is the local one (a server keeps its own artefact root)."""
+    found = client.get_experiment_by_name(name)
+    if found is not None:
+        return found.experiment_id
+    local = not os.environ.get("MLFLOW_TRACKING_URI")
+    where = (Path(storage_uri(root)) / MLFLOW_ARTIFACTS).resolve().as_uri() if local else None
+    return client.create_experiment(name, artifact_location=where)
+
+
+def tested(row: dict) -> dict[str, float]:
+    """The test metrics of a run's kept checkpoint, as trackers take them: every numeric `test_*`
+    value and `TESTED` (a runs-table row, or a run's result as a dict)."""
+    return {k: v for k, v in ((k, _number(v)) for k, v in row.items() if k.startswith("test_") or k in TESTED)
+            if v is not None}
+
+
 def _number(value: object) -> float | None:
     """A metric's value as MLflow and TensorBoard take it; None for text and missing values."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -107,8 +140,8 @@ class RunTrackers:
         if "mlflow" in names:
             self.mlflow = need("mlflow")
             self.mlflow.set_tracking_uri(mlflow_uri(root))
-            self.mlflow.set_experiment(TRAIN_EXPERIMENT)
-            self.mlflow.start_run(run_name=Path(out).name)
+            experiment = mlflow_experiment(self.mlflow.MlflowClient(), TRAIN_EXPERIMENT, root)
+            self.mlflow.start_run(run_name=Path(out).name, experiment_id=experiment)
             self.mlflow.log_params(params)
         if "tensorboard" in names:
             need("tensorboard")  # torch's SummaryWriter writes through the tensorboard package
@@ -127,8 +160,24 @@ class RunTrackers:
                 self.writer.add_scalar(key, value, step)
             self.writer.flush()
 
+    def on_test(self, result: dict, out: Path) -> None:
+        """The kept checkpoint's test metrics (at step = its epoch) and the checkpoint itself."""
+        metrics, step = tested(result), int(result["best_epoch"])
+        best = Path(out) / "best.pt"
+        if self.mlflow is not None:
+            self.mlflow.log_metrics(metrics, step=step)
+            self.mlflow.set_tag(CHECKPOINT_TAG, str(best.resolve()))
+            if best.is_file():
+                self.mlflow.log_artifact(str(best))
+        if self.writer is not None:
+            for key, value in metrics.items():
+                self.writer.add_scalar(key, value, step)
+            self.writer.add_text(CHECKPOINT_TAG, str(best.resolve()), step)
+            self.writer.flush()
+
     def close(self, failed: bool) -> None:
         if self.mlflow is not None:
+            self.mlflow.set_tag(STATUS_TAG, "error" if failed else "completed")
             self.mlflow.end_run("FAILED" if failed else "FINISHED")
         if self.writer is not None:
             self.writer.close()

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from pathlib import Path
 
+import optuna
 import pyarrow.fs as pafs
 from optuna.storages import JournalStorage
 from optuna.storages.journal import JournalFileBackend
@@ -70,8 +72,19 @@ def upload(storage: str, name: str) -> str:
 
 
 class StudySearch(OptunaSearch):
-    """Ray's `OptunaSearch`, each Optuna trial tagged with its Ray trial id (user attribute
-    `trial`), so that a study's trial can be found in the runs table and its trial folder."""
+    """Ray's `OptunaSearch`, so that the study is the sweep: each Optuna trial tagged with its Ray
+    trial id (user attribute `trial`), every epoch an intermediate value (the last one included),
+    a trial stopped early (ASHA) PRUNED with its last value, a failed one FAIL.
+
+    Ray hands a searcher a trial's result only while the scheduler lets the trial go on: a trial's
+    last result (reaching `max_t`, or its function returning) and an ASHA stop are STOP decisions,
+    and reach the searcher only as the trial's end. And Ray's `OptunaSearch` tells Optuna any end
+    with a score as COMPLETE. Both are put right here, through Optuna's own `report` and `tell`."""
+
+    def __init__(self, *args, epochs: int, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._epochs = epochs
+        """The epochs a trial runs unless stopped (its drawn `epochs` where the sweep searches it)."""
 
     def suggest(self, trial_id: str) -> dict | None:
         config = super().suggest(trial_id)
@@ -80,3 +93,67 @@ class StudySearch(OptunaSearch):
         if ot_trial is not None and ot_trial.user_attrs.get(TRIAL_ATTR) != trial_id:
             ot_trial.set_user_attr(TRIAL_ATTR, trial_id)
         return config
+
+    def on_trial_result(self, trial_id: str, result: dict) -> None:
+        # the trainer's own epoch is the step (Ray's `training_iteration` counts reports, and a
+        # trial restored from its checkpoint re-reports no epoch it had before)
+        if trial_id in self._completed_trials or "epoch" not in result or self.metric not in result:
+            return super().on_trial_result(trial_id, result)
+        self._report(trial_id, result)
+
+    def _report(self, trial_id: str, result: dict) -> None:
+        step, stored = int(result["epoch"]), self._stored(trial_id)
+        # a resumed trial may re-report an epoch the journal holds already
+        if stored is not None and step not in stored.intermediate_values:
+            self._ot_trials[trial_id].report(result[self.metric], step)
+
+    def _stored(self, trial_id: str):
+        """The Ray trial's Optuna trial as the study holds it, while RUNNING; else None (told already).
+        The study's file, not this searcher's memory: a resumed searcher is as old as Tune's state."""
+        number = self._ot_trials[trial_id].number
+        running = self._ot_study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+        return next((t for t in running if t.number == number), None)
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
+        if trial_id in self._completed_trials or trial_id not in self._ot_trials:
+            return super().on_trial_complete(trial_id, result, error)
+        if self._stored(trial_id) is None:  # told already: a trial that ended after the state Tune resumed from
+            self._completed_trials.add(trial_id)
+            return None
+        if result and "epoch" in result and self.metric in result:
+            self._report(trial_id, result)  # the epoch the STOP decision kept from on_trial_result
+        ot_trial = self._ot_trials[trial_id]
+        planned = int(ot_trial.params.get("epochs", self._epochs))
+        if error or not result or self.metric not in result:
+            state, value = optuna.trial.TrialState.FAIL, None
+        elif int(result.get("epoch", 0)) < planned:  # stopped by the scheduler: Optuna's pruned
+            state, value = optuna.trial.TrialState.PRUNED, None  # Optuna keeps its last intermediate value
+        else:
+            state, value = optuna.trial.TrialState.COMPLETE, result[self.metric]
+        self._ot_study.tell(ot_trial, value, state=state)
+        self._completed_trials.add(trial_id)
+
+
+def close_orphans(storage: str, name: str, continued: set[str], folders: Path | None) -> list[str]:
+    """On `--resume`: the study's RUNNING trials that Tune will not continue, told FAIL.
+
+    The study is written as the sweep goes, Tune's experiment state only every few seconds: a
+    driver killed between the two leaves Optuna trials that Tune's restored state never had (the
+    restored searcher draws their configs again as new trials) or that it will not run again.
+    `continued`: the Ray trial ids the restored Tuner runs or has finished. `folders`: the local
+    experiment folder, where such a trial's folder (`<variant>-s<seed>-<id>`, nothing in it
+    resumable) is removed. Returns one line per trial closed."""
+    study = optuna.load_study(study_name=name, storage=journal(storage, name))
+    lines = []
+    for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        ray_id = t.user_attrs.get(TRIAL_ATTR)
+        if ray_id in continued:
+            continue
+        study.tell(t.number, state=optuna.trial.TrialState.FAIL)
+        gone = sorted(folders.glob(f"*-{ray_id}")) if folders is not None and ray_id else []
+        for folder in gone:
+            shutil.rmtree(folder)
+        where = f"; its folder {gone[0]} removed" if gone else ""
+        lines.append(f"Optuna trial {t.number} (Ray trial {ray_id}) was running when the sweep stopped and "
+                     f"Tune will not continue it: marked FAIL{where}")
+    return lines

@@ -24,6 +24,7 @@ from psedual.train.outcome import TrialOutcome
 from psedual.train.resources import Resources
 from psedual.tune import study
 from psedual.tune.asha import ArmASHA
+from psedual.tune import trackers
 from psedual.tune.trackers import tracker_callbacks
 from psedual.tune.space import ARM, PSEDUAL_PREFIX, SweepSpec, expand, make_config
 from psedual.tune.trial import trainable
@@ -123,6 +124,7 @@ def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bo
     `dashboard`: start a local Ray with its dashboard (on loopback), its URL printed."""
     name = name or spec.name
     check_ray_default()
+    trackers.check(spec.loggers)  # a missing package is refused before Ray starts
     loud = verbose and os.environ.get("CI") is None
     url = ensure_ray(address, spec.resources.uses_train_workers, log_to_driver=loud, dashboard=dashboard)
     if dashboard:
@@ -143,8 +145,13 @@ def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bo
             raise ValueError(f"no sweep to resume at {path}")
         if spec.mode == "optuna":
             study.journal(storage, name)  # the restored searcher appends to this file: fetched if remote
-        # the restored Tuner keeps the callbacks it was pickled with (Progress, the sweep's loggers)
-        tuner = ray.tune.Tuner.restore(path, trainable=fn, resume_errored=True, resume_unfinished=True)
+            for line in study.close_orphans(storage, name, _continued(path), None if "://" in path else Path(path)):
+                print(line, flush=True)
+        # the restored Tuner keeps the callbacks it was pickled with (Progress, the sweep's loggers).
+        # An Optuna sweep's failed trials stay failed: the study has told them FAIL, and a finished
+        # Optuna trial cannot be reopened, so a rerun would be a trial the study never saw
+        tuner = ray.tune.Tuner.restore(path, trainable=fn, resume_errored=spec.mode != "optuna",
+                                       resume_unfinished=True)
     else:
         if "://" not in path and (Path(path) / "tuner.pkl").exists():
             raise ValueError(f"{path} holds a sweep already: --resume {name}, or choose another name")
@@ -166,6 +173,14 @@ def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bo
     fs, fs_path = filesystem(path)
     analysis = ray.tune.ExperimentAnalysis(fs_path, storage_filesystem=fs)
     return [_outcome(r, t, fs) for r, t in zip(ray.tune.ResultGrid(analysis), analysis.trials)]
+
+
+def _continued(path: str) -> set[str]:
+    """The trials of the experiment state a resumed Tuner restores, but for its failed ones (an
+    Optuna sweep's: not resumed): those it continues or has finished."""
+    fs, fs_path = filesystem(path)
+    trials = ray.tune.ExperimentAnalysis(fs_path, storage_filesystem=fs).trials
+    return {t.trial_id for t in trials if t.status != "ERROR"}
 
 
 def max_epochs(spec: SweepSpec) -> int:
@@ -209,7 +224,8 @@ def _tune_config(spec: SweepSpec, storage: str, name: str) -> ray.tune.TuneConfi
     # told the metric and mode itself; the study is stored beside the experiment, named as it
     search = study.StudySearch(define_by_run(spec), metric=OBJECTIVE, mode="max",
                                points_to_evaluate=spec.points or None, sampler=optuna.samplers.TPESampler(seed=spec.seed),
-                               study_name=name, storage=study.journal(storage, name))
+                               study_name=name, storage=study.journal(storage, name),
+                               epochs=int(spec.fixed.get("epochs", TrainConfig().epochs)))
     asha = dict(time_attr="epoch", max_t=max_epochs(spec), grace_period=spec.grace_period,
                 reduction_factor=spec.reduction_factor)
     scheduler = ArmASHA(spec.asha_by, **asha) if spec.asha_by else ASHAScheduler(**asha)
