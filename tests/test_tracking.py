@@ -6,10 +6,14 @@ dashboard on loopback; one line naming a missing extra."""
 
 from __future__ import annotations
 
+import os
 import pickle
 import re
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -245,3 +249,136 @@ def test_with_remote_storage_the_study_is_kept_on_the_driver_copied_at_the_end_a
     resumed = optuna.load_study(study_name="exp", storage=study.journal(storage, "exp"))
     assert [t.value for t in resumed.trials] == [0.5] and local.exists()
     assert analysis_study.load(storage, "exp").best_value == 0.5  # analyze optuna reads the storage's copy
+
+
+STUDY_SWEEP = """\
+# psedual tune --space study.yaml   (tests/test_tracking.py: a stop, a failure and a resume, one trial at a time)
+name: study
+mode: optuna
+num_samples: 4
+seed: 0
+grace_period: 1
+reduction_factor: 2
+loggers: [mlflow, tensorboard]
+fixed: {solver: gts, data.dataset: mawps, data.fold: 0, data.train_size: 200, epochs: 2, batch_size: 32,
+        beam_size: 1, model.embedding_size: 16, model.hidden_size: 32, model.layers: 1, threads: 1}
+search:
+  variant: {choice: [base]}
+  lr: {loguniform: [0.000001, 0.01]}
+  device: {choice: [cpu, cuda]}
+points:
+  - {variant: base, lr: 0.01, device: cpu}      # runs its 2 epochs
+  - {variant: base, lr: 0.00001, device: cpu}   # below the first at ASHA's rung (epoch 1): stopped
+  - {variant: base, lr: 0.01, device: cuda}     # no GPU here: fails
+  - {variant: base, lr: 0.003, device: cpu}     # the driver is killed as it starts
+resources: {max_concurrent: 1, max_failures: 0}
+"""
+
+
+def _stop_ray_under(ray_tmp: Path) -> None:
+    """Kill the processes of the Ray a killed driver left, found by its private temp folder
+    (never `ray stop`, which stops every Ray on the machine)."""
+    import psutil
+
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if proc.pid != os.getpid() and any(str(ray_tmp) in arg for arg in proc.info["cmdline"] or ()):
+                proc.kill()
+        except psutil.Error:
+            continue
+
+
+def test_the_study_is_the_sweep_after_a_stop_a_failure_and_a_resume(local_ray, tmp_path, monkeypatch, capsys):
+    """Optuna's own load_study on the journal: every epoch an intermediate value (the last
+    included), the ASHA stop PRUNED with its last value, the failure FAIL, and after the driver is
+    killed and the sweep resumed, no trial left RUNNING; MLflow's client and TensorBoard's reader
+    get the test metrics, the checkpoint and each run's end."""
+    import mlflow
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from psedual.job import run_spec
+    from psedual.train.trackers import CHECKPOINT_TAG, STATUS_TAG
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    (tmp_path / "study.yaml").write_text(STUDY_SWEEP)
+    root, ray_tmp = tmp_path / "results", Path(tempfile.mkdtemp(prefix="pdray-"))
+    # the first driver, in a process of its own with a Ray of its own, killed as the 4th trial starts
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_TMPDIR": str(ray_tmp), "CI": "1"}
+    with open(tmp_path / "first.log", "w") as log:
+        driver = subprocess.Popen([sys.executable, "-m", "psedual.cli", "tune", "--space", str(tmp_path / "study.yaml"),
+                                   "--storage", str(root)], stdout=log, stderr=subprocess.STDOUT, env=env,
+                                  cwd=tmp_path, start_new_session=True)
+        try:
+            began = time.time()
+            while time.time() - began < 480 and driver.poll() is None:
+                if len(list((root / "study").glob("base-s0-*"))) >= 4:
+                    time.sleep(1)  # its Optuna trial asked, its folder made
+                    break
+                time.sleep(0.5)
+        finally:
+            os.killpg(driver.pid, signal.SIGKILL)
+            driver.wait()
+            _stop_ray_under(ray_tmp)
+    first = (tmp_path / "first.log").read_text()
+    assert len(list((root / "study").glob("base-s0-*"))) >= 4, first[-3000:]
+    assert re.search(r"trial \S+ \(variant base, lr 1e-05, device cpu\) stopped early by the scheduler at epoch 1/2",
+                     first), first[-3000:]
+    assert "sweep: 3 of 4 trials ended (1 done, 1 stopped, 1 failed)" in first, first[-3000:]
+
+    # the second driver resumes it (this process's Ray)
+    spec = load_spec(tmp_path / "study.yaml")
+    assert run_spec(spec, "study", True, str(root), None) == 1  # the failed trial is an error row
+    printed = capsys.readouterr().out
+    runs = pl.read_parquet(root / "runs" / "experiment=study" / "*.parquet")
+    epochs = pl.read_parquet(root / "epochs" / "experiment=study" / "*.parquet")
+
+    path = root / "study" / "optuna.journal"
+    study = optuna.load_study(study_name="study", storage=JournalStorage(JournalFileBackend(str(path))))
+    states = {t.user_attrs["trial"]: t for t in study.trials}
+    assert not [t for t in study.trials if t.state.name in ("RUNNING", "WAITING")]
+    expected = {"completed": "COMPLETE", "stopped": "PRUNED", "error": "FAIL"}
+    for row in runs.iter_rows(named=True):  # every trial of the runs table, as Optuna holds it
+        t = states[row["trial"]]
+        assert t.state.name == expected[row["status"]], (row, t)
+        curve = epochs.filter(pl.col("trial") == row["trial"]).sort("epoch")
+        best = curve["valid_value_acc"].cum_max().to_list()  # the objective: the best validation so far
+        assert t.intermediate_values == pytest.approx(dict(zip(curve["epoch"].to_list(), best))), row
+        assert sorted(t.intermediate_values) == list(range(1, row["epochs_done"] + 1))  # the last epoch too
+        if t.state.name != "FAIL":
+            assert t.value == pytest.approx(best[-1])  # a pruned trial's value: its last intermediate one
+    assert sorted(runs["status"].to_list()).count("stopped") == 1 and "error" in runs["status"].to_list()
+    assert [t.intermediate_values for t in study.trials[:3]] != [{}, {}, {}]
+    assert [t.state.name for t in study.trials[:3]] == ["COMPLETE", "PRUNED", "FAIL"]
+    assert study.trials[0].intermediate_values.keys() == {1, 2} and study.trials[1].intermediate_values.keys() == {1}
+    # the killed driver's 4th trial: continued by Tune, or (not in Tune's last state) told FAIL, its
+    # folder removed, in one line
+    orphans = [t for t in study.trials if t.user_attrs["trial"] not in set(runs["trial"])]
+    for t in orphans:
+        assert t.state.name == "FAIL" and not list((root / "study").glob(f"*-{t.user_attrs['trial']}"))
+        assert (f"Optuna trial {t.number} (Ray trial {t.user_attrs['trial']}) was running when the sweep stopped "
+                "and Tune will not continue it: marked FAIL; its folder") in printed
+    assert len(study.trials) == runs.height + len(orphans) and runs.height == 4
+
+    # MLflow: every run with all its params, its end, its test metrics and its checkpoint
+    client = mlflow.MlflowClient(f"sqlite:///{root}/mlflow.db")
+    experiment = client.get_experiment_by_name("study")
+    assert experiment.artifact_location == (root / "mlartifacts").resolve().as_uri()
+    mlruns = {r.info.run_name.rsplit("-", 1)[-1]: r for r in client.search_runs([experiment.experiment_id])}
+    for row in runs.iter_rows(named=True):
+        r = mlruns[row["trial"]]
+        assert r.data.tags[STATUS_TAG] == row["status"]
+        assert r.data.params["variant"] == "base" and r.data.params["model.dropout"] is not None  # a default too
+        if row["status"] == "error":
+            continue
+        for key in ("test_value_acc", "test_expr_acc", "best_epoch"):
+            assert r.data.metrics[key] == pytest.approx(row[key]), key
+        assert client.get_metric_history(r.info.run_id, "test_value_acc")[0].step == row["best_epoch"]
+        assert r.data.tags[CHECKPOINT_TAG].endswith("best.pt")
+        assert [a.path for a in client.list_artifacts(r.info.run_id)] == ["best.pt"]
+        # TensorBoard: the test metrics beside the epochs', in the trial's folder
+        events = EventAccumulator(str(next((root / "study").glob(f"*-{row['trial']}"))))
+        events.Reload()
+        assert [e.value for e in events.Scalars("test_value_acc")] == pytest.approx([row["test_value_acc"]], abs=1e-6)
