@@ -42,10 +42,13 @@ def test_an_optuna_sweep_keeps_its_study_mlflow_runs_and_tensorboard_files(local
     from optuna.storages.journal import JournalFileBackend
 
     from psedual.tune.sweep import run_sweep
+    from psedual.tune.trackers import log_tested
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     spec = _tiny_optuna(tmp_path)
-    runs = collect(run_sweep(spec, str(tmp_path), verbose=0), str(tmp_path), spec.name)
+    outcomes = run_sweep(spec, str(tmp_path), verbose=0)
+    runs = collect(outcomes, str(tmp_path), spec.name)
+    log_tested(spec.loggers, str(tmp_path), spec.name, runs, outcomes)  # as the job does after the tests
     printed = capsys.readouterr().out
     # ASHA (grace 1, per arm) may stop the second trial of an arm after its first epoch
     assert set(runs["status"]) <= {"completed", "stopped"} and runs.height == 3
@@ -59,7 +62,9 @@ def test_an_optuna_sweep_keeps_its_study_mlflow_runs_and_tensorboard_files(local
     path = tmp_path / "study" / "optuna.journal"
     assert f"Optuna study 'study': {path}" in printed
     study = optuna.load_study(study_name="study", storage=JournalStorage(JournalFileBackend(str(path))))
-    assert len(study.trials) == 3 and all(t.state.name == "COMPLETE" for t in study.trials)
+    assert len(study.trials) == 3
+    assert [t.state.name for t in study.trials] == [{"completed": "COMPLETE", "stopped": "PRUNED"}[
+        runs.filter(pl.col("trial") == t.user_attrs["trial"])["status"][0]] for t in study.trials]
     best = runs.sort("valid_value_acc", descending=True).row(0, named=True)
     assert study.best_value == pytest.approx(best["valid_value_acc"])  # the kept checkpoint's validation score
     assert study.best_trial.value == runs["valid_value_acc"].max()
@@ -69,12 +74,10 @@ def test_an_optuna_sweep_keeps_its_study_mlflow_runs_and_tensorboard_files(local
         t = by_trial[row["trial"]]
         assert t.user_attrs["variant"] == row["variant"] == t.params["variant"]
         assert t.params["lr"] == pytest.approx(row["lr"]) and t.value == pytest.approx(row["valid_value_acc"])
-        # each epoch's report (best so far), as the per-epoch plot shows them; Tune hands the last
-        # epoch's result to the searcher as the trial's end, not as one more report
-        # a trial ASHA stopped after its first epoch reaches the searcher only as its end: no report
-        assert set(t.intermediate_values) <= set(range(1, row["epochs_done"] + 1))
-        if row["epochs_done"] > 1:
-            assert min(t.intermediate_values) == 1 and max(t.intermediate_values.values()) <= t.value
+        # every epoch's report (best so far), the last included: Tune hands the last epoch's result
+        # (and an ASHA stop's) to the searcher only as the trial's end, and the study reports it then
+        assert sorted(t.intermediate_values) == list(range(1, row["epochs_done"] + 1))
+        assert t.intermediate_values[row["epochs_done"]] == pytest.approx(t.value)
     # a resumed sweep's searcher is the pickled one: its storage is this very file
     state = pickle.loads(next((tmp_path / "study").glob("searcher-state-*.pkl")).read_bytes())
     assert state["_study_name"] == "study" and state["_storage"]._backend._file_path == str(path)
@@ -91,6 +94,8 @@ def test_an_optuna_sweep_keeps_its_study_mlflow_runs_and_tensorboard_files(local
         row = runs.filter(pl.col("trial") == trial).row(0, named=True)
         assert r.data.params["variant"] == row["variant"] and float(r.data.params["lr"]) == pytest.approx(row["lr"])
         assert r.data.params["epochs"] == "2" and r.info.status == "FINISHED"
+        assert r.data.tags["psedual.status"] == row["status"] and r.data.metrics["test_value_acc"] == pytest.approx(
+            row["test_value_acc"])
         curve = client.get_metric_history(r.info.run_id, "valid_value_acc")
         assert [m.step for m in curve] == list(range(1, row["epochs_done"] + 1))
         assert max(m.value for m in curve) == pytest.approx(row["valid_value_acc"])
@@ -171,6 +176,14 @@ def test_train_logs_to_mlflow_and_tensorboard(tmp_path, monkeypatch):
     run, = client.search_runs([client.get_experiment_by_name("train").experiment_id])
     assert run.info.run_name == "run" and run.info.status == "FINISHED"
     assert run.data.params["solver"] == "gts" and run.data.params["data.train_size"] == "64"
+    assert run.data.params["variant"] == "base" and run.data.tags["psedual.status"] == "completed"
+    # the kept checkpoint's test metrics at its epoch, and the checkpoint, under the results root
+    metrics = pl.read_parquet(out / "metrics.parquet").row(0, named=True)
+    test = client.get_metric_history(run.info.run_id, "test_value_acc")
+    assert [(m.step, m.value) for m in test] == [(metrics["best_epoch"], pytest.approx(metrics["test_value_acc"]))]
+    assert [a.path for a in client.list_artifacts(run.info.run_id)] == ["best.pt"]
+    assert run.info.artifact_uri.startswith((tmp_path / "results" / "mlartifacts").as_uri())
+    assert not (tmp_path / "mlruns").exists() and not (tmp_path / "mlartifacts").exists()
     curve = client.get_metric_history(run.info.run_id, "valid_value_acc")
     assert [m.step for m in curve] == epochs["epoch"].to_list() == [1, 2]
     assert [m.value for m in curve] == pytest.approx(epochs["valid_value_acc"].to_list())
@@ -179,6 +192,8 @@ def test_train_logs_to_mlflow_and_tensorboard(tmp_path, monkeypatch):
     scalars = events.Scalars("valid_value_acc")
     assert [e.step for e in scalars] == [1, 2]
     assert [e.value for e in scalars] == pytest.approx(epochs["valid_value_acc"].to_list(), abs=1e-6)  # float32
+    assert [(e.step, e.value) for e in events.Scalars("test_value_acc")] == [
+        (metrics["best_epoch"], pytest.approx(metrics["test_value_acc"], abs=1e-6))]
 
 
 def test_train_refuses_a_sweep_only_logger(capsys):
@@ -382,3 +397,39 @@ def test_the_study_is_the_sweep_after_a_stop_a_failure_and_a_resume(local_ray, t
         events = EventAccumulator(str(next((root / "study").glob(f"*-{row['trial']}"))))
         events.Reload()
         assert [e.value for e in events.Scalars("test_value_acc")] == pytest.approx([row["test_value_acc"]], abs=1e-6)
+
+
+def test_a_missing_tracker_is_refused_before_ray_starts(monkeypatch):
+    from psedual.extras import MissingExtra
+    from psedual.tune import sweep
+
+    def started(*args, **kwargs):
+        raise AssertionError("Ray started before the trackers were checked")
+
+    monkeypatch.setitem(sys.modules, "wandb", None)  # as if not installed
+    monkeypatch.setattr(sweep, "ensure_ray", started)
+    spec = replace(load_spec(ROOT / "search_spaces" / "smoke.yaml"), loggers=["wandb"])
+    with pytest.raises(MissingExtra, match=r"^logger wandb needs the wandb package: pip install wandb$"):
+        sweep.run_sweep(spec, "results")
+
+
+def test_on_resume_a_running_trial_tune_will_not_continue_is_told_fail_and_its_folder_removed(tmp_path):
+    import optuna
+
+    from psedual.tune import study
+
+    s = optuna.create_study(study_name="exp", storage=study.journal(str(tmp_path), "exp"), direction="maximize")
+    kept, lost, done = s.ask(), s.ask(), s.ask()
+    for trial, ray_id in ((kept, "aa_00000"), (lost, "aa_00001"), (done, "aa_00002")):
+        trial.set_user_attr("trial", ray_id)
+        trial.report(0.25, 1)
+        (tmp_path / "exp" / f"base-s0-{ray_id}").mkdir()
+    s.tell(done, 0.5)
+    lines = study.close_orphans(str(tmp_path), "exp", {"aa_00000", "aa_00002"}, tmp_path / "exp")
+    assert lines == [f"Optuna trial 1 (Ray trial aa_00001) was running when the sweep stopped and Tune will not "
+                     f"continue it: marked FAIL; its folder {tmp_path}/exp/base-s0-aa_00001 removed"]
+    trials = optuna.load_study(study_name="exp", storage=study.journal(str(tmp_path), "exp")).trials
+    assert [t.state.name for t in trials] == ["RUNNING", "FAIL", "COMPLETE"]
+    assert trials[1].intermediate_values == {1: 0.25}  # what it reported is kept
+    assert sorted(p.name for p in (tmp_path / "exp").iterdir() if p.is_dir()) == ["base-s0-aa_00000",
+                                                                                   "base-s0-aa_00002"]

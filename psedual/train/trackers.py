@@ -62,8 +62,9 @@ STATUS_TAG = "psedual.status"
 """The tag holding a run's end, as the runs table's `status`: completed, stopped or error."""
 CHECKPOINT_TAG = "psedual.checkpoint"
 """The tag holding where the kept checkpoint (`best.pt`) is."""
-TESTED = ("best_epoch", "valid_value_acc", "valid_expr_acc")
-"""Besides every `test_*` value: which epoch was kept, and its validation scores."""
+TESTED = ("best_epoch",)
+"""Besides every `test_*` value: which epoch was kept (its validation scores are that epoch's, logged
+with the epoch: logging them again would put a second point on the validation curve)."""
 TRAIN_EXPERIMENT = "train"
 """The MLflow experiment that `psedual train` runs log to (a sweep's trials: the sweep's experiment name)."""
 
@@ -103,11 +104,11 @@ def mlflow_uri(root: str) -> str:
 
 def mlflow_experiment(client, name: str, root: str) -> str:
     """The id of MLflow experiment `name`, created with its artefacts under the results root when
-    the store is the local one (a server keeps its own artefact root)."""
+    the client's store is a local one (SQLite, a file store); a server keeps its own artefact root."""
     found = client.get_experiment_by_name(name)
     if found is not None:
         return found.experiment_id
-    local = not os.environ.get("MLFLOW_TRACKING_URI")
+    local = client.tracking_uri.split(":", 1)[0] in ("sqlite", "file") or "://" not in client.tracking_uri
     where = (Path(storage_uri(root)) / MLFLOW_ARTIFACTS).resolve().as_uri() if local else None
     return client.create_experiment(name, artifact_location=where)
 
@@ -140,7 +141,7 @@ class RunTrackers:
         if "mlflow" in names:
             self.mlflow = need("mlflow")
             self.mlflow.set_tracking_uri(mlflow_uri(root))
-            experiment = mlflow_experiment(self.mlflow.MlflowClient(), TRAIN_EXPERIMENT, root)
+            experiment = mlflow_experiment(self.mlflow.MlflowClient(mlflow_uri(root)), TRAIN_EXPERIMENT, root)
             self.mlflow.start_run(run_name=Path(out).name, experiment_id=experiment)
             self.mlflow.log_params(params)
         if "tensorboard" in names:
