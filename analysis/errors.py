@@ -10,5 +10,9 @@ one line naming it (GuardrailError is a ValueError)."""
 
 
 def one_line(err: BaseException) -> str:
-    text = " ".join(str(err).split()) or type(err).__name__
-    return text if isinstance(err, ValueError) else f"{type(err).__name__}: {text}"
+    """The error as one line in every command's style: what and where, never a Python type's name
+    (a KeyError's message is the key alone: it says which key is missing)."""
+    text = " ".join(str(err).split())
+    if isinstance(err, KeyError):
+        return f"missing key {text}" if text else "a missing key"
+    return text or "an unreadable table"

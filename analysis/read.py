@@ -43,7 +43,7 @@ def scan(root: str, table: str, experiments: list[str] | None = None) -> pl.Lazy
         found = sorted({p.parent.name.removeprefix("experiment=") for p in files})
         if not found:
             raise FileNotFoundError(f"{local}: no {table} table here (expected experiment=<name>/*.parquet); "
-                                    f"run `python tune.py` or pass --root")
+                                    f"run `psedual tune` or pass --root")
         missing = sorted(set(experiments or []) - set(found))
         if missing:
             raise FileNotFoundError(f"{local}: no experiment {', '.join(missing)}; present: {', '.join(found)}")

@@ -35,14 +35,14 @@ def _typed(words: tuple[str, ...], command, argv: list[str]) -> int:
     """Run a command whose parser jsonargparse generates from a typed config."""
     from jsonargparse import ArgumentError
 
-    from psedual.typed_cli import flags
+    from psedual.typed_cli import flags, plain_error
 
     parser = command.parser()
     try:
         cfg = parser.parse_args(flags(argv[len(words):], parser._option_string_actions))
     except ArgumentError as err:
-        print(f"psedual {' '.join(words)}: error: {err}\n(psedual {' '.join(words)} --help lists the options)",
-              file=sys.stderr)
+        print(f"psedual {' '.join(words)}: error: {plain_error(str(err))}\n(psedual {' '.join(words)} --help "
+              "lists the options)", file=sys.stderr)
         return 2
     return command.run(cfg) or 0
 

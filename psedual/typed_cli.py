@@ -11,6 +11,7 @@ A bool field's option alone is a flag (`--reexamine` = `--reexamine true`): see 
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
@@ -74,8 +75,9 @@ def _train_parser() -> ArgumentParser:
 
     p = _parser("train", "Train one solver; test the checkpoint of the best validation epoch once.")
     p.add_class_arguments(TrainConfig, nested_key=None, skip={"psedual"}, fail_untyped=True)
-    # TrainConfig's default data is MAWPS fold 0; on the command line the fold is said, as the
-    # dataset is (a fixed-split dataset then needs no `--data.fold null`).
+    # Unset (null) the fold is the dataset's first for a cross-validated one (MAWPS fold 0, TrainConfig's
+    # default) and none for a fixed-split one, so `--data.dataset math23k` needs no `--data.fold null`
+    # and a `--print_config` file (`fold: null`) loads back: `_train_config`.
     p.set_defaults({"data.fold": None})
     encoders = "; ".join(f"`{name}`: PseDual reading the solver's expressions with {entry.about}"
                          for name, entry in EXPRESSION_ENCODERS.items())
@@ -97,9 +99,13 @@ def _train_config(cfg: Namespace):
     from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS, PseDualConfig
     from psedual.train.config import TrainConfig
 
+    from psedual.data.registry import get_spec
+
     flat = _flatten(cfg.as_dict())
     for key in ("config", "out", "resume", "loggers", "__path__"):
         flat.pop(key, None)
+    if flat.get("data.fold") is None and get_spec(flat["data.dataset"]).folds:
+        flat["data.fold"] = 0
     defaults = PseDualConfig()
     psedual = {k: v for k, v in flat.items() if k.startswith("psedual.")}
     if flat["variant"] == BASE:
@@ -335,6 +341,28 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("sweeps",): Command("the sweep files that ship with psedual: list them, or copy one out to edit",
                          _sweeps_parser, _run_sweeps),
 }
+
+
+_TYPE_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "text", "NoneType": "null"}
+
+
+def plain_error(text: str) -> str:
+    """jsonargparse's refusal of a value as one line in the commands' style: the option, the value
+    and what it takes, never a Python type's name (`--lr abc: expected a number`, `--solver gpt:
+    expected one of gts, dns, ...`). Other errors are returned on one line as they are."""
+    found = re.match(r'Parser key "([^"]+)":\s*(.*)', text, re.S)
+    if not found:
+        return " ".join(text.split())
+    key, rest = found.groups()
+    got = re.search(r"(?:Got value|Given value): (.*)", rest)
+    value = f" {got.group(1).strip()}" if got else ""
+    choices = re.search(r"Literal\[(.*?)\]", rest)
+    if choices:
+        what = "one of " + ", ".join(c.strip().strip("'\"") for c in choices.group(1).split(","))
+    else:
+        kinds = re.findall(r"Expected a <class '(\w+)'>", rest) or re.findall(r"<class '(\w+)'>", rest)
+        what = " or ".join(dict.fromkeys(_TYPE_WORDS.get(k, k) for k in kinds)) or " ".join(rest.split())
+    return f"--{key}{value}: expected {what}"
 
 
 _BOOLEAN_WORDS = {"true", "false", "yes", "no"}

@@ -81,7 +81,7 @@ def check(command: str, capsys) -> None:
         else:
             assert words[1] == "--logdir" and words[2].startswith("results"), command
         return
-    elif words[:2] == ["python", "-c"]:
+    elif words[0] in ("python", ".venv/bin/python") and words[1] == "-c":
         compile(words[2], "README", "exec")
         return
     else:
@@ -105,8 +105,26 @@ def test_every_readme_command_parses(capsys):
 def test_the_main_jobs_next_commands_parse(capsys):
     from psedual.job import NEXT
 
-    for _, command in NEXT:
-        check(command.format(storage="results"), capsys)
+    for _, command in NEXT:  # as printed from a checkout's .venv
+        check(command.format(storage="results", psedual=".venv/bin/psedual", ray=".venv/bin/ray",
+                             python=".venv/bin/python"), capsys)
+
+
+def test_the_next_commands_name_this_environments_programs(monkeypatch, tmp_path):
+    import sys
+
+    from psedual.job import programs
+
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "psedual").touch()
+    monkeypatch.setattr(sys, "executable", str(bin_dir / "python"))
+    monkeypatch.chdir(tmp_path)
+    # never a bare `python`: another interpreter unless the venv is active
+    assert programs() == {"python": ".venv/bin/python", "psedual": ".venv/bin/psedual", "ray": "ray"}
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert programs()["psedual"] == str(bin_dir / "psedual")
 
 
 def test_the_check_catches_an_option_the_cli_lacks(capsys):

@@ -90,15 +90,17 @@ class TrainConfig:
         for name in ("epochs", "batch_size", "lr_step", "beam_size", "min_word_count"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.lr <= 0 or self.weight_decay < 0 or not 0 < self.lr_gamma <= 1:
-            raise ValueError(f"bad optimiser settings: lr={self.lr}, weight_decay={self.weight_decay}, "
-                             f"lr_gamma={self.lr_gamma}")
+        # each optimiser setting on its own, so the message names the value that is wrong
+        checks = (("lr", self.lr > 0, "> 0"), ("weight_decay", self.weight_decay >= 0, ">= 0"),
+                  ("lr_gamma", 0 < self.lr_gamma <= 1, "in (0, 1]"),
+                  ("warmup_fraction", 0 <= self.warmup_fraction < 1, "in [0, 1)"), ("plm_lr", self.plm_lr > 0, "> 0"),
+                  ("plm_weight_decay", self.plm_weight_decay >= 0, ">= 0"),
+                  ("clip_grad_norm", self.clip_grad_norm >= 0, ">= 0 (0: no clipping)"))
+        for name, ok, valid in checks:
+            if not ok:
+                raise ValueError(f"{name} must be {valid}, got {getattr(self, name):g}")
         if self.lr_schedule not in LR_SCHEDULES:
             raise ValueError(f"unknown lr_schedule {self.lr_schedule!r}; valid: {', '.join(LR_SCHEDULES)}")
-        if not 0 <= self.warmup_fraction < 1 or self.plm_lr <= 0 or self.plm_weight_decay < 0 \
-                or self.clip_grad_norm < 0:
-            raise ValueError(f"bad optimiser settings: warmup_fraction={self.warmup_fraction}, plm_lr={self.plm_lr}, "
-                             f"plm_weight_decay={self.plm_weight_decay}, clip_grad_norm={self.clip_grad_norm}")
 
     @property
     def variant(self) -> str:

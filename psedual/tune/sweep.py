@@ -6,7 +6,9 @@ checkpoint holding `best.pt`. Test evaluation and tables are `psedual.results`' 
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import os
 from pathlib import Path
 
@@ -110,8 +112,11 @@ def ensure_ray(address: str | None, train_workers: bool = False, log_to_driver: 
     if ray.is_initialized():
         return None
     local = dict(include_dashboard=train_workers or dashboard, dashboard_host="127.0.0.1") if not address else {}
-    context = ray.init(address=address or "local", log_to_driver=log_to_driver and os.environ.get("CI") is None,
-                       configure_logging=True, **local)
+    loud = log_to_driver and os.environ.get("CI") is None
+    # quiet, Ray's own INFO lines (the dashboard's URL, in colour codes) stay off the terminal too;
+    # the URL a sweep asks for is printed by the sweep itself
+    context = ray.init(address=address or "local", log_to_driver=loud, configure_logging=True,
+                       logging_level=logging.INFO if loud else logging.WARNING, **local)
     url = getattr(context, "dashboard_url", None)
     return f"http://{url}" if url and "://" not in url else url or None
 
@@ -164,7 +169,8 @@ def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bo
         where = study.local_path(storage, name)
         print(f"Optuna study {name!r}: {study.study_uri(storage, name)} (live: optuna-dashboard {where})", flush=True)
     try:
-        tuner.fit()
+        with _tune_output(loud):
+            tuner.fit()
     finally:  # a stopped sweep's study is kept too: --resume continues it
         if spec.mode == "optuna":
             study.upload(storage, name)
@@ -173,6 +179,25 @@ def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bo
     fs, fs_path = filesystem(path)
     analysis = ray.tune.ExperimentAnalysis(fs_path, storage_filesystem=fs)
     return [_outcome(r, t, fs) for r, t in zip(ray.tune.ResultGrid(analysis), analysis.trials)]
+
+
+@contextlib.contextmanager
+def _tune_output(loud: bool):
+    """Quiet, Tune prints nothing of its own: its newer console output prints a "Configuration for
+    experiment" box and a TensorBoard hint into Ray's staging folder even at verbose 0, so the
+    older one (silent at verbose 0) is chosen for the fit. Tune reads the variable as it starts."""
+    if loud:
+        yield
+        return
+    before = os.environ.get("RAY_AIR_NEW_OUTPUT")
+    os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("RAY_AIR_NEW_OUTPUT", None)
+        else:
+            os.environ["RAY_AIR_NEW_OUTPUT"] = before
 
 
 def _continued(path: str) -> set[str]:
