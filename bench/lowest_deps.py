@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,8 @@ import tempfile
 import time
 import tomllib
 from pathlib import Path
+
+from packaging.version import Version  # pip's and setuptools' own
 
 ROOT = Path(__file__).resolve().parent.parent
 TORCH = "torch==2.13.0"
@@ -50,6 +53,30 @@ def direct(extras: list[str]) -> list[str]:
     return [*project["dependencies"], *(d for e in extras for d in project["optional-dependencies"][e])]
 
 
+def _name(requirement: str) -> str:
+    return re.split(r"[\[<>=!~; ]", requirement, maxsplit=1)[0].strip().lower().replace("_", "-")
+
+
+def _bounds(requirements: list[str]) -> dict[str, str]:
+    """Each direct dependency's lower bound (`>=X`), by its normalised name."""
+    out = {}
+    for r in requirements:
+        low = re.search(r">=\s*([\w.]+)", r)
+        if low:
+            out[_name(r)] = low.group(1)
+    return out
+
+
+def _at(version: str | None, bound: str) -> bool:
+    """Whether an installed version is the bound itself (`2.50.0` is `2.50`)."""
+    return version is not None and Version(version) == Version(bound)
+
+
+def _versions(frozen: str) -> dict[str, str]:
+    """`pip freeze`'s versions by normalised name (a local build's `+cpu` left off)."""
+    return {_name(line): line.split("==", 1)[1].split("+")[0] for line in frozen.splitlines() if "==" in line}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--work", help="scratch folder (default: a new temporary one)")
@@ -71,11 +98,19 @@ def main() -> None:
         spec = f"{ROOT}[{','.join(extras)}]" if extras else str(ROOT)
         stage("lowest-direct install", [str(venv / "bin" / "uv"), "pip", "install", "--python", str(py),
                                         "--resolution", "lowest-direct", "--constraint", str(pin), spec], env=env)
-        frozen = stage("pip freeze", [str(py), "-m", "pip", "freeze"])
-        names = {d.split(">")[0].split("=")[0].split("[")[0].split("<")[0].strip().lower() for d in direct(extras)}
-        versions = [line for line in frozen.splitlines()
-                    if line.split("==")[0].lower().replace("_", "-") in {n.replace("_", "-") for n in names}]
-        print("direct dependencies installed: " + ", ".join(versions), flush=True)
+        # uv's lowest-direct may still land above a bound (it keeps a combination it prefers): each
+        # such package is then put at its bound itself, so that every bound is the version checked
+        installed = _versions(stage("pip freeze", [str(py), "-m", "pip", "freeze"]))
+        pins = [f"{name}=={low}" for name, low in _bounds(direct(extras)).items()
+                if name != "torch" and not _at(installed.get(name), low)]
+        if pins:
+            pin.write_text("\n".join([TORCH, *pins]) + "\n")
+            stage(f"at the bound: {', '.join(pins)}", [str(venv / "bin" / "uv"), "pip", "install", "--python", str(py),
+                                                      "--constraint", str(pin), spec], env=env)
+            installed = _versions(stage("pip freeze", [str(py), "-m", "pip", "freeze"]))
+        bounds = _bounds(direct(extras))
+        print("direct dependencies installed: " + ", ".join(f"{n}=={installed.get(n)}" + (
+            "" if _at(installed.get(n), low) else f" (bound {low})") for n, low in bounds.items()), flush=True)
         psedual, out = str(venv / "bin" / "psedual"), work / "run"
         # outside the checkout: the installed package, its shipped sweep files, the data root as set
         stage("a short train", [psedual, "train", "--data.dataset", "mawps", "--data.fold", "0", "--data.train_size",

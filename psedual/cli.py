@@ -5,6 +5,7 @@ as its fields are (`--data_root`, `--select_by`; dotted for nested configs: `--d
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from psedual.data.files import DataFileError
@@ -47,9 +48,17 @@ def _typed(words: tuple[str, ...], command, argv: list[str]) -> int:
     return command.run(cfg) or 0
 
 
+QUIET_BARS = {"HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+"""Off a terminal, third-party progress bars (transformers' weight loading, which reads the Hub's
+switch when imported) would fill a log with carriage returns: turned off unless the user set them."""
+
+
 def main(argv: list[str] | None = None) -> int:
     from psedual.typed_cli import find
 
+    if not sys.stderr.isatty():
+        for key, value in QUIET_BARS.items():
+            os.environ.setdefault(key, value)
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["analyze"]:
         from analysis.cli import main as analyze

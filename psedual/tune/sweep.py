@@ -112,6 +112,8 @@ def ensure_ray(address: str | None, train_workers: bool = False, log_to_driver: 
     if ray.is_initialized():
         return None
     local = dict(include_dashboard=train_workers or dashboard, dashboard_host="127.0.0.1") if not address else {}
+    if not address:  # a local Ray's workers inherit this: their output goes to logs, never a terminal
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     loud = log_to_driver and os.environ.get("CI") is None
     # quiet, Ray's own INFO lines (the dashboard's URL, in colour codes) stay off the terminal too;
     # the URL a sweep asks for is printed by the sweep itself
