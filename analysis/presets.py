@@ -51,7 +51,7 @@ def build(args: ClaimOptions, cmp: Comparison, runs: pl.DataFrame) -> claims_mod
                              read.scan(args.root, "predictions", args.experiment), cmp)
     built.rows = power.annotate(built.rows, target_delta=args.target_delta)
     path = claims_mod.write(built.rows, args.root, cmp.family)
-    built.notes.append(f"{built.rows.height} claim rows written to {path}")
+    built.notes.append(f"{built.rows.height} claim row{'' if built.rows.height == 1 else 's'} written to {path}")
     return built
 
 

@@ -146,7 +146,7 @@ def footer(claims: pl.DataFrame, notes: list[str]) -> str:
     r = claims.row(0, named=True)
     tests = sorted(set(claims["test"].to_list()))
     lines = [f"Δ = treatment − {label(r['base_arm'])}, in points. Marks: * p < 0.05, ** p < 0.01 after "
-             f"{r['correction']} correction over family '{r['family']}' ({r['n_family']} comparisons). "
+             f"{r['correction']} correction over family '{r['family']}' ({r['n_family']} comparison{'' if r['n_family'] == 1 else 's'}). "
              f"Tests: {', '.join(tests)} (mcnemar_exact: one seed, examples paired; paired_t_seeds: "
              f"seeds paired, ± is the sd over seeds). CIs: one seed, a paired bootstrap over examples "
              f"({r['n_resamples']} resamples, seed {r['rng_seed']}); several seeds, the t interval of the mean Δ "

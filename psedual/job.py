@@ -276,7 +276,8 @@ def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, v
     log_tested(spec.loggers, storage, name, runs, outcomes)  # the trackers get the tests and checkpoints too
     if ours:  # else the trials' last log lines, relayed late, would print after the verdicts
         ray.shutdown()
-    with pl.Config(tbl_rows=50, tbl_cols=len(SHOWN), tbl_width_chars=200, float_precision=4):
+    with pl.Config(tbl_rows=50, tbl_cols=len(SHOWN), tbl_width_chars=200, float_precision=4,
+                   tbl_hide_dataframe_shape=True):  # the count is said in the line below it
         print(runs.select([c for c in SHOWN if c in runs.columns]))
     print(f"{len(runs)} trials in {time.perf_counter() - began:.0f} s; tables in "
           f"{storage}/{{runs,epochs,predictions}}/experiment={name}/")

@@ -3,9 +3,11 @@ with its docstring and choices, settable, and readable from a YAML file with ove
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from dataclasses import fields
+from pathlib import Path
 
 import pytest
 
@@ -260,3 +262,25 @@ def test_a_printed_config_loads_back_and_the_default_data_needs_no_fold(tmp_path
     assert (config.data.dataset, config.data.fold) == ("mawps", 0)
     config = _train_config(parser.parse_args(["--data.dataset", "svamp", "--out", "x"]))
     assert config.data.fold is None
+
+
+def test_the_sweep_files_ship_with_the_package_and_copy_out(tmp_path, monkeypatch, capsys):
+    from psedual.sweeps import SHIPPED, find, shipped
+
+    root = Path(__file__).parent.parent
+    assert sorted(p.name for p in shipped().values()) == sorted(p.name for p in (root / "search_spaces").glob("*.yaml"))
+    assert SHIPPED.is_relative_to(root / "psedual")  # inside the package: a wheel carries it (package-data)
+    assert main(["sweeps"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert any(re.match(r"optuna +python tune.py --space search_spaces/optuna.yaml", line) for line in listed), listed
+    assert main(["sweeps", "optuna", "--out", str(tmp_path / "mine")]) == 0
+    assert (tmp_path / "mine" / "optuna.yaml").read_text() == (root / "search_spaces" / "optuna.yaml").read_text()
+    assert main(["sweeps", "optuna", "--out", str(tmp_path / "mine")]) == 2  # never overwritten
+    assert "exists already" in capsys.readouterr().err
+    # outside the checkout the printed `--space search_spaces/NAME.yaml` finds the shipped file
+    monkeypatch.chdir(tmp_path)
+    assert find("search_spaces/table1_mawps_seeds.yaml") == shipped()["table1_mawps_seeds"]
+    assert find("smoke") == find("smoke.yaml") == shipped()["smoke"]
+    assert find("mine/optuna.yaml") == Path("mine/optuna.yaml")  # a file of your own comes first
+    with pytest.raises(FileNotFoundError, match=r"^sweep file elsewhere/smoke.yaml not found; the shipped ones: "):
+        find("elsewhere/smoke.yaml")

@@ -139,7 +139,7 @@ def test_the_regime_is_said_and_a_near_teacher_forcing_run_is_warned():
                                                 "over the run (schedule horizon, Q_pred straight_through); quantity keys "
                                                 "anonymous, loss averaged per problem")
     assert regime(PseDualConfig(epsilon_hold=0.0, quantity_keys="named", control="other_problem"), 23, 80).startswith(
-        "ε 1 for the first 0 steps (0%), then → 0.5 by the last of 1,840 steps")
+        "ε 1 → 0.5 by the last of 1,840 steps (23 per epoch × 80 epochs")  # no hold: no "first 0 steps"
     assert regime(PseDualConfig(quantity_keys="named", control="other_problem"), 23, 80).endswith(
         "quantity keys named, control other_problem, loss averaged per problem")
     assert "for the first 460 steps (100%), then → 1 by the last of 460 steps" in regime(PseDualConfig(epsilon_schedule="epoch"), 23, 20)

@@ -114,8 +114,9 @@ def summary_text(info: dict) -> str:
     if any(info.get("leaked", {}).values()):
         lines.append(f"  {_leakage(info['leaked'])}")
     if info["train_disagreeing"]:
-        lines.append(f"  {info['train_disagreeing']:,} training problems' gold disagrees with the answer "
-                     "(trained on; --data.drop_inconsistent leaves them out)")
+        n = info["train_disagreeing"]
+        lines.append(f"  {n:,} training " + ("problem's gold disagrees" if n == 1 else "problems' gold disagree") +
+                     " with the answer (trained on; --data.drop_inconsistent leaves them out)")
     return "\n".join(lines)
 
 

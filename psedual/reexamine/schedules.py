@@ -111,20 +111,23 @@ def regime(config: PseDualConfig, steps_per_epoch: int, epochs: int) -> str:
     quantity, for the start of a run's log."""
     first = Clock(0, steps_per_epoch, epochs)
     last = first.last
+    per = f"{steps_per_epoch} per epoch × {epochs} epoch{'' if epochs == 1 else 's'}"
     if config.control == "no_expression":
         return (f"control no_expression: the infiller reads no expression (every key zero, every slot a candidate) "
-                f"over {first.total:,} steps ({steps_per_epoch} per epoch × {epochs} epochs); ε, τ and the "
+                f"over {first.total:,} steps ({per}); ε, τ and the "
                 f"expression encoder are unused; loss averaged per {config.infill_average}")
     hold = hold_steps(config, first)
     if config.fusion == "scheduled" and config.epsilon_schedule == "epoch":
         hold = min(config.epsilon_hold_epochs, epochs) * steps_per_epoch
     start, end = f"ε {epsilon(config, first):.5g}", f"{epsilon(config, last):.5g}"
-    if config.fusion == "scheduled":
+    if config.fusion == "scheduled" and hold:
         span = (f"{start} for the first {hold:,} steps ({hold / first.total:.0%}), then → {end} by the last of "
                 f"{first.total:,} steps")
+    elif config.fusion == "scheduled":  # no hold: it decays from the first step
+        span = f"{start} → {end} by the last of {first.total:,} steps"
     else:
         span = f"{start} → {end} over {first.total:,} steps"
-    eps = (f"{span} ({steps_per_epoch} per epoch × {epochs} epochs; fusion {config.fusion}"
+    eps = (f"{span} ({per}; fusion {config.fusion}"
            f"{', schedule ' + config.epsilon_schedule if config.fusion == 'scheduled' else ''})")
     task = (f"; quantity keys {config.quantity_keys}"
             f"{', control ' + config.control if config.control != 'none' else ''}, loss averaged per "
