@@ -50,7 +50,10 @@ def _config_parser(command: str, cls, positional: dict[str, tuple[str | None, st
     p = _parser(command, (cls.__doc__ or "").strip())
     for name, (nargs, text) in positional.items():
         if nargs:
-            p.add_argument(name, nargs=nargs, help=text, **({"default": []} if nargs == "*" else {}))
+            action = p.add_argument(name, nargs=nargs, help=text, **({"default": []} if nargs == "*" else {}))
+            # the help says the effective default; jsonargparse's own `(default: [])` (the empty list that
+            # stands for it) would be a second, wrong one: the help is taken as written
+            action._jsonargparse_preexpanded_help = nargs == "*"
         else:
             p.add_argument(name, help=text)
     p.add_class_arguments(cls, nested_key=None, skip=set(positional), fail_untyped=True)
@@ -126,7 +129,8 @@ def summary(result) -> str:
     used slots), the final ε and τ, training time."""
     line = (f"best epoch {result.best_epoch}: valid value {_percent(result.valid_value_acc)} "
             f"expr {_percent(result.valid_expr_acc)} | test value {_percent(result.test_value_acc)} "
-            f"expr {_percent(result.test_expr_acc)} (by values {_percent(result.test_expr_acc_values)})")
+            f"expr {_percent(result.test_expr_acc)} (by values, the paper's definition: "
+            f"{_percent(result.test_expr_acc_values)})")
     if result.final_epsilon is not None:
         tau = "unused" if result.final_tau is None else f"{result.final_tau:.4g}"
         line += (f" | infilling {_percent(result.test_infill_acc)} perfect match {_percent(result.test_perfect_match)}"
