@@ -76,8 +76,15 @@ class Progress(ray.tune.Callback):
         # a bar is this terminal's; a restored sweep (--resume) draws its own
         return {**self.__dict__, "_tqdm": None, "began": None}
 
+    def __setstate__(self, state: dict) -> None:
+        # a sweep pickled by an earlier version (--resume) has only its names and epochs
+        self.__dict__.update({"default_epochs": state.get("epochs"), "total": 0, "bar": None, "began": None,
+                              "epoch_of": {}, "ends": {}, "_tqdm": None, **state})
+
     def setup(self, stop=None, num_samples=None, total_num_samples=None, **info) -> None:
         self.began = time.monotonic()
+        if total_num_samples and total_num_samples < 10 ** 9:  # Tune's count (a search without end: huge)
+            self.total = total_num_samples
         if self.bar is None:
             self.bar = (self.stream or sys.stdout).isatty()
         if self.bar:

@@ -10,7 +10,11 @@ file (`psedual analyze optuna`).
 
 `--resume`: Tune restores the searcher it pickled, which holds this same storage (its file path),
 so the resumed sweep appends to the same study; a driver without the local file (another head
-node, same path) fetches the storage's copy first.
+node, same path) fetches the storage's copy first. The study's RUNNING trials that the restored
+experiment does not continue are told FAIL first (`close_orphans`).
+
+`StudySearch` makes the study the sweep: every epoch an intermediate value, the last included,
+an early stop PRUNED, a failure FAIL (docs/sweeps.md, "The study is the sweep").
 """
 
 from __future__ import annotations
@@ -123,7 +127,8 @@ class StudySearch(OptunaSearch):
         if result and "epoch" in result and self.metric in result:
             self._report(trial_id, result)  # the epoch the STOP decision kept from on_trial_result
         ot_trial = self._ot_trials[trial_id]
-        planned = int(ot_trial.params.get("epochs", self._epochs))
+        # a searcher pickled by an earlier version (--resume) lacks `_epochs`: every end a COMPLETE, as then
+        planned = int(ot_trial.params.get("epochs", getattr(self, "_epochs", 0)))
         if error or not result or self.metric not in result:
             state, value = optuna.trial.TrialState.FAIL, None
         elif int(result.get("epoch", 0)) < planned:  # stopped by the scheduler: Optuna's pruned
