@@ -1,6 +1,8 @@
 """Are pyproject.toml's lower bounds true? Install the lowest version each direct dependency allows
-into a scratch venv, then run what a user runs first: a short train, a sweep (the CI smoke grid)
-and `analyze compare` on its runs (`make lowest`).
+into a scratch venv, then run what a user runs first: a short train (logged to MLflow and
+TensorBoard with the `track` extra), a sweep (the CI smoke grid) and `analyze compare` on its runs
+(`make lowest`). A direct dependency that uv's resolution leaves above its bound is then put at
+the bound itself, so every bound is the version checked.
 
 The resolution is uv's `--resolution lowest-direct`: every direct dependency at the lowest
 version its range allows, their own dependencies at the highest that fit. torch is the one
@@ -116,7 +118,8 @@ def main() -> None:
         stage("a short train", [psedual, "train", "--data.dataset", "mawps", "--data.fold", "0", "--data.train_size",
                                 "96", "--epochs", "1", "--batch_size", "32", "--beam_size", "1",
                                 "--model.embedding_size", "16", "--model.hidden_size", "32", "--threads", "1",
-                                "--out", str(out)], env=env, cwd=work)
+                                "--out", str(out), *(["--loggers", "mlflow", "tensorboard"] if "track" in extras else [])],
+              env=env, cwd=work)
         stage("a sweep (smoke.yaml)", [psedual, "tune", "--space", "smoke.yaml", "--storage", str(work / "results")],
               env=env, cwd=work)
         compared = stage("analyze compare", [psedual, "analyze", "compare", "--root", str(work / "results"),
