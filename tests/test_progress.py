@@ -26,11 +26,12 @@ def test_progress_names_each_trial_by_what_varies_and_prints_its_epochs():
     progress.on_trial_result(0, [trial], trial, {"done": True})  # Tune's last result has no epoch: no line
     progress.on_trial_complete(0, [trial], trial)  # 2 of its 5 epochs: stopped early, not done
     name = "trial abc_00001 (seed 1, variant gcn, psedual.fusion teacher_forcing)"
+    # (Tune calls the end while the trial still reads RUNNING)
     assert out.getvalue().splitlines() == [
         f"{name} started",
         f"{name} epoch 2/5: loss 1.2346, infilling loss 0.5000, valid value 45.7%",
         f"{name} stopped early by the scheduler at epoch 2/5",
-        "sweep: 1 of 4 trials ended (1 stopped), 1 running, 2 pending"]  # no time before the sweep's setup
+        "sweep: 1 of 4 trials ended (1 stopped), 0 running, 3 pending"]  # no time before the sweep's setup
 
 
 def test_progress_says_where_the_sweep_stands_and_what_is_left(monkeypatch):
@@ -46,8 +47,7 @@ def test_progress_says_where_the_sweep_stands_and_what_is_left(monkeypatch):
         progress.on_trial_result(0, [a, b], a, {"epoch": epoch, "train_loss": 1.0, "valid_value_acc": 0.5})
     progress.on_trial_result(0, [a, b], b, {"epoch": 1, "train_loss": 1.0, "valid_value_acc": 0.5})
     clock[0] = 150.0  # 5 epochs in 50 s: 10 s an epoch
-    a.status = "TERMINATED"
-    progress.on_trial_complete(0, [a, b], a)
+    progress.on_trial_complete(0, [a, b], a)  # still RUNNING as Tune calls it
     b.status = "ERROR"
     progress.on_trial_error(0, [a, b], b)
     lines = out.getvalue().splitlines()
@@ -98,3 +98,20 @@ def test_the_driver_log_file_is_attached_once_per_process(tmp_path):
                 logger.removeHandler(h)
                 h.close()
             logger.propagate = True
+
+
+def test_on_a_terminal_a_bar_counts_the_trials_under_the_lines_and_a_resumed_sweep_draws_its_own():
+    import pickle
+
+    spec = SweepSpec(name="s", mode="grid", fixed={"epochs": 1}, grid={"seed": [0, 1]})
+    out = io.StringIO()
+    progress = Progress(spec, 1, out, bar=True)
+    progress.setup(total_num_samples=2)
+    trial = SimpleNamespace(trial_id="t0", status="RUNNING", config={"seed": 0, "epochs": 1})
+    progress.on_trial_result(0, [trial], trial, {"epoch": 1, "train_loss": 1.0, "valid_value_acc": 0.5})
+    progress.on_trial_complete(0, [trial], trial)
+    text = out.getvalue()
+    assert "trial t0 (seed 0) done\n" in text and "1/2" in text and "sweep" in text  # the lines, then tqdm's bar
+    restored = pickle.loads(pickle.dumps(progress))
+    assert restored._tqdm is None and restored.began is None and restored.ends == {"t0": "done"}
+    assert Progress(spec, 1, io.StringIO()).bar is None  # decided at the sweep's start: a terminal or not

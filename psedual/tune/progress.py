@@ -134,6 +134,7 @@ class Progress(ray.tune.Callback):
         self._say(self.standing(trials))
         if self._tqdm is not None:
             self._tqdm.update(1)
+            self._tqdm.refresh()  # at once: tqdm redraws at most every 0.1 s by itself
 
     def standing(self, trials) -> str:
         """Where the sweep stands: `sweep: 3 of 9 trials ended (2 done, 1 stopped), 2 running, 4
@@ -141,7 +142,8 @@ class Progress(ray.tune.Callback):
         ended = len(self.ends)
         counts = {end: sum(1 for e in self.ends.values() if e == end) for end in ("done", "stopped", "failed")}
         how = ", ".join(f"{n} {end}" for end, n in counts.items() if n)
-        running = sum(1 for t in trials if t.status == "RUNNING")
+        # Tune calls a trial's end before it marks the trial TERMINATED
+        running = sum(1 for t in trials if t.status == "RUNNING" and t.trial_id not in self.ends)
         pending = max(0, self.total - ended - running)
         line = (f"sweep: {ended} of {plural(self.total, 'trial')} ended" + (f" ({how})" if how else "") +
                 f", {running} running, {pending} pending")
@@ -159,7 +161,7 @@ class Progress(ray.tune.Callback):
         run = sum(self.epoch_of.values())
         if not run or spent <= 0:
             return None
-        live = [t for t in trials if t.status == "RUNNING"]
+        live = [t for t in trials if t.status == "RUNNING" and t.trial_id not in self.ends]
         todo = sum(max(0, self._planned(t) - self.epoch_of.get(t.trial_id, 0)) for t in live)
         todo += pending * self.epochs
         return todo * spent / run
