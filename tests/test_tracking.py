@@ -433,3 +433,31 @@ def test_on_resume_a_running_trial_tune_will_not_continue_is_told_fail_and_its_f
     assert trials[1].intermediate_values == {1: 0.25}  # what it reported is kept
     assert sorted(p.name for p in (tmp_path / "exp").iterdir() if p.is_dir()) == ["base-s0-aa_00000",
                                                                                    "base-s0-aa_00002"]
+
+
+def test_the_searcher_reports_the_last_epoch_and_tells_a_stop_pruned_and_a_failure_fail(tmp_path):
+    """What Ray 2.60's controller hands a searcher, in its order: an epoch's result only when the
+    scheduler lets the trial go on, a STOP's (ASHA's, or the last epoch's) only as the trial's end."""
+    import optuna
+
+    from psedual.tune import study
+    from psedual.tune.sweep import OBJECTIVE
+
+    def space(trial):
+        trial.suggest_float("lr", 1e-4, 1e-2, log=True)
+
+    search = study.StudySearch(space, metric=OBJECTIVE, mode="max", study_name="s",
+                               storage=study.journal(str(tmp_path), "s"), epochs=3)
+    for trial_id in ("done", "stopped", "failed"):
+        search.suggest(trial_id)
+    search.on_trial_result("done", {"epoch": 1, OBJECTIVE: 0.2})
+    search.on_trial_result("done", {"epoch": 2, OBJECTIVE: 0.4})
+    search.on_trial_complete("done", {"epoch": 3, OBJECTIVE: 0.5})  # max_t reached: a STOP, no result before
+    search.on_trial_complete("stopped", {"epoch": 1, OBJECTIVE: 0.1})  # ASHA's rung at epoch 1
+    search.on_trial_result("failed", {"epoch": 1, OBJECTIVE: 0.3})
+    search.on_trial_complete("failed", None, error=True)
+    trials = optuna.load_study(study_name="s", storage=study.journal(str(tmp_path), "s")).trials
+    assert [(t.user_attrs["trial"], t.state.name, t.value, t.intermediate_values) for t in trials] == [
+        ("done", "COMPLETE", 0.5, {1: 0.2, 2: 0.4, 3: 0.5}),
+        ("stopped", "PRUNED", 0.1, {1: 0.1}),  # Optuna's pruned trial keeps its last value
+        ("failed", "FAIL", None, {1: 0.3})]
