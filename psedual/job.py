@@ -264,6 +264,7 @@ def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, v
     import ray
 
     from psedual.results.collect import collect
+    from psedual.tune.progress import shown
     from psedual.tune.sweep import run_sweep
 
     began = time.perf_counter()
@@ -278,7 +279,10 @@ def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, v
         ray.shutdown()
     with pl.Config(tbl_rows=50, tbl_cols=len(SHOWN), tbl_width_chars=200, float_precision=4,
                    tbl_hide_dataframe_shape=True):  # the count is said in the line below it
-        print(runs.select([c for c in SHOWN if c in runs.columns]))
+        table = runs.select([c for c in SHOWN if c in runs.columns])
+        if "lr" in table.columns:  # 3 significant digits: at 4 decimals a drawn 1e-05 reads 0.0000
+            table = table.with_columns(pl.col("lr").map_elements(shown, return_dtype=pl.String))
+        print(table)
     print(f"{len(runs)} trials in {time.perf_counter() - began:.0f} s; tables in "
           f"{storage}/{{runs,epochs,predictions}}/experiment={name}/")
     failed = runs.filter(pl.col("status") == "error")

@@ -140,6 +140,12 @@ def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bo
     callbacks = ([] if loud else [Progress(spec, max_epochs(spec))]) + tracker_callbacks(spec.loggers, storage, name)
     if not loud:
         quiet_tune_logs(Path(RAY_LOGS) / "psedual-driver.log")
+        # the libraries' own INFO lines too ("A new study created in Journal", MLflow's table set-up)
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        for library in ("mlflow", "alembic"):  # alembic: the migrations of MLflow's SQLite store
+            logging.getLogger(library).setLevel(logging.WARNING)
         print(f"Ray's own output (each trial's log, Train's checkpoint lines, Tune's status) goes to {RAY_LOGS}; "
               f"--verbose shows it here", flush=True)
     if address in (None, "local"):
