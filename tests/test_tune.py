@@ -6,7 +6,6 @@ import glob
 import pickle
 import shlex
 import subprocess
-import sys
 from types import SimpleNamespace
 from dataclasses import replace
 from pathlib import Path
@@ -244,8 +243,10 @@ def test_the_main_job_runs_twice_and_refuses_a_taken_name_in_one_line(local_ray,
     assert (tmp_path / "claims" / "compare_smoke-2.parquet").exists()
     assert verdict.index("PseDual-GCN vs base") < verdict.index("Next:")
     query = verdict.splitlines()[-1].strip()  # the Polars query, run as printed
-    assert query.startswith("python -c ")
-    done = subprocess.run([sys.executable, "-c", shlex.split(query)[2]], capture_output=True, text=True, timeout=60)
+    from psedual.job import programs
+
+    assert query.startswith(f"{programs()['python']} -c ")  # this environment's python: never a bare `python`
+    done = subprocess.run(shlex.split(query), capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "smoke-2" in done.stdout and "gcn" in done.stdout, done.stderr
     assert _check_tables(tmp_path, "smoke-2", 2)["predictions"].height == 2 * 397
     assert main([*job, "--name", "smoke"]) == 2
