@@ -19,8 +19,8 @@ from typing import Literal, Union, get_args, get_origin, get_type_hints
 SHOWN = 60
 """Characters of a refused value shown in its error line (a list of lists can be huge)."""
 FLOAT_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
-"""A number in exponent form without a dot (`1e-3`): YAML 1.1, as PyYAML reads it, takes it for a
-string."""
+"""A number in exponent form. PyYAML (YAML 1.1) reads one without a dot or without the exponent's
+sign (`1e-3`, `1.5e3`) as a string."""
 
 
 def words(annotation: object) -> str:
@@ -33,7 +33,7 @@ def words(annotation: object) -> str:
         return "a number"
     if annotation is str:
         return "a string"
-    if annotation in (dict,) or get_origin(annotation) is dict:
+    if annotation is dict or get_origin(annotation) is dict:
         return "a mapping"
     if annotation in (list, tuple) or get_origin(annotation) in (list, tuple):
         return "a list"
@@ -68,7 +68,7 @@ def fits(value: object, annotation: object) -> bool:
         return isinstance(value, list)
     if get_origin(annotation) is Literal:
         return any(type(value) is type(choice) for choice in get_args(annotation))
-    return True
+    return True  # an annotation this module does not know: the config's own check decides
 
 
 def problem(name: str, value: object, annotation: object) -> str | None:
