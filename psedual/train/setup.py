@@ -16,6 +16,7 @@ from psedual.solvers import get_solver
 from psedual.solvers.vocab import Vocab
 from psedual.train import checkpoint
 from psedual.train.config import TrainConfig
+from psedual.train.run_folder import check_run_folder
 from psedual.train.step import StepLoss
 
 OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
@@ -119,6 +120,8 @@ def resume(run: Run, resuming: bool) -> None:
     if not (resuming and last.exists()):
         if last.exists() and run.main:
             raise checkpoint.CheckpointError(f"{last} exists: pass resume=True (--resume) or use a new output folder")
+        if run.main:  # starting from scratch: the folder must not hold another config's run
+            check_run_folder(run.out, config)
         return
     state = checkpoint.load(last)
     # compared as configs, so a checkpoint saved before a field existed (at its default) still fits;

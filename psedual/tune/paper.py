@@ -23,8 +23,6 @@ import itertools
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import yaml
-
 from psedual.data.registry import DATASETS
 from psedual.tune.space import SpecError, SweepSpec, build_spec, read_yaml
 
@@ -185,11 +183,13 @@ def merge(base: dict, override: dict) -> dict:
 
 
 def is_paper_file(path: str | Path) -> bool:
-    """Whether a YAML file is a paper file (it has `parts:`) rather than a sweep file."""
-    try:
-        raw = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError):
-        return False  # load_spec reports it
+    """Whether a YAML file is a paper file (it has `parts:`) rather than a sweep file. A file that
+    is not UTF-8 YAML with each key once is a SpecError naming it, whichever it was meant to be; a
+    missing one is not a paper file (load_spec says it is missing)."""
+    path = Path(path)
+    if not path.is_file():
+        return False
+    raw = read_yaml(path, "sweep file")
     return isinstance(raw, dict) and "parts" in raw
 
 
