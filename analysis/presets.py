@@ -37,7 +37,8 @@ def comparison(args: ClaimOptions, family: str, arm: str, base: str, treatments:
                by: tuple[str, ...]) -> Comparison:
     return Comparison(family=family, arm=arm, base=base, treatments=tuple(treatments), by=tuple(by),
                       metrics=tuple(args.metric) or ("value",), select_by=args.select_by, correction=args.correction,
-                      n_resamples=args.resamples, rng_seed=args.rng_seed, allow_diff=tuple(args.allow_diff))
+                      n_resamples=args.resamples, rng_seed=args.rng_seed, allow_diff=tuple(args.allow_diff),
+                      margin=args.margin)
 
 
 def family(args: ClaimOptions, command: str) -> str:

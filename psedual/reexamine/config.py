@@ -36,6 +36,9 @@ VARIANTS = (BASE, *EXPRESSION_ENCODERS)
 table column): `base`, or the expression encoder PseDual reads the solver's expressions with."""
 Variant = Literal[VARIANTS]
 VARIANT_LABELS = {BASE: "base", **{name: entry.label for name, entry in EXPRESSION_ENCODERS.items()}}
+NEAR_TEACHER_FORCING = 0.9
+"""A scheduled-fusion run whose ε ends above this is close to teacher forcing: its runs warn
+(`schedules.warning`) and its claims are flagged (`analysis.arms`)."""
 
 # Each choice is one Literal type: the fields' annotations (so the CLI lists the choices), the
 # checks below and the sweep validation all read it.

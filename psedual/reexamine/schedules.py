@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from psedual.reexamine.config import PseDualConfig
+from psedual.reexamine.config import NEAR_TEACHER_FORCING, PseDualConfig
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ def final(config: PseDualConfig, steps_per_epoch: int, epochs: int) -> tuple[flo
     return epsilon(config, last), tau(config, last) if samples(config) else None
 
 
-WARN_ABOVE = 0.9
+WARN_ABOVE = NEAR_TEACHER_FORCING
 
 
 def warning(config: PseDualConfig, steps_per_epoch: int, epochs: int) -> str | None:
