@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from analysis import guardrails, report
+from analysis.selection import FOLD, SEED
 from psedual.reexamine.config import NEAR_TEACHER_FORCING as WARN_ABOVE
 
 FUSION = "psedual.fusion"
@@ -45,3 +47,28 @@ def final_epsilon(runs: pl.DataFrame) -> str:
         return "1 (teacher forcing)"
     low, top = values.min(), values.max()
     return f"{low:.3f}" if round(low, 3) == round(top, 3) else f"{low:.3f}-{top:.3f}"
+
+
+def short_names(runs: dict[str, pl.DataFrame]) -> dict[str, str]:
+    """A short name per arm (`runs`: each arm's runs, by any key): its variant's label, then each
+    setting it holds apart from most PseDual arms of the study ('PseDual-GCN, teacher forcing'),
+    read from the config columns whose values differ between the arms."""
+    frames = list(runs.values())
+    columns = guardrails.config_columns(frames[0].columns, [SEED, FOLD, "experiment", "variant"])
+    varying = [c for c in columns if c in set.intersection(*(set(f.columns) for f in frames))
+               and len({tuple(sorted(map(str, f[c].unique().to_list()))) for f in frames}) > 1]
+    out = {}
+    for key, mine in runs.items():
+        variant = str(mine["variant"][0])
+        parts = [report.label(variant)]
+        for col in varying:
+            values = mine[col].drop_nulls().unique().to_list()
+            others = [v for f in frames for v in f[col].drop_nulls().unique().to_list()]
+            if len(values) != 1 or not others or str(values[0]) == variant:  # the encoder `variant` sets
+                continue
+            usual = max(set(others), key=others.count)  # the study's usual value of this setting
+            if values[0] != usual:
+                shown = report.label(str(values[0]))
+                parts.append(shown if shown != str(values[0]) else f"{col.removeprefix('psedual.')} {values[0]}")
+        out[key] = ", ".join(parts)
+    return out

@@ -132,7 +132,8 @@ class Report:
             return ""
         curve = presets.learning_curves(self.part_args(part), built, runs)
         path = learning.figure(curve, str(self.out / LEARNING.format(part=part)),
-                               f"{self.name}.{part}: validation value accuracy by epoch\nmean over seeds, band ± 1 sd")
+                               f"{self.name}.{part}: validation value accuracy by epoch\nmean over seeds, band ± 1 sd; "
+                               f"under each panel Δ vs its reference", learning.pairs(built.rows))
         lines = "\n".join(f"- {line}" for line in learning.standings(built.rows, curve))
         return (f"\n\n![learning curves of {part}]({Path(path).name})\n\nWhere the arms stand by epoch (validation "
                 f"value accuracy, mean over seeds; descriptive):\n\n{lines}")

@@ -16,7 +16,8 @@ Format = Literal["markdown", "latex"]
 FORMATS = get_args(Format)
 ARM_LABELS = {**VARIANT_LABELS,
               "teacher_forcing": "teacher forcing", "scheduled": "scheduled fusion", "predicted": "predicted only",
-              "horizon": "ε horizon (ours)", "epoch": "ε per epoch (published)"}
+              "horizon": "ε horizon (ours)", "epoch": "ε per epoch (published)",
+              "other_problem": "another problem's expression", "no_expression": "no expression"}
 
 
 def label(arm: str) -> str:

@@ -13,6 +13,7 @@ from statsmodels.stats.weightstats import ttost_paired
 
 from analysis import claims, equivalence, read, verdicts
 from analysis.cli import main as analyze
+from test_exploratory import _linked
 
 CONVERGED = Path(__file__).resolve().parents[1] / "docs" / "converged" / "results"
 GCN = ("variant=gcn",)
@@ -130,11 +131,7 @@ def test_one_seed_is_over_examples():
 
 
 def test_margin_is_an_option_and_old_claims_tables_still_read(tmp_path, capsys):
-    root = tmp_path / "results"
-    for table in ("runs", "epochs", "predictions"):
-        (root / table).mkdir(parents=True)
-        for part in (CONVERGED / table).iterdir():
-            (root / table / part.name).symlink_to(part)
+    root = _linked(tmp_path)
     # an old claims table (before issue 48): no margin, TOST or posterior columns
     (root / "claims").mkdir()
     old = pl.read_parquet(next((CONVERGED / "claims").glob("*.parquet")))
