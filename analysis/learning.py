@@ -170,7 +170,7 @@ def figure(curve: pl.DataFrame, path: str, title: str, compared: list[tuple[str,
     fig = plt.figure(figsize=(4.6 * ncols, height), dpi=150)
     # each panel its own pair of axes (curves, Δ strip) close together; the panels apart, so a title
     # never meets the tick labels above it
-    outer = fig.add_gridspec(nrows, ncols, hspace=0.42, wspace=0.28, top=1 - 1.3 / height, bottom=0.5 / height)
+    outer = fig.add_gridspec(nrows, ncols, hspace=0.42, wspace=0.28, top=1 - 1.3 / height, bottom=0.7 / height)
     one_cell = len({cell for cell, _ in groups}) == 1
     for i, ((cell, base), treatments) in enumerate(groups.items()):
         row, col = divmod(i, ncols)

@@ -124,12 +124,7 @@ def _exploratory(found, claims: pl.DataFrame, everything: pl.DataFrame, args, by
 
 
 def _forest(claims: pl.DataFrame, extra: pl.DataFrame, numbers, path: str, title: str) -> str:
-    rows = []
-    for r in claims.iter_rows(named=True):
-        got = power.target(numbers, r)
-        rows.append(forest.Row(f"{report.label(r['treatment_arm'])} vs {report.label(r['base_arm'])}", r["delta"],
-                               r["ci_low"], r["ci_high"], r["margin"], forest.PLANNED, r["verdict"],
-                               got[0] if got[1] == "paper" else None))
+    rows = forest.planned_rows(claims, numbers)
     for r in extra.iter_rows(named=True):
         rows.append(forest.Row(r["comparison"], r["delta"], r["ci_low"], r["ci_high"], None, forest.EXPLORATORY,
                                f"p {report.p_value(r['p'])}; Holm over all pairs {report.p_value(r['p_all'])}"))
