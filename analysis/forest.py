@@ -45,18 +45,19 @@ class Row:
             raise ValueError(f"a margin is > 0 points, got {self.margin}")
 
 
-def planned_rows(claims, numbers) -> list[Row]:
+def planned_rows(claims, numbers, labels: list[str] | None = None) -> list[Row]:
     """A claims frame's rows as forest rows: each claim's Δ, CI, margin and verdict, the paper's Δ
-    beside it where the paper publishes one (`analysis.power.target`), named by its cell's group
-    (the cell less its dataset) where the claims span several cells."""
+    beside it where the paper publishes one (`analysis.power.target`), named by `labels` where
+    given, else by its arms and (where the claims span several cells) its cell's group."""
     several = claims["cell"].n_unique() > 1
     out = []
-    for r in claims.iter_rows(named=True):
+    for i, r in enumerate(claims.iter_rows(named=True)):
         got = power.target(numbers, r)
         name = f"{report.label(r['treatment_arm'])} vs {report.label(r['base_arm'])}"
         where = " / ".join(x for x in (r["dataset"], r["group"]) if x)
-        out.append(Row(f"{where}: {name}" if several else name, r["delta"], r["ci_low"], r["ci_high"],
-                       r.get("margin"), PLANNED, r["verdict"], got[0] if got[1] == "paper" else None))
+        name = labels[i] if labels else f"{where}: {name}" if several else name
+        out.append(Row(name, r["delta"], r["ci_low"], r["ci_high"], r.get("margin"), PLANNED, r["verdict"],
+                       got[0] if got[1] == "paper" else None))
     return out
 
 

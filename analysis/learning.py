@@ -9,6 +9,7 @@ no test is made per epoch (the claims are the tests).
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import polars as pl
@@ -193,8 +194,9 @@ def figure(curve: pl.DataFrame, path: str, title: str, compared: list[tuple[str,
         if fitted:
             reach = max(abs(g) for g in fitted) * 1.2 or 1.0
             strip.set_ylim(-reach, reach)
-        names = ", ".join(label(t) for t in treatments)
-        top.set_title(f"{names} vs {label(base)}" if one_cell else f"{cell}\n{names} vs {label(base)}", fontsize=9)
+        # an arm's name may hold commas ('PseDual-GCN, teacher forcing'): treatments apart by ';', wrapped
+        said = textwrap.fill(f"{'; '.join(label(t) for t in treatments)} vs {label(base)}", 52)
+        top.set_title(said if one_cell else f"{cell}\n{said}", fontsize=9)
         top.tick_params(labelbottom=False, labelsize=8)
         strip.tick_params(labelsize=8)
         top.grid(alpha=0.3)

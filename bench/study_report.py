@@ -78,14 +78,17 @@ def _flag(text: str) -> str:
 
 
 def _arms(built, everything: pl.DataFrame) -> tuple[list[exploratory.Arm], list[list[str]], pl.DataFrame, list,
-                                                    pl.DataFrame]:
+                                                    pl.DataFrame, list[str]]:
     """The study's arms (each run set once, named by `arms.short_names`), their table rows, the
     learning curves under those names (one cell: each comparison a panel of its reference arm), the
-    figure's pairs (cell, reference, treatment), and each arm's curve once (the table's columns)."""
+    figure's pairs (cell, reference, treatment), each arm's curve once (the table's columns), and
+    each claim's name by those arms ('PseDual-GCN, no expression vs base')."""
     sets: dict[frozenset[str], str] = {}  # run set → what its first comparison's `where` fixes
     for p, b, _, _ in built:
         for arm in (p.base, *p.treatments):
             sets.setdefault(_trials(b.rows, arm), _arm_name(p, arm))
+    # the solver alone first: the earlier arm of an exploratory pair is its base
+    sets = dict(sorted(sets.items(), key=lambda kv: kv[1] != "base"))
     mine = {t: everything.filter((pl.col("experiment") + "/" + pl.col("trial")).is_in(list(t))) for t in sets}
     names = arms.short_names(mine)
     found = [exploratory.Arm(names[t], t) for t in sets]
@@ -96,14 +99,15 @@ def _arms(built, everything: pl.DataFrame) -> tuple[list[exploratory.Arm], list[
         rows.append([names[t], settings, str(mine[t].height), f"{acc.mean():.2f} ± {acc.std():.2f}",
                      f"{mine[t]['best_epoch'].mean():.1f}", f"{mine[t]['train_seconds'].mean():.0f}",
                      arms.final_epsilon(mine[t]) + (" **near teacher forcing**" if near else "")])
-    curves, pairs = [], []
+    curves, pairs, labels = [], [], []
     for p, b, runs, cargs in built:
         named = {a: names[_trials(b.rows, a)] for a in (p.base, *p.treatments)}
         curves.append(presets.learning_curves(cargs, b, runs).with_columns(pl.col("arm").replace(named)))
         pairs += [(r["cell"], named[r["base_arm"]], named[r["treatment_arm"]]) for r in b.rows.iter_rows(named=True)]
+        labels += [f"{named[r['treatment_arm']]} vs {named[r['base_arm']]}" for r in b.rows.iter_rows(named=True)]
     curve = pl.concat(curves).unique(["cell", "arm", "epoch"], maintain_order=True)  # an arm in two comparisons
     by_arm = curve.with_columns(pl.lit("study").alias("cell"))
-    return found, rows, curve, list(dict.fromkeys(pairs)), by_arm
+    return found, rows, curve, list(dict.fromkeys(pairs)), by_arm, labels
 
 
 def _exploratory(found, claims: pl.DataFrame, everything: pl.DataFrame, args, by) -> tuple[pl.DataFrame, list[str]]:
@@ -123,8 +127,8 @@ def _exploratory(found, claims: pl.DataFrame, everything: pl.DataFrame, args, by
     return exploratory.adjust_all(claims["p"].to_list(), pl.concat(frames, how="diagonal_relaxed")), notes
 
 
-def _forest(claims: pl.DataFrame, extra: pl.DataFrame, numbers, path: str, title: str) -> str:
-    rows = forest.planned_rows(claims, numbers)
+def _forest(claims: pl.DataFrame, labels: list[str], extra: pl.DataFrame, numbers, path: str, title: str) -> str:
+    rows = forest.planned_rows(claims, numbers, labels)
     for r in extra.iter_rows(named=True):
         rows.append(forest.Row(r["comparison"], r["delta"], r["ci_low"], r["ci_high"], None, forest.EXPLORATORY,
                                f"p {report.p_value(r['p'])}; Holm over all pairs {report.p_value(r['p_all'])}"))
@@ -149,21 +153,21 @@ def main() -> None:
     claims = claims.with_columns(pl.Series("p_study", multiple.adjust(claims["p"].to_list(), "holm"),
                                            dtype=pl.Float64))
     numbers = paper.load()
-    found, arms_rows, curve, pairs, by_arm = _arms(built, everything)
+    found, arms_rows, curve, pairs, by_arm, labels = _arms(built, everything)
     extra, skipped = _exploratory(found, claims, everything, args, built[0][0].cells)
     standing = [f"- {line}" for _, b, runs, cargs in built
                 for line in learning.standings(b.rows, presets.learning_curves(cargs, b, runs))]
     figure = learning.figure(curve, str(out / "learning.png"), f"{args.experiment}: validation value accuracy by "
                              f"epoch, mean over seeds (band ± 1 sd); under each panel Δ vs its reference", pairs)
-    plot = _forest(claims, extra, numbers, str(out / "forest.png"),
+    plot = _forest(claims, labels, extra, numbers, str(out / "forest.png"),
                    f"{args.experiment}: Δ of test value accuracy, planned claims and exploratory pairs")
 
     numbered = report.flag_numbers([[_flag(f) for f in fs] for fs in claims["flags"].to_list()])
     body = []
-    for r in claims.iter_rows(named=True):
+    for r, name in zip(claims.iter_rows(named=True), labels):
         got = power.target(numbers, r)
         ci = f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]" if r["ci_low"] is not None else "–"
-        body.append([f"{report.label(r['treatment_arm'])} vs {report.label(r['base_arm'])} ({r['arm']})",
+        body.append([f"{name} ({r['arm']})",
                      str(r["n_seeds"]), report.score(r["base"], r["base_sd"]),
                      report.score(r["treatment"], r["treatment_sd"]), f"{r['delta']:+.2f}", ci,
                      report.p_value(r["p"]), report.p_value(r["p_adjusted"]), report.p_value(r["p_study"]),

@@ -97,3 +97,39 @@ def test_the_study_report_shows_decisions_the_exploratory_signal_and_its_figures
     assert "near teacher forcing: psedual.epsilon_schedule=epoch is scheduled fusion but its ε ends at 0.904" in text
     for png in ("forest.png", "learning.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"]({png})" in text
+
+
+def test_the_study_report_reads_any_grid_study(tmp_path):
+    """The control study's sweep file (5 arms, three `variant` comparisons that differ only in their
+    `where`) on crafted tables: every arm named by what sets it apart, every unplanned pair shown."""
+    from test_analysis_checks import _ids, _pairs, _preds, _write
+
+    rng = np.random.default_rng(5)
+    arms = {"base": {"variant": "base"}}
+    for control, fusion in (("none", "scheduled"), ("other_problem", "scheduled"), ("no_expression", "scheduled"),
+                            ("none", "teacher_forcing")):
+        arms[f"{control}-{fusion}"] = {"variant": "gcn", "psedual.control": control, "psedual.fusion": fusion,
+                                       "psedual.epsilon_schedule": "horizon",
+                                       "final_epsilon": 1.0 if fusion == "teacher_forcing" else 0.5}
+    runs = []
+    for seed in range(6):
+        for i, (name, config) in enumerate(arms.items()):
+            right = _pairs(rng, 200, 0.02 * i, 0.05)[1] | (np.arange(200) < 100 + seed)  # each seed its own runs
+            runs.append(({"trial": f"{name}-s{seed}", "seed": seed, "train_seconds": 10.0, **config},
+                         _preds(_ids(200), right)))
+    root = tmp_path / "results"
+    _write(root, runs, experiment="control")
+    out = tmp_path / "report"
+    done = subprocess.run([sys.executable, "bench/study_report.py", "--space",
+                           "search_spaces/reexamination_control.yaml", "--experiment", "control", "--root", str(root),
+                           "--out", str(out), "--resamples", "200"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = (out / "report.md").read_text()
+    for name in ("| base |", "| PseDual-GCN |", "| PseDual-GCN, another problem's expression |",
+                 "| PseDual-GCN, no expression |", "| PseDual-GCN, teacher forcing |"):
+        assert name in text, name
+    exploratory_rows = [x for x in text.split("## Exploratory")[1].split("![forest")[0].splitlines()
+                        if x.startswith("| PseDual-GCN")]
+    assert len(exploratory_rows) == 10 - 5  # ten pairs of five arms, five of them planned
+    assert "over all 10 pairs of arms" in text and "not significant" not in text
