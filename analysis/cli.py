@@ -61,7 +61,8 @@ def _compare(args: CompareOptions) -> None:
         print(f"\nExploratory: each pair of treatments no comparison planned (no verdict; p adjusted by holm over all "
               f"{built.rows.height + extra.height} pairs, the claims above included):")
         print(exploratory.table(extra, args.format) if not extra.is_empty() else "none compared")
-        print("\n".join(f"note: {n}" for n in notes))
+        for note in notes:
+            print(f"note: {note}")
     curve = presets.learning_curves(args, built, runs)
     if not curve.is_empty():  # runs without epochs (a language model's) have no curve
         _standings(curve, built)

@@ -25,8 +25,9 @@ class Row:
     delta: float
     """Δ, treatment − base, in points."""
     low: float | None
-    """The 95% CI's ends (None where the claim has none)."""
+    """The 95% CI's lower end (None where the claim has none)."""
     high: float | None
+    """The 95% CI's upper end (None with `low`)."""
     margin: float | None
     """The claim's equivalence margin in points (None: exploratory rows carry none of their own)."""
     kind: str
