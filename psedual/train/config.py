@@ -15,9 +15,11 @@ from psedual.solvers.config import SolverConfig
 Device = Literal["auto", "cpu", "cuda"]
 Precision = Literal["fp32", "bf16"]
 LRSchedule = Literal["step", "linear"]
+Optimizer = Literal["adam", "adamw"]
 DEVICES = get_args(Device)
 PRECISIONS = get_args(Precision)
 LR_SCHEDULES = get_args(LRSchedule)
+OPTIMIZERS = get_args(Optimizer)
 VARIANT_KEY = "psedual.expression_encoder"
 """Set through `variant`, never directly: two keys for one choice could disagree."""
 
@@ -47,10 +49,14 @@ class TrainConfig:
     """Passes over the training set."""
     batch_size: int = 64
     """Problems per optimisation step."""
+    optimizer: Optimizer = "adam"
+    """`adam`: Adam, weight decay added to the gradient (L2; torch.optim.Adam, as the recurrent
+    solvers' published code); `adamw`: AdamW, weight decay applied to the weights apart from the
+    gradient's moments (BERT-Tree's and RE-Deduction's code)."""
     lr: float = 1e-3
-    """Adam learning rate."""
+    """The optimiser's learning rate."""
     weight_decay: float = 1e-5
-    """Adam weight decay."""
+    """The optimiser's weight decay."""
     lr_step: int = 20
     """The learning rate is multiplied by lr_gamma every lr_step epochs."""
     lr_gamma: float = 0.5
@@ -93,6 +99,8 @@ class TrainConfig:
         if self.lr <= 0 or self.weight_decay < 0 or not 0 < self.lr_gamma <= 1:
             raise ValueError(f"bad optimiser settings: lr={self.lr}, weight_decay={self.weight_decay}, "
                              f"lr_gamma={self.lr_gamma}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
         if self.lr_schedule not in LR_SCHEDULES:
             raise ValueError(f"unknown lr_schedule {self.lr_schedule!r}; valid: {', '.join(LR_SCHEDULES)}")
         if not 0 <= self.warmup_fraction < 1 or self.plm_lr <= 0 or self.plm_weight_decay < 0 \
