@@ -38,12 +38,17 @@ class SweepComparison:
     where: dict = field(default_factory=dict)
     """Keep only the trials with these values (`{psedual.fusion: scheduled}`); a base trial has no
     `psedual.*` values and matches any."""
+    margin: float = 1.0
+    """The equivalence margin in points (`analyze compare --margin`): a claim whose TOST shows
+    |Δ| < margin reads `equivalent within ±margin`."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "treatments", tuple(self.treatments if isinstance(self.treatments, (list, tuple))
                                                      else [self.treatments]))
         if not isinstance(self.where, dict):
             raise ValueError(f"where: expected a mapping of keys to values, got {self.where!r}")
+        if isinstance(self.margin, bool) or not isinstance(self.margin, (int, float)) or not 0 < self.margin < 100:
+            raise ValueError(f"margin: expected a positive number of points below 100, got {self.margin!r}")
         if self.base in self.treatments:
             raise ValueError(f"treatments {list(self.treatments)} must exclude base {self.base!r}")
 
@@ -197,12 +202,12 @@ def build_spec(raw: object, where: str) -> SweepSpec:
     comparisons = []
     for i, c in enumerate(compare):
         if not isinstance(c, dict):
-            raise SpecError(f"{path}: compare[{i}]: expected a mapping (keys: arm, base, treatments, where), got "
-                            f"{shown(c)}")
+            raise SpecError(f"{path}: compare[{i}]: expected a mapping (keys: arm, base, treatments, where, "
+                            f"margin), got {shown(c)}")
         try:
             comparisons.append(SweepComparison(**c))
         except (TypeError, ValueError) as err:
-            raise SpecError(f"{path}: compare[{i}]: {err} (keys: arm, base, treatments, where)") from None
+            raise SpecError(f"{path}: compare[{i}]: {err} (keys: arm, base, treatments, where, margin)") from None
     seeds_for = raw.get("seeds_for")
     if seeds_for is not None:
         try:
