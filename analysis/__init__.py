@@ -8,6 +8,7 @@ writer, the storage root and table names, the best-epoch rule, the data-identity
 marker and the row records, which say what is an outcome (tests/test_analysis.py checks the list).
 
     read.py      lazy scans of the tables and selection by config
+    table_files.py  a root's files checked before a scan (errors name the file or folder)
     stats.py     the paired, across-seed and interval computations (scipy)
     multiple.py  Holm and Benjamini-Hochberg over a family of comparisons
     claims.py    one claim row per comparison

@@ -11,24 +11,31 @@ a cell (e.g. one dataset and solver). Within a cell:
 Runs whose test example sets, folds, data or configs differ, or whose predictions are incomplete, are
 refused (GuardrailError names them; see `guardrails`). `selection.select` is the one path from the runs
 table to checked runs, for every table and figure (the infilling table too).
-A verdict says better / worse only over at least MIN_TEST_EXAMPLES examples, with an interval that
-agrees with the test, and over MIN_SEEDS seeds of trained arms (one seed compares two trained
-models, not the methods).
-P-values are adjusted over the whole family (every claim built in one call).
+Each claim also carries a TOST at ±`margin` points and the posterior probability that |Δ| < margin
+(`equivalence`). A verdict (`verdicts`) says better / worse / equivalent within ±m only over at
+least MIN_TEST_EXAMPLES examples, with an interval that agrees with the test, and over MIN_SEEDS
+seeds of trained arms (one seed compares two trained models, not the methods); else undecided, with
+the seeds that would decide it.
+P-values are adjusted over the whole family (every claim built in one call), the difference p's
+and the TOST p's apart.
 """
 
 from __future__ import annotations
 
+import glob
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
+from analysis import arms as arm_flags
 from analysis import guardrails, read
+from analysis.equivalence import DEFAULT_MARGIN, equivalence
 from analysis.guardrails import SHOWN_IDS, GuardrailError
 from analysis.multiple import METHODS, adjust
 from analysis.selection import FOLD, SEED, cell_label, select
-from analysis.stats import MIN_SEEDS, MIN_TEST_EXAMPLES, across_seeds, paired, seed_warning
+from analysis.stats import across_seeds, paired, seed_warning
+from analysis.verdicts import verdict
 from psedual.atomic import write_parquet
 from psedual.data.registry import DATASETS
 from psedual.reexamine.config import EXPRESSION_ENCODERS
@@ -52,6 +59,9 @@ CLAIMS_SCHEMA = {
     "treatment_trials": pl.List(pl.String), "base_budget": pl.Int64, "treatment_budget": pl.Int64,
     "verdict": pl.String, "flags": pl.List(pl.String),
     "delta_sd": pl.Float64,  # sd (ddof 1) of the per-seed Δ, several seeds: the spread analysis.power reads
+    # equivalence (issue 48; absent from older tables, which `load` still reads): the margin in points,
+    # the TOST p (unadjusted and adjusted over the family), the posterior P(|Δ| < margin)
+    "margin": pl.Float64, "p_tost": pl.Float64, "p_tost_adjusted": pl.Float64, "p_equivalent": pl.Float64,
 }
 
 
@@ -84,6 +94,8 @@ class Comparison:
     allow_diff: tuple[str, ...] = ()
     """config columns in which the arms may differ (each such claim is flagged); any other
     difference is refused"""
+    margin: float = DEFAULT_MARGIN
+    """equivalence margin in points: the TOST and the posterior ask whether |Δ| < margin"""
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.metrics if m not in METRICS]
@@ -97,6 +109,8 @@ class Comparison:
             raise ValueError(f"alpha must lie in (0, 1), got {self.alpha}")
         if self.n_resamples < 100:
             raise ValueError(f"n_resamples must be >= 100, got {self.n_resamples}")
+        if not 0 < self.margin < 100:
+            raise ValueError(f"margin must be a positive number of points below 100, got {self.margin}")
 
 
 @dataclass
@@ -176,6 +190,9 @@ def _one(cmp: Comparison, cell: str, metric: str, treat: str, seeds: list[int], 
         row |= {"base": r.acc_a, "treatment": r.acc_b, "delta": r.delta, "ci_low": r.ci_low, "ci_high": r.ci_high,
                 "test": "mcnemar_exact", "p": r.p_mcnemar, "test_secondary": "permutation",
                 "p_secondary": r.p_permutation, "only_base": r.only_a, "only_treatment": r.only_b}
+        # one seed: the example is the unit, each scored 0 or 100 points
+        eq = equivalence(100.0 * t[f"{col}_t"].cast(pl.Float64).to_numpy(), 100.0 * t[col].cast(pl.Float64).to_numpy(),
+                         cmp.margin)
     else:
         a = {s: 100.0 * tables[s][col].mean() for s in seeds}
         b = {s: 100.0 * tables[s][f"{col}_t"].mean() for s in seeds}
@@ -184,7 +201,8 @@ def _one(cmp: Comparison, cell: str, metric: str, treat: str, seeds: list[int], 
         row |= {"base": r.mean_a, "treatment": r.mean_b, "base_sd": r.sd_a, "treatment_sd": r.sd_b, "delta": r.delta,
                 "ci_low": r.ci_low, "ci_high": r.ci_high, "test": "paired_t_seeds", "p": r.p_ttest,
                 "test_secondary": "wilcoxon", "p_secondary": r.p_wilcoxon, "untestable": r.untestable}
-    return row
+        eq = equivalence([b[s] for s in seeds], [a[s] for s in seeds], cmp.margin)
+    return row | {"margin": eq.margin, "p_tost": eq.p_tost, "p_equivalent": eq.p_within}
 
 
 def _check_keys(arm: str, by: list[str]) -> None:
@@ -256,6 +274,7 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
             flags += guardrails.data_flags(cell, [(by_key[base[s][f]], by_key[other[s][f]]) for s in seeds
                                                   for f in folds], set(cmp.allow_diff))
             flags += guardrails.environment_flags(cmp.base, treat, arms[cmp.base], arms[treat])
+            flags += [f for a in arms for f in arm_flags.near_teacher_forcing(f"{arm}={a}", arms[a])]
             tables = {s: _pooled(cell, folds, base[s], other[s], preds) for s in seeds}
             ids = tables[seeds[0]]["id"]
             for s in seeds[1:]:
@@ -293,32 +312,14 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
     if not rows:
         raise GuardrailError(f"nothing to compare: {'; '.join(notes) or 'no runs'}")
     adjusted = adjust([r["p"] for r in rows], cmp.correction)
+    tost = adjust([r["p_tost"] for r in rows], cmp.correction)  # the TOST p's: a family of their own
     members = sum(p is not None for p in adjusted)
-    for r, p_adj in zip(rows, adjusted):
-        r["verdict"] = _verdict(r, p_adj, cmp.alpha, cmp.correction)
-        r |= {"family": cmp.family, "correction": cmp.correction, "n_family": members, "p_adjusted": p_adj}
+    for r, p_adj, p_tost in zip(rows, adjusted, tost):
+        r["verdict"] = verdict(r, p_adj, p_tost, cmp.alpha, cmp.correction, members)
+        r |= {"family": cmp.family, "correction": cmp.correction, "n_family": members, "p_adjusted": p_adj,
+              "p_tost_adjusted": p_tost}
     frame = pl.DataFrame([{k: r.get(k) for k in CLAIMS_SCHEMA} for r in rows], schema=CLAIMS_SCHEMA)
     return Claims(frame, notes)
-
-
-def _verdict(row: dict, p_adjusted: float | None, alpha: float, correction: str) -> str:
-    """better / worse only on a significant adjusted p, over enough test examples, with an interval
-    that agrees, and over enough seeds of trained arms to speak of the method."""
-    if row.get("untestable"):
-        return f"untestable ({row['untestable']})"
-    if p_adjusted is None:
-        return "untested"
-    if row["n_examples"] < MIN_TEST_EXAMPLES:
-        return f"too few test examples ({row['n_examples']} < {MIN_TEST_EXAMPLES}): no verdict"
-    excludes = row["ci_low"] is not None and (row["ci_low"] > 0 or row["ci_high"] < 0)
-    if row["ci_low"] is not None and excludes != (row["p"] < alpha):
-        return f"inconclusive (the 95% CI and {row['test']} disagree)"
-    if p_adjusted >= alpha:
-        return f"not significant after {correction} (the unadjusted 95% CI excludes 0)" if excludes \
-            else "not significant"
-    if row["n_seeds"] < MIN_SEEDS and (row["n_seeds"] > 1 or row.get("trainable", True)):
-        return f"inconclusive ({row['n_seeds']} seed{'s' if row['n_seeds'] > 1 else ''})"
-    return "better" if row["delta"] > 0 else "worse"
 
 
 def write(claims: pl.DataFrame, root: str, name: str) -> str:
@@ -326,3 +327,14 @@ def write(claims: pl.DataFrame, root: str, name: str) -> str:
     path = f"{root.rstrip('/')}/claims/{name}.parquet"
     write_parquet(claims.to_arrow(), path)
     return path
+
+
+def load(root: str) -> pl.DataFrame:
+    """Every claims table under <root>/claims as one frame: tables written before a column existed
+    (the equivalence columns of issue 48) read with it null."""
+    paths = sorted(glob.glob(f"{root.rstrip('/')}/claims/*.parquet"))
+    if not paths:
+        return pl.DataFrame(schema=CLAIMS_SCHEMA)
+    frames = [pl.read_parquet(p) for p in paths]
+    missing = pl.DataFrame(schema=CLAIMS_SCHEMA)
+    return pl.concat([missing, *frames], how="diagonal_relaxed")

@@ -24,7 +24,7 @@ from dataclasses import fields
 
 from jsonargparse import ArgumentError, ArgumentParser, set_parsing_settings
 
-from analysis import learning, paper, paper_report, presets, report, study
+from analysis import exploratory, learning, paper, paper_report, presets, read, report, study
 from analysis.errors import ERRORS, one_line
 from analysis.options import (LIST_OPTIONS, AnalyzeOptions, CompareOptions, CurveOptions, InfillOptions,
                               OptunaOptions, ReportOptions, Table1Options, Table3Options)
@@ -54,6 +54,15 @@ def _compare(args: CompareOptions) -> None:
     print()
     print(report.fold_scores(built.rows))
     print(report.footer(built.rows, built.notes))
+    extra, notes = exploratory.among_treatments(runs, read.scan(args.root, "epochs", args.experiment),
+                                                read.scan(args.root, "predictions", args.experiment), built.rows,
+                                                cmp.by, args.resamples, args.rng_seed)
+    if not extra.is_empty() or notes:
+        print(f"\nExploratory: each pair of treatments no comparison planned (no verdict; p adjusted by holm over all "
+              f"{built.rows.height + extra.height} pairs, the claims above included):")
+        print(exploratory.table(extra, args.format) if not extra.is_empty() else "none compared")
+        for note in notes:
+            print(f"note: {note}")
     curve = presets.learning_curves(args, built, runs)
     if not curve.is_empty():  # runs without epochs (a language model's) have no curve
         _standings(curve, built)

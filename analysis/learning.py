@@ -9,6 +9,7 @@ no test is made per epoch (the claims are the tests).
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import polars as pl
@@ -16,6 +17,7 @@ import polars as pl
 from analysis import read
 from analysis.report import label, render
 from analysis.selection import SEED
+from psedual.reexamine.config import BASE
 
 METRIC = "valid_value_acc"
 """the epochs column the curves show: the selection metric (`psedual.train.best`)"""
@@ -116,28 +118,101 @@ def table(curve: pl.DataFrame, fmt: str, every: int = 1) -> str:
     return render(header, body, fmt)
 
 
-def figure(curve: pl.DataFrame, path: str, title: str) -> str:
-    """Each (cell, arm)'s mean validation value accuracy by epoch, a band of ± 1 sd over the seeds."""
+def pairs(claims: pl.DataFrame) -> list[tuple[str, str, str]]:
+    """(cell, base arm, treatment arm) of each comparison of the claims, in order: the panels of
+    `figure`."""
+    return [tuple(r) for r in claims.select("cell", "base_arm", "treatment_arm").unique(maintain_order=True).rows()]
+
+
+def _colours(curve: pl.DataFrame) -> dict[str, str]:
+    """One colour per arm across every panel: the solver alone black, the others a qualitative palette."""
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#bcbd22"]
+    arms = [a for a in curve["arm"].unique(maintain_order=True).to_list() if a != BASE]
+    return {BASE: "#000000", **{a: palette[i % len(palette)] for i, a in enumerate(arms)}}
+
+
+def panels(compared: list[tuple[str, str, str]]) -> dict[tuple[str, str], list[str]]:
+    """`figure`'s panels: each (cell, reference arm) of `compared`, in order, with its treatments."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for cell, base, treatment in compared:
+        groups.setdefault((cell, base), []).append(treatment)
+    return groups
+
+
+def gaps(curve: pl.DataFrame, cell: str, base: str, treatment: str) -> tuple[list[int], list[float]]:
+    """The Δ strip of one comparison: the epochs both arms reached and treatment − base there (means
+    over seeds, points)."""
+    means = {arm: dict(curve.filter((pl.col("cell") == cell) & (pl.col("arm") == arm)).select("epoch", "mean")
+                       .iter_rows()) for arm in (base, treatment)}
+    shared = sorted(set(means[base]) & set(means[treatment]))
+    return shared, [means[treatment][e] - means[base][e] for e in shared]
+
+
+def figure(curve: pl.DataFrame, path: str, title: str, compared: list[tuple[str, str, str]]) -> str:
+    """Small multiples: one panel per (cell, reference arm) of `compared` (`pairs`), its arms' mean
+    validation value accuracy by epoch with a band of ± 1 sd over the seeds (the reference arm
+    dashed), and under each a Δ-vs-reference strip (treatment − reference, means over seeds), its
+    axis fitted to the epochs after the first third so that differences of a point can be read (an
+    early swing may leave the frame: the title says so)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display on a cluster or in CI
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import MaxNLocator
 
-    cells = curve["cell"].unique(maintain_order=True).to_list()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=150)
-    for cell, arm in curve.select("cell", "arm").unique(maintain_order=True).rows():
-        c = curve.filter((pl.col("cell") == cell) & (pl.col("arm") == arm)).sort("epoch")
-        name = label(arm) if len(cells) == 1 else f"{cell}: {label(arm)}"
-        line, = ax.plot(c["epoch"], c["mean"], label=f"{name} ({c['n_seeds'].max()} seeds)")
-        sd = c["sd"].fill_null(0.0)
-        ax.fill_between(c["epoch"], c["mean"] - sd, c["mean"] + sd, alpha=0.15, color=line.get_color())
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("validation value accuracy (%)")
-    ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    groups = panels(compared)
+    if not groups:
+        raise ValueError("the learning-curve figure needs at least one comparison")
+    colours = _colours(curve)
+    ncols = min(len(groups), 3)
+    nrows = -(-len(groups) // ncols)
+    height = 4.6 * nrows + 1.2
+    fig = plt.figure(figsize=(4.6 * ncols, height), dpi=150)
+    # each panel its own pair of axes (curves, Δ strip) close together; the panels apart, so a title
+    # never meets the tick labels above it
+    outer = fig.add_gridspec(nrows, ncols, hspace=0.42, wspace=0.28, top=1 - 1.3 / height, bottom=0.7 / height)
+    one_cell = len({cell for cell, _ in groups}) == 1
+    for i, ((cell, base), treatments) in enumerate(groups.items()):
+        row, col = divmod(i, ncols)
+        inner = outer[row, col].subgridspec(2, 1, height_ratios=[3, 1.4], hspace=0.08)
+        top = fig.add_subplot(inner[0])
+        strip = fig.add_subplot(inner[1], sharex=top)
+        strip.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole
+        mine = curve.filter(pl.col("cell") == cell)
+        for arm in (base, *treatments):
+            c = mine.filter(pl.col("arm") == arm).sort("epoch")
+            sd = c["sd"].fill_null(0.0)
+            top.plot(c["epoch"], c["mean"], color=colours[arm], lw=1.6, ls="--" if arm == base else "-")
+            top.fill_between(c["epoch"], c["mean"] - sd, c["mean"] + sd, color=colours[arm], alpha=0.12, lw=0)
+        fitted = []
+        for arm in treatments:
+            shared, gap = gaps(curve, cell, base, arm)
+            strip.plot(shared, gap, color=colours[arm], lw=1.6)
+            fitted += [g for e, g in zip(shared, gap) if e > max(shared, default=0) / 3]
+        strip.axhline(0.0, color=colours[base], lw=1.0, ls="--")
+        if fitted:
+            reach = max(abs(g) for g in fitted) * 1.2 or 1.0
+            strip.set_ylim(-reach, reach)
+        # an arm's name may hold commas ('PseDual-GCN, teacher forcing'): treatments apart by ';', wrapped
+        said = textwrap.fill(f"{'; '.join(label(t) for t in treatments)} vs {label(base)}", 52)
+        top.set_title(said if one_cell else f"{cell}\n{said}", fontsize=9)
+        top.tick_params(labelbottom=False, labelsize=8)
+        strip.tick_params(labelsize=8)
+        top.grid(alpha=0.3)
+        strip.grid(alpha=0.3)
+        if col == 0:
+            top.set_ylabel("validation value acc (%)", fontsize=8)
+            strip.set_ylabel("Δ vs reference\n(points)", fontsize=8)
+        strip.set_xlabel("epoch", fontsize=8)
+    handles = [Line2D([], [], color=colours[a], lw=2, label=label(a)) for a in colours
+               if a in set(curve["arm"].to_list())]
+    handles.append(Line2D([], [], color="#555555", lw=1.5, ls="--", label="dashed: the panel's reference arm"))
+    fig.suptitle(f"{title}\n(each Δ axis fitted to the last two thirds of the epochs)", fontsize=10)
+    # below the panels (the saved image grows to hold it): never over a curve
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.15 / height), ncol=min(len(handles), 3),
+               fontsize=8, frameon=False)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
     return path

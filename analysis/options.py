@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from typing import Literal, Union, get_args
 
 from analysis.claims import METRICS
+from analysis.equivalence import DEFAULT_MARGIN
 from analysis.multiple import METHODS, Correction
 from analysis.report import FORMATS, Format
 from psedual.reexamine.config import BASE
@@ -80,6 +81,9 @@ class ClaimOptions(AnalyzeOptions):
     target_delta: float | None = None
     """The Δ (points) each claim gives the seeds needed for; none: the paper's Δ for the cell,
     else 1 point."""
+    margin: float = DEFAULT_MARGIN
+    """The equivalence margin in points: each claim's TOST and posterior ask whether |Δ| < margin,
+    and a claim whose TOST decides reads `equivalent within ±margin`."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -87,6 +91,8 @@ class ClaimOptions(AnalyzeOptions):
         _check("correction", [self.correction], METHODS)
         if self.target_delta is not None and not 0 < abs(self.target_delta) < 100:
             raise ValueError(f"target_delta must be a nonzero Δ in points, within ±100; got {self.target_delta}")
+        if not 0 < self.margin < 100:
+            raise ValueError(f"margin must be a positive number of points below 100; got {self.margin}")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis import guardrails, learning, paper, presets, read, report, selection
+from analysis import forest, guardrails, learning, paper, presets, read, report, selection
 from analysis.errors import ERRORS, one_line
 from analysis.options import ReportOptions
 from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
@@ -31,6 +31,8 @@ LLM_ARMS = guardrails.LLM_VARIANTS
 COMPLETED = "completed"
 FIGURE = "figure1.png"
 LEARNING = "learning_{part}.png"
+FOREST = "forest_{part}.png"
+"""each claims part's forest plot (`analysis.forest`), in the report's folder"""
 """each claims part's learning curves, in the report's folder"""
 
 
@@ -115,6 +117,9 @@ class Report:
         if rows["folds"].list.len().max() > 1:
             parts.append("```\n" + report.fold_scores(rows).rstrip() + "\n```")
         parts.append(_bullets(report.footer(rows, built.notes)))
+        plot = forest.figure(forest.planned_rows(rows, self.numbers), str(self.out / FOREST.format(part=table)),
+                             f"{self.name}.{table}: Δ of each claim (95% CI), the paper's Δ beside it")
+        parts.append(f"![forest plot of {table}]({Path(plot).name})")
         return "\n\n".join(parts)
 
     def table1(self, runs: pl.DataFrame) -> str:
@@ -132,7 +137,8 @@ class Report:
             return ""
         curve = presets.learning_curves(self.part_args(part), built, runs)
         path = learning.figure(curve, str(self.out / LEARNING.format(part=part)),
-                               f"{self.name}.{part}: validation value accuracy by epoch\nmean over seeds, band ± 1 sd")
+                               f"{self.name}.{part}: validation value accuracy by epoch\nmean over seeds, band ± 1 sd; "
+                               f"under each panel Δ vs its reference", learning.pairs(built.rows))
         lines = "\n".join(f"- {line}" for line in learning.standings(built.rows, curve))
         return (f"\n\n![learning curves of {part}]({Path(path).name})\n\nWhere the arms stand by epoch (validation "
                 f"value accuracy, mean over seeds; descriptive):\n\n{lines}")

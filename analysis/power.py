@@ -74,6 +74,16 @@ def example_sd(only_base: int, only_treatment: int, n: int) -> float | None:
     return 100.0 * math.sqrt(max(var, 0.0))
 
 
+def spread(row: dict) -> float | None:
+    """The sd (points) of a claim's paired differences: per seed (`delta_sd`), or (one seed) per
+    example from the discordant counts (`example_sd`); None where neither is known."""
+    if row["n_seeds"] > 1:
+        return row.get("delta_sd")
+    if row.get("only_base") is None:
+        return None
+    return example_sd(row["only_base"], row["only_treatment"], row["n_examples"])
+
+
 def target(numbers: pl.DataFrame, r: dict) -> tuple[float, str]:
     """A claim's target Δ and where it comes from: the paper's Δ for the cell, else DEFAULT_TARGET."""
     table = PAPER_TABLES.get((r["arm"], r["base_arm"]))
@@ -91,46 +101,18 @@ def target(numbers: pl.DataFrame, r: dict) -> tuple[float, str]:
 def annotate(claims: pl.DataFrame, numbers: pl.DataFrame | None = None,
              target_delta: float | None = None) -> pl.DataFrame:
     """The claim rows with their MDE, target Δ (`target_delta` where given, else `target`), the n
-    that detects it and its unit (seeds, or examples for one seed), and a "not significant"
-    verdict that says what it could not tell."""
+    that detects it and its unit (seeds, or examples for one seed). The verdict is the claim's own
+    (`analysis.verdicts`: an undecided one already says what would decide it)."""
     numbers = paper.load() if numbers is None else numbers
     out = []
     for r in claims.iter_rows(named=True):
-        if r["n_seeds"] > 1:
-            sd, n, unit = r.get("delta_sd"), r["n_seeds"], "seeds"
-        elif r["only_base"] is not None:
-            sd, n, unit = example_sd(r["only_base"], r["only_treatment"], r["n_examples"]), r["n_examples"], "examples"
-        else:
-            sd, n, unit = None, r["n_seeds"], "seeds"
+        one = r["n_seeds"] == 1 and r["only_base"] is not None  # one seed: the examples are the unit
+        sd, n, unit = spread(r), (r["n_examples"] if one else r["n_seeds"]), ("examples" if one else "seeds")
         goal, source = (target_delta, "given") if target_delta is not None else target(numbers, r)
-        row = {"mde": mde(sd, n), "target_delta": goal, "target_from": source, "n_needed": n_needed(goal, sd),
-               "needed_unit": unit}
-        row["verdict"] = _verdict(r["verdict"], row, n)
-        out.append(row)
-    added = pl.DataFrame(out, schema={**COLUMNS, "verdict": pl.String})
+        out.append({"mde": mde(sd, n), "target_delta": goal, "target_from": source, "n_needed": n_needed(goal, sd),
+                    "needed_unit": unit})
+    added = pl.DataFrame(out, schema=COLUMNS)
     return claims.drop([c for c in COLUMNS if c in claims.columns]).with_columns(added)
-
-
-def _verdict(verdict: str, row: dict, n: int) -> str:
-    """`not significant` as what it is: the Δ it cannot tell, and the n that would tell the target."""
-    if not verdict.startswith("not significant") or "cannot tell" in verdict:
-        return verdict
-    return f"{verdict}: {reading(row, n)}"
-
-
-def reading(row: dict, n: int) -> str:
-    """'cannot tell Δ below 4.1 points; about 40 seeds would detect the paper's +0.9'."""
-    unit = row["needed_unit"]
-    if row["mde"] is None:
-        return f"no spread in the paired differences over {n} {unit}: no power to state"
-    goal = (f"the paper's {row['target_delta']:+.1f}" if row["target_from"] == "paper" else
-            f"a {abs(row['target_delta']):g}-point Δ")
-    need = row["n_needed"]
-    count = f"more than {MAX_N:,}" if need > MAX_N else f"about {need}"
-    said = f"cannot tell Δ below {row['mde']:.1f} points; {count} {unit} would detect {goal}"
-    if unit == "examples":
-        said += " (1 seed: the seeds needed are not measurable)"
-    return said
 
 
 def line(row: dict) -> str:

@@ -37,7 +37,8 @@ def comparison(args: ClaimOptions, family: str, arm: str, base: str, treatments:
                by: tuple[str, ...]) -> Comparison:
     return Comparison(family=family, arm=arm, base=base, treatments=tuple(treatments), by=tuple(by),
                       metrics=tuple(args.metric) or ("value",), select_by=args.select_by, correction=args.correction,
-                      n_resamples=args.resamples, rng_seed=args.rng_seed, allow_diff=tuple(args.allow_diff))
+                      n_resamples=args.resamples, rng_seed=args.rng_seed, allow_diff=tuple(args.allow_diff),
+                      margin=args.margin)
 
 
 def family(args: ClaimOptions, command: str) -> str:
@@ -115,5 +116,5 @@ def epoch_curve(args: ClaimOptions, runs: pl.DataFrame, arm: str, base: str, tre
     built = build(args, comparison(args, family(args, "curve"), arm, base, treatments, by), runs)
     curve = learning_curves(args, built, runs)
     title = (f"validation value accuracy by epoch (experiments: {', '.join(args.experiment or ['all'])})\n"
-             f"mean over seeds, band ± 1 sd; the runs the claims pair")
-    return curve, built, learning.figure(curve, args.figure_path, title)
+             f"mean over seeds, band ± 1 sd; the runs the claims pair; under each panel Δ vs its reference")
+    return curve, built, learning.figure(curve, args.figure_path, title, learning.pairs(built.rows))

@@ -14,7 +14,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
 
+from analysis.table_files import read_schemas, table_files, union_schema
 from psedual.storage import TABLES
 
 KEY = ("experiment", "trial")
@@ -37,9 +39,10 @@ def scan(root: str, table: str, experiments: list[str] | None = None) -> pl.Lazy
     if table not in TABLES:
         raise ValueError(f"unknown table {table!r}; valid: {', '.join(TABLES)}")
     folder = f"{root.rstrip('/')}/{table}"
+    options: dict = {}
     if _is_local(root):
         local = Path(folder.removeprefix("file://"))
-        files = sorted(local.glob("experiment=*/*.parquet"))
+        files = table_files(Path(root.removeprefix("file://")), table)  # a folder it cannot enter is named
         found = sorted({p.parent.name.removeprefix("experiment=") for p in files})
         if not found:
             raise FileNotFoundError(f"{local}: no {table} table here (expected experiment=<name>/*.parquet); "
@@ -50,10 +53,12 @@ def scan(root: str, table: str, experiments: list[str] | None = None) -> pl.Lazy
         wanted = set(experiments or found)
         # the files themselves, not a glob: a name may hold glob characters
         sources: list[str] | str = [str(p) for p in files if p.parent.name.removeprefix("experiment=") in wanted]
+        # each file's footer read (one cut short is named), of the experiments read only
+        options = _evolving_schema(read_schemas([Path(p) for p in sources], table), local, table)
     else:
         sources = [f"{folder}/experiment={e}/*.parquet" for e in experiments] if experiments \
             else f"{folder}/experiment=*/*.parquet"
-    lf = pl.scan_parquet(sources, hive_partitioning=False, include_file_paths=_PATH, **_evolving_schema(root, folder))
+    lf = pl.scan_parquet(sources, hive_partitioning=False, include_file_paths=_PATH, **options)
     return lf.with_columns(experiment=pl.col(_PATH).str.extract(r"experiment=([^/]*)/[^/]*$")).drop(_PATH)
 
 
@@ -61,22 +66,19 @@ _PATH = "__file"
 """The column a scan reads each row's file path into, to take the experiment from its folder."""
 
 
-def _evolving_schema(root: str, folder: str) -> dict:
+def _evolving_schema(schemas: dict[Path, pa.Schema], folder: Path, table: str) -> dict:
     """Tables written by different versions hold different columns (a config field added later):
-    read them under the union of their schemas, a file's missing columns as null. (Local
-    folders; a remote store is read under its first file's schema.)"""
-    if not _is_local(root):
+    read them under the union of their schemas, a file's missing columns as null (local folders;
+    a remote store is read under its first file's schema). Permissive: a table written by Polars
+    (large_string) beside one written by pyarrow (string); two types that do not widen into one
+    are refused, naming the column and a file of each (`table_files.union_schema`)."""
+    union = union_schema(schemas, folder, table)
+    if union is None:
         return {}
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    files = sorted(Path(folder.removeprefix("file://")).glob("experiment=*/*.parquet"))
-    schemas = {pq.read_schema(f).remove_metadata() for f in files}
-    if len(schemas) < 2:
-        return {}
-    # permissive: a table written by Polars (large_string) beside one written by pyarrow (string)
-    union = pa.unify_schemas(sorted(schemas, key=lambda sc: -len(sc.names)), promote_options="permissive")
-    return {"schema": pl.from_arrow(union.empty_table()).schema, "missing_columns": "insert"}
+    # Polars casts each file to the union only where told to: a seed written as int64 by one
+    # writer and as double by another is one column of numbers, not a SchemaError naming no file
+    widen = pl.ScanCastOptions(integer_cast=["upcast", "allow-float"], float_cast="upcast")
+    return {"schema": pl.from_arrow(union.empty_table()).schema, "missing_columns": "insert", "cast_options": widen}
 
 
 def column(name: str, columns: list[str]) -> str:

@@ -16,7 +16,8 @@ Format = Literal["markdown", "latex"]
 FORMATS = get_args(Format)
 ARM_LABELS = {**VARIANT_LABELS,
               "teacher_forcing": "teacher forcing", "scheduled": "scheduled fusion", "predicted": "predicted only",
-              "horizon": "ε horizon (ours)", "epoch": "ε per epoch (published)"}
+              "horizon": "ε horizon (ours)", "epoch": "ε per epoch (published)",
+              "other_problem": "another problem's expression", "no_expression": "no expression"}
 
 
 def label(arm: str) -> str:
@@ -101,7 +102,7 @@ def claim_lines(claims: pl.DataFrame, fmt: str, extra: dict[str, list[str]] | No
     if "mde" in claims.columns:  # the power columns (`analysis.power`), where the claims carry them
         extra = {"MDE; n for target Δ": [power_line(r) for r in claims.iter_rows(named=True)], **extra}
     header = ["cell", "metric", "comparison", "n ex", "seeds", "base", "treatment", "Δ", "95% CI", "test", "p",
-              "p adj", "second test", "discordant", "trials", *extra, "verdict", "flags"]
+              "p adj", "TOST p (adj)", "P(|Δ| < m)", "second test", "discordant", "trials", *extra, "verdict", "flags"]
     numbers = _flag_numbers(claims)
     body = []
     for i, r in enumerate(claims.iter_rows(named=True)):
@@ -112,9 +113,21 @@ def claim_lines(claims: pl.DataFrame, fmt: str, extra: dict[str, list[str]] | No
         body.append([r["cell"], r["metric"], f"{label(r['treatment_arm'])} vs {label(r['base_arm'])}",
                      str(r["n_examples"]), str(r["n_seeds"]), score(r["base"], r["base_sd"]),
                      score(r["treatment"], r["treatment_sd"]), f"{r['delta']:+.2f}", ci, r["test"], p, p_adj,
-                     second, disc, f"{r['base_budget']}/{r['treatment_budget']}", *(v[i] for v in extra.values()),
+                     tost_cell(r), within_cell(r), second, disc, f"{r['base_budget']}/{r['treatment_budget']}", *(v[i] for v in extra.values()),
                      r["verdict"], ", ".join(f"[{numbers[f]}]" for f in r["flags"]) or "–"])
     return render(header, body, fmt)
+
+
+def tost_cell(r: dict) -> str:
+    """A claim's TOST in a table cell: 'p 0.042 (0.084) at ±1', its p and adjusted p."""
+    if r.get("p_tost") is None:
+        return "–"
+    return f"{p_value(r['p_tost'])} ({p_value(r.get('p_tost_adjusted'))}) at ±{r['margin']:g}"
+
+
+def within_cell(r: dict) -> str:
+    """A claim's posterior probability that |Δ| < margin, in a table cell."""
+    return "–" if r.get("p_equivalent") is None else f"{r['p_equivalent']:.2f}"
 
 
 def _flag_numbers(claims: pl.DataFrame) -> dict[str, int]:
@@ -150,7 +163,12 @@ def footer(claims: pl.DataFrame, notes: list[str]) -> str:
              f"Tests: {', '.join(tests)} (mcnemar_exact: one seed, examples paired; paired_t_seeds: "
              f"seeds paired, ± is the sd over seeds). CIs: one seed, a paired bootstrap over examples "
              f"({r['n_resamples']} resamples, seed {r['rng_seed']}); several seeds, the t interval of the mean Δ "
-             f"(the t-test's own). Below {MIN_SEEDS} seeds (one seed too, for trained arms) a significant Δ reads "
+             f"(the t-test's own). TOST: two one-sided paired t-tests that |Δ| < m (m: the margin, points), its p "
+             f"and, in brackets, adjusted like p over the family; P(|Δ| < m): the Student-t posterior of the mean "
+             f"paired Δ (one seed: over examples). A verdict is better or worse (adjusted p < 0.05), equivalent "
+             f"within ±m (adjusted TOST p < 0.05), or undecided with the seeds that would decide it (the fewer of "
+             f"the difference test's and the TOST's at 80% power, at the observed Δ and sd). "
+             f"Below {MIN_SEEDS} seeds (one seed too, for trained arms) a decided Δ reads "
              f"'inconclusive'; below {MIN_TEST_EXAMPLES} test examples there is no verdict (docs/analysis.md). "
              f"trials: the tuning budget, the most trials a slot (arm, seed, fold) held, base/treatment."]
     if "mde" in claims.columns:

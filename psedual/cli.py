@@ -32,15 +32,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse(command, args: list[str]):
+    """A generated command's options parsed from `args` (the words after the command's name)."""
+    from psedual.typed_cli import flags
+
+    parser = command.parser()
+    args = flags(args, parser._option_string_actions)
+    if command.defaults is not None:
+        # a first pass for what the defaults depend on (without --print_config, which would print and
+        # exit), then the command line again over them: what it gives overrides them
+        defaults = command.defaults(parser.parse_args([a for a in args if not a.startswith("--print_config")]))
+        if defaults:
+            parser.set_defaults(defaults)
+    return parser.parse_args(args)
+
+
 def _typed(words: tuple[str, ...], command, argv: list[str]) -> int:
     """Run a command whose parser jsonargparse generates from a typed config."""
     from jsonargparse import ArgumentError
 
-    from psedual.typed_cli import flags, plain_error
+    from psedual.typed_cli import plain_error
 
-    parser = command.parser()
     try:
-        cfg = parser.parse_args(flags(argv[len(words):], parser._option_string_actions))
+        cfg = parse(command, argv[len(words):])
     except ArgumentError as err:
         print(f"psedual {' '.join(words)}: error: {plain_error(str(err))}\n(psedual {' '.join(words)} --help "
               "lists the options)", file=sys.stderr)

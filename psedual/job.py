@@ -314,6 +314,15 @@ class Planned:
     """`--by` columns."""
     family: str | None
     """The claims family's name (`--name`); none: analyze's default."""
+    margin: float = 1.0
+    """The equivalence margin in points (`--margin`; the compare entry's `margin`)."""
+
+    @property
+    def label(self) -> str:
+        """What the plan and the reports call this comparison's claims apart from the arms: its
+        `where`, as written ('where psedual.control=other_problem'), or '' without one."""
+        shown = [w.replace("=null|", "=") for w in self.where]
+        return f"where {', '.join(shown)}" if shown else ""
 
 
 def comparisons(spec, variants: list[str], name: str) -> list[Planned]:
@@ -339,7 +348,7 @@ def comparisons(spec, variants: list[str], name: str) -> list[Planned]:
         where = tuple(f"{k}=null|{v}" if k.startswith(PSEDUAL_PREFIX) and c.arm == "variant" else f"{k}={v}"
                       for k, v in c.where.items())
         family = f"compare_{name}_{c.arm}" + (f"_{i + 1}" if arms.count(c.arm) > 1 else "") if named else None
-        out.append(Planned(c.arm, str(c.base), tuple(map(str, treatments)), where, cells, family))
+        out.append(Planned(c.arm, str(c.base), tuple(map(str, treatments)), where, cells, family, float(c.margin)))
     return out
 
 
@@ -347,7 +356,8 @@ def compare_args(spec, variants: list[str], storage: str, name: str) -> list[lis
     """`analyze compare`'s arguments for each of `comparisons`."""
     return [["analyze", "compare", "--root", storage, "--experiment+", name, "--arm", p.arm, "--base", p.base,
              *(a for t in p.treatments for a in ("--treatment+", t)), *(a for w in p.where for a in ("--where+", w)),
-             *(a for k in p.cells for a in ("--by+", k)), *(["--name", p.family] if p.family else [])]
+             *(a for k in p.cells for a in ("--by+", k)), *(["--name", p.family] if p.family else []),
+             "--margin", f"{p.margin:g}"]
             for p in comparisons(spec, variants, name)]
 
 
@@ -381,6 +391,6 @@ def resolve_seeds(spec, job: TuneJob, name: str) -> tuple[object, list[str]]:
     seeds = len(spec.grid.get("seed", [spec.fixed.get("seed", 0)])) * spec.num_samples
     for p in planned:
         for t in p.treatments:
-            lines.append(line(names(p.arm, p.base, t), seeds, spreads[(p, t)],
-                                         target(spec, p.arm, p.base, t)))
+            lines.append(line(names(p.arm, p.base, t, p.label), seeds, spreads[(p, t)],
+                              target(spec, p.arm, p.base, t), p.margin, len(p.treatments)))
     return spec, lines

@@ -2,12 +2,16 @@
 target Δ needs (a sweep file's `seeds_for`).
 
 Each comparison of the sweep (its `compare` entries, or every PseDual variant against base) is a
-paired t-test over seeds; its power depends on the sd of the per-seed Δ, which no sweep knows
-before it runs. The plan takes that sd from an earlier experiment's runs of the same comparison
-(`--plan_from EXPERIMENT`: the runs table's test value accuracy, paired by seed, folds averaged),
-or as stated (`--plan_sd`, or `seeds_for.sd` in the file), and gives per comparison the seeds the
-sweep has, the smallest Δ they detect (80% power, two-sided 0.05: `analysis.power`, statsmodels)
-and the seeds the target Δ needs (the paper's for the cell, else 1 point).
+paired t-test over seeds, and a TOST at its equivalence margin (`analysis.equivalence`); their
+power depends on the sd of the per-seed Δ, which no sweep knows before it runs. The plan takes that
+sd from an earlier experiment's runs of the same comparison (`--plan_from EXPERIMENT`: the runs
+table's test value accuracy, paired by seed, folds averaged), or as stated (`--plan_sd`, or
+`seeds_for.sd` in the file), and gives per comparison (named by its arms and its `where`) the seeds
+the sweep has, the smallest Δ they detect (80% power, two-sided 0.05: `analysis.power`,
+statsmodels), the seeds the target Δ needs (the paper's for the cell, else 1 point), the seeds at
+which the TOST shows equivalence within ±margin if the true Δ is 0, and so the seeds that decide
+the comparison either way (significant if Δ is the target, equivalent if it is 0), at the level the
+family's correction asks at worst (0.05 over the comparison's treatments).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis import paper, power, read
+from analysis import equivalence, paper, power, read
 from analysis.report import label
 
 
@@ -62,18 +66,33 @@ def target(spec, arm: str, base: str, treatment: str) -> tuple[float, str]:
     return power.target(paper.load(), row)
 
 
-def line(name: str, seeds: int, spread: Spread | None, goal: tuple[float, str]) -> str:
-    """One comparison's plan: its seeds, the Δ they detect, the seeds the target needs."""
+def line(name: str, seeds: int, spread: Spread | None, goal: tuple[float, str], margin: float = 1.0,
+         family: int = 1) -> str:
+    """One comparison's plan: its seeds, the Δ they detect, the seeds the target needs, the seeds
+    the TOST at ±margin needs if Δ is 0, and the seeds that decide it either way (at 0.05 / family,
+    the family's correction at worst)."""
     if spread is None:
         return (f"  {name}: {seeds} seeds; no spread to plan from (give --plan_from EXPERIMENT that ran this "
                 f"comparison on 2 or more seeds, or --plan_sd POINTS)")
     mde = power.mde(spread.sd, seeds)
     need = power.n_needed(goal[0], spread.sd)
     what = f"the paper's {goal[0]:+.1f}" if goal[1] == "paper" else f"a {abs(goal[0]):g}-point Δ"
-    count = f"more than {power.MAX_N:,}" if need > power.MAX_N else f"about {need}"
     detect = f"detects |Δ| ≥ {mde:.2f} points" if mde is not None else "detects nothing (fewer than 2 seeds)"
+    alpha = power.ALPHA / family
+    significant = power.n_needed(goal[0], spread.sd, alpha)
+    equivalent = equivalence.tost_n(0.0, spread.sd, margin, alpha)
+    level = f"0.05 / {family}" if family > 1 else "0.05"
+    if equivalent is None or significant > power.MAX_N:
+        either = f"no count up to {power.MAX_N:,} seeds decides it either way"
+    else:
+        either = (f"decided either way by {max(significant, equivalent)} seeds (at {level}: {significant} for {what}, "
+                  f"{equivalent} for equivalence within ±{margin:g} if Δ is 0)")
     return (f"  {name}: {seeds} seeds, sd of the per-seed Δ {spread.sd:.2f} ({spread.source}): {detect} "
-            f"(80% power, two-sided 0.05, before correction); {count} seeds would detect {what}")
+            f"(80% power, two-sided 0.05, before correction); {_count(need)} seeds would detect {what}; {either}")
+
+
+def _count(n: int) -> str:
+    return f"more than {power.MAX_N:,}" if n > power.MAX_N else f"about {n}"
 
 
 def seeds_for(delta: float, spreads: list[Spread], cap: int) -> tuple[int, str]:
@@ -89,5 +108,8 @@ def seeds_for(delta: float, spreads: list[Spread], cap: int) -> tuple[int, str]:
     return need, said
 
 
-def names(arm: str, base: str, treatment: str) -> str:
-    return f"{label(treatment)} vs {label(base)}" + ("" if arm == "variant" else f" ({arm})")
+def names(arm: str, base: str, treatment: str, where: str = "") -> str:
+    """A planned comparison's name in the plan: its arms, its arm column where it is not `variant`,
+    and its `where` (`Planned.label`), so two comparisons of the same arms apart are told apart."""
+    said = ", ".join(x for x in ("" if arm == "variant" else arm, where) if x)
+    return f"{label(treatment)} vs {label(base)}" + (f" ({said})" if said else "")

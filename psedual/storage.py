@@ -16,8 +16,15 @@ TABLES = ("runs", "epochs", "predictions")
 
 
 def storage_uri(storage: str) -> str:
-    """An absolute local path, or a pyarrow filesystem URI (s3://, gs://, ...) as given."""
-    return storage if "://" in storage else str(Path(storage).expanduser().resolve())
+    """An absolute local path, or a pyarrow filesystem URI (s3://, gs://, ...) as given. A local
+    path that cannot be resolved (a symbolic link loop) is a ValueError naming it."""
+    if "://" in storage:
+        return storage
+    try:
+        return str(Path(storage).expanduser().resolve())
+    except (RuntimeError, OSError) as err:  # a link loop: RuntimeError before Python 3.13, OSError (ELOOP) after
+        raise ValueError(f"{storage}: the results root cannot be resolved ({err}); give a folder, or a URI "
+                         "such as s3://bucket/prefix") from None
 
 
 def filesystem(root: str) -> tuple[pafs.FileSystem, str]:

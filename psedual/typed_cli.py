@@ -30,6 +30,9 @@ class Command:
     help: str
     parser: Callable[[], ArgumentParser]
     run: Callable[[Namespace], int | None]
+    defaults: Callable[[Namespace], dict] | None = None
+    """Defaults that depend on what was parsed (`train --recipe`): given, the command line is parsed
+    again over them, so that its options and `--config` override them."""
 
 
 def _parser(command: str, description: str) -> ArgumentParser:
@@ -89,6 +92,12 @@ def _train_parser() -> ArgumentParser:
     p.add_class_arguments(PseDualConfig, nested_key="psedual", skip={"expression_encoder"}, fail_untyped=True)
     p.add_argument("--out", required=True, help="run folder: checkpoints, epochs/predictions/metrics Parquet")
     p.add_argument("--resume", action="store_true", help="continue from OUT/last.pt")
+    from psedual.train.recipes import RecipeName
+
+    p.add_argument("--recipe", type=RecipeName | None, default=None,
+                   help="train this solver at its published recipe (docs/solvers.md's table: optimiser, schedule, "
+                   "epochs, batch, beam, sizes, and the encoder the data set's language takes); the options given "
+                   "beside it override it")
     from psedual.train.trackers import SINGLE_RUN, TRACKERS
 
     p.add_argument("--loggers", nargs="+", choices=SINGLE_RUN, default=[],
@@ -105,7 +114,9 @@ def _train_config(cfg: Namespace):
     from psedual.data.registry import get_spec
 
     flat = _flatten(cfg.as_dict())
-    for key in ("config", "out", "resume", "loggers", "__path__"):
+    if cfg.recipe is not None and flat["solver"] != cfg.recipe:
+        raise ValueError(f"--recipe {cfg.recipe} trains {cfg.recipe}; --solver {flat['solver']} contradicts it")
+    for key in ("config", "out", "resume", "loggers", "recipe", "__path__"):
         flat.pop(key, None)
     if flat.get("data.fold") is None and get_spec(flat["data.dataset"]).folds:
         flat["data.fold"] = 0
@@ -118,6 +129,15 @@ def _train_config(cfg: Namespace):
                              f"--variant {'|'.join(EXPRESSION_ENCODERS)}")
         flat = {k: v for k, v in flat.items() if k not in psedual}
     return TrainConfig.from_flat(flat)
+
+
+def _recipe_defaults(cfg: Namespace) -> dict:
+    """`--recipe SOLVER`: the solver's published recipe on the parsed data set (`train.recipes`)."""
+    if cfg.recipe is None:
+        return {}
+    from psedual.train.recipes import get_recipe
+
+    return get_recipe(cfg.recipe).flat(cfg.data.dataset)
 
 
 def _percent(x: float | None) -> str:
@@ -331,7 +351,8 @@ COMMANDS: dict[tuple[str, ...], Command] = {
                                _run_fetch),
     ("data", "stats"): Command("per dataset and split: kept, dropped by reason, sizes, constants", _stats_parser,
                                _run_stats),
-    ("train",): Command("train one solver; test the best validation checkpoint once", _train_parser, _run_train),
+    ("train",): Command("train one solver; test the best validation checkpoint once", _train_parser, _run_train,
+                        _recipe_defaults),
     ("tune",): Command("the main job: a sweep on Ray Tune, then tests and the runs table (as tune.py)",
                        _tune_parser, _run_tune),
     ("llm",): Command("a chat model (OpenAI-compatible endpoint) solves a test split zero-shot",

@@ -154,6 +154,45 @@ def infilling_base(root: Path) -> None:
                    _preds(_ids(N), np.arange(N) % 7 > 0, infill=fill))])
 
 
+def cut_short(table: str, keep: int) -> Callable[[Path], None]:
+    """Three seeds; one file of `table` cut to its first `keep` bytes (negative: all but the last
+    -keep), as a copy or a disk that filled up leaves it: its footer, which names its columns, gone."""
+    def build(root: Path) -> None:
+        _write(root, seeds(3))
+        path = root / table / "experiment=x" / "g1.parquet"
+        data = path.read_bytes()
+        path.write_bytes(data[:keep])
+    return build
+
+
+def link_loop(where: str) -> Callable[[Path], None]:
+    """Three seeds, and a symbolic link to itself at `where` under the root (`""`: the root itself,
+    in place of the tables)."""
+    def build(root: Path) -> None:
+        if where:
+            _write(root, seeds(3))
+        loop = root / where if where else root
+        loop.parent.mkdir(parents=True, exist_ok=True)
+        loop.symlink_to(loop)
+    return build
+
+
+def retyped(column: str, kind: str) -> Callable[[Path], None]:
+    """Three seeds; one runs file rewritten by another writer with `column` as `kind` (`string`):
+    the other files hold it as the runs record's type."""
+    def build(root: Path) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        _write(root, seeds(3))
+        path = root / "runs" / "experiment=x" / "g1.parquet"
+        table = pq.read_table(path)
+        i = table.schema.get_field_index(column)
+        values = pa.array([None if v is None else str(v) for v in table.column(column).to_pylist()]).cast(kind)
+        pq.write_table(table.set_column(i, pa.field(column, values.type), values), path)
+    return build
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -180,6 +219,14 @@ CASES = [
     Case("8 numeric --arm lr", two_lrs, ("compare", "--arm", "lr", "--base", "0.001", "--treatment+", "0.002")),
     Case("8 1 seed x 100,000 examples", large, ("table1", "--resamples", "10000")),
     Case("9 infill on base runs", infilling_base, ("infill",)),
+    # issue 52, item 13: a results root whose files or folders cannot be read
+    Case("13 a runs file cut in half", cut_short("runs", 2000), ("table1",)),
+    Case("13 an epochs file without its last 8 bytes", cut_short("epochs", -8), (*COMPARE, "--metric+", "value")),
+    Case("13 an empty predictions file", cut_short("predictions", 0), ("table1",)),
+    Case("13 the root a symbolic link loop", link_loop(""), ("table1",)),
+    Case("13 an experiment folder a symbolic link loop", link_loop("runs/experiment=y"), ("table1",)),
+    Case("13 seed int64 in one file, string in another", retyped("seed", "string"), ("table1",)),
+    Case("13 lr double in one file, string in another", retyped("lr", "string"), ("table1",)),
 ]
 
 

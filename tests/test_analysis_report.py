@@ -334,3 +334,16 @@ def test_the_report_says_where_its_runs_trained():
     assert _environments(runs) == ("NVIDIA A10G (torch 2.13.0+cu126, CUDA 12.6): 2 run(s); cpu (torch 2.13.0+cpu, "
                                    "CUDA none): 1 run(s); not recorded: 1 run(s)")
     assert _environments(runs.drop("env.gpu")) == "not recorded in the runs table"  # tables from before
+
+
+def test_the_report_s_claims_decide_and_draw_a_forest(full, tmp_path, capsys):
+    """Issue 48: every claim carries its TOST and posterior, no verdict reads a bare 'not
+    significant', and each claims part has its forest plot."""
+    text = _report(full, "X", tmp_path / "out", capsys)
+    assert "not significant" not in text and "TOST p (adj)" in text and "P(|Δ| < m)" in text
+    for part in ("table1", "table3"):
+        assert f"![forest plot of {part}](forest_{part}.png)" in text
+        assert (tmp_path / "out" / f"forest_{part}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    verdicts = pl.read_parquet(full / "claims" / "report_X.table1.parquet")["verdict"].to_list()
+    assert verdicts and all(v.startswith(("better", "worse", "equivalent within", "undecided: about", "inconclusive"))
+                            for v in verdicts)

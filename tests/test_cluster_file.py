@@ -68,23 +68,24 @@ def test_the_dashboard_stays_on_the_heads_loopback():
 
 
 def test_every_node_gets_the_encoders_the_full_profile_names_by_an_explicit_command():
-    """Issue 42: the full profile's model.plm directories (an English and, for Math23K, a Chinese
-    one) are put on every node by the setup, after the install (whose venv has `hf`); the code
-    downloads nothing."""
+    """Issues 42 and 49: the hub ids the full profile's recipes name for bert_tree and re_deduction
+    (English and, for Math23K, Chinese) are put in each node's Hugging Face cache by the setup, after
+    the install (whose venv has `hf`), once: a restart fetches nothing again."""
     from psedual.tune.paper import load_paper
     from psedual.tune.space import make_config
 
-    configs = [make_config(f) for f in load_paper(ROOT / "search_spaces" / "paper.yaml").sweep(
-        "table1", "full").trial_configs()]
-    plm = {c.data.dataset: c.model.plm for c in configs if c.solver in ("bert_tree", "re_deduction")}
-    assert plm["math23k"].endswith("/chinese-roberta-wwm-ext") and plm["mawps"].endswith("/roberta-base")
-    home = f"/home/{GPU['auth']['ssh_user']}/"
+    paper = load_paper(ROOT / "search_spaces" / "paper.yaml")
+    configs = [make_config(f) for part in ("table1", "table3", "figure1")
+               for f in paper.sweep(part, "full").trial_configs()]
+    plm = {(c.solver, c.data.dataset): c.model.plm for c in configs if c.solver in ("bert_tree", "re_deduction")}
+    assert plm[("re_deduction", "math23k")] == "hfl/chinese-roberta-wwm-ext" and \
+        plm[("re_deduction", "mawps")] == "FacebookAI/roberta-base"
+    assert len(set(plm.values())) == 4
     for node in ("head_setup_commands", "worker_setup_commands"):
         commands = GPU[node]
         install = next(i for i, c in enumerate(commands) if "make install" in c)
-        for path in set(plm.values()):
-            assert path.startswith(home), path
-            local = "~/" + path[len(home):]
-            fetch = [c for c in commands[install + 1:] if f"--local-dir {local} " in c + " "]
-            assert len(fetch) == 1 and "/.venv/bin/hf download " in fetch[0], (node, path)
-            assert fetch[0].startswith(f"test -f {local}/config.json ||"), fetch[0]  # a restart fetches nothing again
+        for hub_id in set(plm.values()):
+            fetch = [c for c in commands[install + 1:] if f"/.venv/bin/hf download {hub_id} " in c]
+            assert len(fetch) == 1 and "--local-dir" not in fetch[0], (node, hub_id)
+            cached = f"~/.cache/huggingface/hub/models--{hub_id.replace('/', '--')}/refs/main"
+            assert fetch[0].startswith(f"test -e {cached} ||"), fetch[0]  # a restart fetches nothing again

@@ -93,3 +93,34 @@ def test_curve_over_epoch_prints_the_table_and_draws_the_png(tmp_path, capsys):
     # the training-size curve takes no arm options
     assert analyze(["analyze", "curve", "--root", str(tmp_path), "--treatment", "gcn"]) == 2
     assert "arm, base and treatment are for --over epoch" in capsys.readouterr().err
+
+
+def _table1_like() -> tuple[pl.DataFrame, list[tuple[str, str, str]]]:
+    """Eight cells (paper-small's Table 1: dataset × solver) × base, GRU, GCN × 5 epochs; GCN runs
+    1 point ahead of base at every epoch, GRU 2 behind."""
+    rows, compared = [], []
+    for i in range(8):
+        cell = f"data.dataset={'mawps' if i < 5 else 'svamp'}, solver=s{i}"
+        for arm, shift in (("base", 0.0), ("gru", -2.0), ("gcn", 1.0)):
+            rows += [{"cell": cell, "arm": arm, "epoch": e, "n_seeds": 3, "mean": 10.0 * e + shift, "sd": 1.0}
+                     for e in range(1, 6)]
+        compared += [(cell, "base", "gru"), (cell, "base", "gcn")]
+    return pl.DataFrame(rows, schema=learning.CURVE_SCHEMA), compared
+
+
+def test_the_curves_are_small_multiples_with_a_delta_strip(tmp_path):
+    """Issue 48: one panel per cell (its arms against their reference), each with the Δ strip that
+    shows a point's difference; before, 24 lines in one panel with repeated colours."""
+    curve, compared = _table1_like()
+    groups = learning.panels(compared)
+    assert len(groups) == 8 and all(t == ["gru", "gcn"] for t in groups.values())
+    epochs, gap = learning.gaps(curve, compared[0][0], "base", "gcn")
+    assert epochs == [1, 2, 3, 4, 5] and gap == pytest.approx([1.0] * 5)
+    assert learning.gaps(curve, compared[0][0], "base", "gru")[1] == pytest.approx([-2.0] * 5)
+    png = tmp_path / "multiples.png"
+    learning.figure(curve, str(png), "table1-like", compared)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    colours = learning._colours(curve)  # one colour per arm in every panel, the solver alone black
+    assert colours["base"] == "#000000" and len(set(colours.values())) == len(colours)
+    with pytest.raises(ValueError, match="at least one comparison"):
+        learning.figure(curve, str(png), "none", [])

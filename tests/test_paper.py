@@ -46,6 +46,87 @@ def test_the_paper_file_loads_every_part_under_each_profile(profile):
         assert all(paper.sweep(p, profile).resources.in_process for p in ("table1", "table3", "figure1"))
 
 
+def test_the_full_profile_trains_every_trial_at_its_solvers_published_recipe():
+    """Issue 49: each solver at its own recipe on its data set (psedual/train/recipes.py), the encoder
+    by hub id for the data set's language; Table 3 on Math23K over the five solvers and Figure 1
+    over the paper's three; the paper's τ (3e-5 every 100 steps, again each epoch) for PseDual."""
+    from psedual.train.recipes import RECIPES
+
+    paper = load_paper(PAPER)
+    solvers = {"gts", "dns", "graph2tree", "bert_tree", "re_deduction"}
+    seen = {}
+    for part in ("table1", "table3", "figure1"):
+        configs = [make_config(f) for f in paper.sweep(part, "full").trial_configs()]
+        seen[part] = configs
+        for config in configs:
+            flat = config.flat()
+            recipe = RECIPES[config.solver].flat(config.data.dataset)
+            assert {k: flat[k] for k in recipe} == recipe, (part, config.solver, config.data.dataset)
+            if config.psedual is not None:
+                p = config.psedual
+                assert (p.tau_schedule, p.tau_reset, p.tau_rate, p.tau_interval, p.tau_min) == ("step", "epoch", 3e-5,
+                                                                                                100, 0.5)
+    assert {c.solver for c in seen["table3"]} == solvers and {c.data.dataset for c in seen["table3"]} == {"math23k"}
+    assert {(c.psedual.fusion if c.psedual else "base") for c in seen["table3"]} == {"base", "teacher_forcing",
+                                                                                   "scheduled"}
+    assert len(seen["table3"]) == 5 * 3 * 5
+    assert {c.solver for c in seen["figure1"]} == {"gts", "bert_tree", "re_deduction"}
+    assert {c.data.dataset for c in seen["figure1"]} == {"math23k"}
+    plms = {(c.solver, c.data.dataset): c.model.plm for c in seen["table1"] if c.solver in ("bert_tree", "re_deduction")}
+    assert plms == {("bert_tree", "math23k"): "google-bert/bert-base-chinese",
+                    ("bert_tree", "mathqa"): "google-bert/bert-base-uncased",
+                    ("bert_tree", "mawps"): "google-bert/bert-base-uncased",
+                    ("re_deduction", "math23k"): "hfl/chinese-roberta-wwm-ext",
+                    ("re_deduction", "mathqa"): "FacebookAI/roberta-base",
+                    ("re_deduction", "mawps"): "FacebookAI/roberta-base"}
+    # the MAWPS folds of one solver and arm are one comparison: the job's cells are data set x solver
+    from psedual.job import comparisons
+
+    planned = comparisons(paper.sweep("table1", "full"), ["base", "gru", "gcn"], "x")
+    assert [(p.arm, p.base, p.treatments, p.cells) for p in planned] == [
+        ("variant", "base", ("gru", "gcn"), ("data.dataset", "solver"))]
+    # the small profile trains at its own CPU-scale settings: no recipe there
+    small = [make_config(f) for f in paper.sweep("table1", "small").trial_configs()]
+    assert {(c.lr, c.epochs, c.model.plm) for c in small} == {(0.003, 5, "minilm")}
+
+
+RECIPE_PART = """
+name: p
+parts:
+  table3:
+    mode: grid
+    recipe: published
+    fixed: {data.dataset: mawps, data.fold: 0, epochs: 2}
+    grid: {solver: [gts, re_deduction], variant: [base, gcn]}
+    arms: [{seed: 0}, {seed: 1, lr: 0.5}]
+profiles:
+  small:
+    about: tiny
+"""
+
+
+def test_a_recipe_part_crosses_its_solvers_into_arms_and_the_keys_it_sets_win(tmp_path):
+    spec = load_paper(_paper(tmp_path, RECIPE_PART)).sweep("table3", "small")
+    assert spec.grid == {"variant": ["base", "gcn"]} and len(spec.arms) == 4
+    configs = {(c.solver, c.seed, c.variant): c for c in map(make_config, spec.trial_configs())}
+    assert len(configs) == 8
+    re_deduction = configs[("re_deduction", 0, "gcn")]
+    assert (re_deduction.lr, re_deduction.optimizer, re_deduction.batch_size, re_deduction.model.plm) == (
+        2e-5, "adamw", 30, "FacebookAI/roberta-base")
+    assert re_deduction.epochs == 2 and configs[("gts", 0, "base")].epochs == 2  # fixed wins over the recipe
+    assert configs[("re_deduction", 1, "base")].lr == 0.5 and configs[("gts", 1, "base")].lr == 0.5  # so does an arm
+    assert configs[("gts", 0, "base")].min_word_count == 5
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("recipe: published", "recipe: mine"), "recipe: 'mine'; valid: published"),
+    (("mode: grid", "mode: optuna"), "recipe: only a grid part trains at recipes"),
+])
+def test_a_bad_recipe_part_is_one_error_naming_the_file_and_key(tmp_path, edit, message):
+    with pytest.raises(SpecError, match=f"parts.table3 \\(profile small\\): {message}"):
+        load_paper(_paper(tmp_path, RECIPE_PART.replace(*edit)))
+
+
 def _paper(tmp_path, text: str) -> Path:
     path = tmp_path / "paper.yaml"
     path.write_text(text)

@@ -3,6 +3,7 @@ texts, the optimisation these models need, and a PLM checkpoint through `psedual
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import polars as pl
@@ -12,12 +13,14 @@ import torch
 from psedual.data.config import DataConfig
 from psedual.data.record import NUM_TOKEN
 from psedual.solvers.config import SolverConfig
+from psedual.solvers.hub import Encoder, resolve, split_hub_id
 from psedual.solvers.plm import WordAligner, plm_path
 from psedual.train.config import TrainConfig
 from psedual.train.solve import solve
 from psedual.train.step import StepLoss
 from psedual.train.setup import parameter_groups
 from psedual.train.trainer import train
+from psedual.cli import main
 
 TINY = SolverConfig(embedding_size=16, hidden_size=32, layers=1, dropout=0.0, plm_layers=2, plm_hidden=32)
 RUN = TrainConfig(DataConfig("mawps", fold=0, train_size=32), solver="bert_tree", model=TINY, epochs=3, batch_size=16,
@@ -32,12 +35,130 @@ def minilm_tokenizer():
     return AutoTokenizer.from_pretrained(plm_path("minilm"), local_files_only=True)
 
 
-def test_the_english_default_ships_in_a_package_and_other_paths_must_be_local(tmp_path):
+def test_the_english_default_ships_in_a_package_and_a_path_must_hold_a_model(tmp_path):
     assert (plm_path("minilm") / "config.json").is_file() and (plm_path("minilm") / "vocab.txt").is_file()
-    with pytest.raises(ValueError, match="not a local Hugging Face model directory.*nothing is downloaded.*Chinese"):
-        plm_path(str(tmp_path / "bert-base-chinese"))
-    with pytest.raises(ValueError, match="plm bert-base-uncased: not a local"):
-        SolverConfig(plm="bert-base-uncased") and plm_path("bert-base-uncased")
+    for path in (str(tmp_path / "bert-base-chinese"), "./models/bert", "~/models/bert", "/a/b/c"):
+        with pytest.raises(ValueError, match=f"plm {re.escape(path)}: not a local Hugging Face model folder "
+                                             r"\(no config.json there\) nor a hub id"):
+            plm_path(path)
+    (tmp_path / "empty").mkdir()  # an existing folder is a folder, whatever its name looks like
+    with pytest.raises(ValueError, match="no config.json there"):
+        plm_path(str(tmp_path / "empty"))
+
+
+@pytest.mark.parametrize("name, split", [
+    ("FacebookAI/roberta-base", ("FacebookAI/roberta-base", None)), ("roberta-base", ("roberta-base", None)),
+    ("hfl/chinese-roberta-wwm-ext@v1.0", ("hfl/chinese-roberta-wwm-ext", "v1.0")),
+    ("org/name@" + "a" * 40, ("org/name", "a" * 40)), ("org/name@", None), ("./org/name", None),
+    ("/org/name", None), ("a/b/c", None), ("~/m", None), ("-x/y", None)])
+def test_what_is_read_as_a_hub_id(name, split):
+    assert split_hub_id(name) == split
+
+
+REVISION = "0123456789abcdef0123456789abcdef01234567"
+"""The tiny model's commit in the test cache."""
+
+
+@pytest.fixture(scope="module")
+def hf_home(tmp_path_factory):
+    """An HF_HOME whose cache holds `tiny-org/tiny-bert` in the hub cache's own layout
+    (hub/models--tiny-org--tiny-bert/snapshots/REV/ and refs/main): a 2-layer, 32-wide BERT built
+    here, with a WordPiece vocabulary of letters, digits and their continuations."""
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    home = tmp_path_factory.mktemp("hf_home")
+    repo = home / "hub" / "models--tiny-org--tiny-bert"
+    snapshot = repo / "snapshots" / REVISION
+    snapshot.mkdir(parents=True)
+    chars = list("abcdefghijklmnopqrstuvwxyz0123456789.,?!$%'-/")
+    (home / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *chars,
+                                               *(f"##{c}" for c in chars)]) + "\n")
+    BertTokenizerFast(str(home / "vocab.txt")).save_pretrained(snapshot)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=5 + 2 * len(chars), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=256)
+    BertModel(config).save_pretrained(snapshot)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(REVISION)
+    return home
+
+
+@pytest.fixture
+def offline_cache(hf_home, monkeypatch):
+    """huggingface_hub reading `hf_home`'s cache, offline (it read HF_HOME and HF_HUB_OFFLINE at import)."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hf_home / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # and nothing listens, were it asked
+    return hf_home / "hub"
+
+
+def test_a_hub_id_in_the_cache_resolves_to_its_snapshot_and_commit(offline_cache):
+    snapshot = offline_cache / "models--tiny-org--tiny-bert" / "snapshots" / REVISION
+    assert resolve("tiny-org/tiny-bert") == Encoder("tiny-org/tiny-bert", str(snapshot), "tiny-org/tiny-bert", None,
+                                                    REVISION)
+    for revision in ("main", REVISION):
+        found = resolve(f"tiny-org/tiny-bert@{revision}")
+        assert (found.path, found.revision, found.commit) == (str(snapshot), revision, REVISION)
+    assert plm_path("tiny-org/tiny-bert") == snapshot
+
+
+@pytest.mark.parametrize("name, command", [("tiny-org/absent", "hf download tiny-org/absent"),
+                                           ("tiny-org/tiny-bert@v2", "hf download tiny-org/tiny-bert --revision v2")])
+def test_offline_an_id_not_in_the_cache_is_one_line_naming_the_command_that_fetches_it(offline_cache, name, command):
+    with pytest.raises(ValueError) as raised:
+        resolve(name)
+    assert str(raised.value) == (f"plm {name}: not in the Hugging Face cache ({offline_cache}) and the hub is offline "
+                                 f"here (HF_HUB_OFFLINE=1): fetch it with `{command}` where the hub can be reached, "
+                                 f"into this HF_HOME")
+
+
+def test_without_a_connection_an_id_not_in_the_cache_is_one_line_too(offline_cache, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # online, but the endpoint refuses: nothing downloads
+    with pytest.raises(ValueError, match=r"^plm tiny-org/absent: not in the Hugging Face cache \(.*\) and the hub "
+                                         r"could not be reached \(LocalEntryNotFoundError\): fetch it with "
+                                         r"`hf download tiny-org/absent` where it can") as raised:
+        resolve("tiny-org/absent")
+    assert "\n" not in str(raised.value)
+    assert not (offline_cache / "models--tiny-org--absent").exists()
+    assert resolve("tiny-org/tiny-bert").commit == REVISION  # a cached id needs no connection at all
+
+
+def test_a_hub_id_trains_solves_and_records_its_commit_offline(offline_cache, hf_home, tmp_path, capsys):
+    """A run reads `--model.plm ORG/NAME` from the cache with no network and records the commit it
+    read; `psedual solve`, in a process of its own under HF_HOME and HF_HUB_OFFLINE=1 as a user runs
+    it, rebuilds the model from the same id; an id not in the cache stops `train` in one line."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "run"
+    config = replace(RUN, data=DataConfig("mawps-single", train_size=32), epochs=1, model=replace(
+        TINY, plm="tiny-org/tiny-bert", plm_layers=None, plm_hidden=None))  # the cached model's own weights
+    result = train(config, out, progress=False)
+    assert result.best_epoch == 1
+    snapshot = offline_cache / "models--tiny-org--tiny-bert" / "snapshots" / REVISION
+    assert json.loads((out / "encoder.json").read_text()) == {
+        "name": "tiny-org/tiny-bert", "path": str(snapshot), "hub_id": "tiny-org/tiny-bert", "revision": None,
+        "commit": REVISION}
+    assert json.loads((out / "config.json").read_text())["model"]["plm"] == "tiny-org/tiny-bert"
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("HF_")}, "HF_HOME": str(hf_home),
+           "HF_HUB_OFFLINE": "1", "HF_ENDPOINT": "http://127.0.0.1:9"}
+    solved = subprocess.run([sys.executable, "-m", "psedual.cli", "solve", "--checkpoint", str(out / "best.pt"),
+                             "Tom has 3 apples and buys 5 more. How many apples does he have?"],
+                            env=env, capture_output=True, text=True, timeout=600)
+    assert solved.returncode == 0 and " = " in solved.stdout, solved.stderr[-3000:]
+    capsys.readouterr()
+    code = main(["train", "--solver", "bert_tree", "--model.plm", "tiny-org/absent", "--data.dataset", "mawps-single",
+                 "--data.train_size", "32", "--epochs", "1", "--out", str(tmp_path / "absent")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith("psedual: error: plm tiny-org/absent: not in the Hugging Face cache") and \
+        "`hf download tiny-org/absent`" in err
 
 
 def _check_alignment(aligner: WordAligner, problems) -> int:
@@ -159,5 +280,6 @@ def _commuted(node) -> str:
 
 def test_math23k_without_a_chinese_encoder_says_what_to_give(tmp_path):
     config = replace(RUN, data=DataConfig("math23k", train_size=16))
-    with pytest.raises(ValueError, match="math23k is not English.*--plm a local Chinese BERT/RoBERTa directory"):
+    with pytest.raises(ValueError, match="math23k is not English.*--model.plm a Chinese BERT/RoBERTa: a hub id "
+                                         r"\(hfl/chinese-roberta-wwm-ext\) or a local folder"):
         train(config, tmp_path, progress=False)

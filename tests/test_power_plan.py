@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 from statsmodels.stats.power import TTestPower
 
+from analysis import equivalence
 from psedual import power_plan
 from psedual.cli import main
+from psedual.job import compare_args
 from psedual.tune.space import SpecError, load_spec
 from test_analysis import _preds, _write_tables
 
@@ -101,3 +103,33 @@ def test_a_paper_file_refuses_the_sweep_plans_options(capsys):
     assert main(["tune", "--space", "search_spaces/paper.yaml", "--profile", "small", "--plan", "true",
                  "--plan_sd", "2"]) == 2
     assert "is a paper file: plan_from and plan_sd plan a grid sweep file's comparisons" in capsys.readouterr().err
+
+
+def test_each_planned_comparison_is_named_by_its_where_and_decided_either_way(capsys):
+    """The control study's three `variant` comparisons differ only in their `where`: each line says
+    which it is, and the seeds that decide it either way: significant if Δ is the target, equivalent
+    within the margin (TOST) if Δ is 0."""
+    assert main(["tune", "--space", "search_spaces/reexamination_control.yaml", "--plan", "true",
+                 "--plan_sd", "1.2"]) == 0
+    out = capsys.readouterr().out
+    lines = [x for x in out.splitlines() if x.startswith("  PseDual-GCN vs base (")]
+    assert [x.split(":")[0].strip() for x in lines] == [
+        "PseDual-GCN vs base (where psedual.control=none, psedual.fusion=scheduled)",
+        "PseDual-GCN vs base (where psedual.control=other_problem)",
+        "PseDual-GCN vs base (where psedual.control=no_expression)"]
+    significant = math.ceil(TTestPower().solve_power(effect_size=0.9 / 1.2, nobs=None, alpha=0.05, power=0.8))
+    equivalent = equivalence.tost_n(0.0, 1.2, 1.0, 0.05)
+    assert equivalent == 14 and equivalence.tost_power(0.0, 1.2, 13, 1.0, 0.05) < 0.8  # the fewest
+    assert all(f"decided either way by {max(significant, equivalent)} seeds (at 0.05: {significant} for the paper's "
+               f"+0.9, {equivalent} for equivalence within ±1 if Δ is 0)" in x for x in lines)
+
+
+def test_a_compare_entry_s_margin_reaches_the_plan_and_the_job_s_analyze(tmp_path, capsys):
+    extra = "compare:\n  - {arm: variant, base: base, treatments: [gcn], margin: 0.5}\n"
+    path = _sweep(tmp_path, extra=extra)
+    assert main(["tune", "--space", str(path), "--plan", "true", "--plan_sd", "1.0"]) == 0
+    assert f"{equivalence.tost_n(0.0, 1.0, 0.5, 0.05)} for equivalence within ±0.5 if Δ is 0" in capsys.readouterr().out
+    argv, = compare_args(load_spec(path), ["base", "gcn"], "results", "planned")
+    assert argv[argv.index("--margin") + 1] == "0.5"
+    with pytest.raises(SpecError, match="margin: expected a positive number"):
+        load_spec(_sweep(tmp_path, extra=extra.replace("0.5", "-1")))

@@ -14,7 +14,8 @@ from psedual.reexamine import PseDualConfig, Reexaminer
 from psedual.reexamine import config as reexamine_config
 from psedual.reexamine.expression import batch_edge_index, expression_encoder_class, tree_edges
 from psedual.reexamine.module import GumbelNoise
-from psedual.reexamine.schedules import Clock, epsilon, final, hold_steps, regime, tau, warning
+from psedual.reexamine.schedules import (Clock, epoch_decay, epsilon, final, hold_epochs, hold_steps, regime, tau,
+                                         warning)
 from psedual.reexamine.targets import UNUSED, allowed_targets, canonical_answers, used_slots
 from psedual.solvers import SOLVERS, get_solver
 from psedual.solvers.batch import collate
@@ -68,9 +69,14 @@ def test_epsilon_follows_its_formulas():
     assert epsilon(step, Clock(1000, 100, 20)) == pytest.approx(math.exp(1000 * math.log(0.99999)), rel=1e-12)
     assert epsilon(replace(step, epsilon0=0.8), Clock(50_000, 1000, 60)) == pytest.approx(0.8 * 0.99999 ** 50_000)
     by_epoch = PseDualConfig(epsilon_schedule="epoch")
-    assert [epsilon(by_epoch, Clock(e * 23 + 5, 23, 80)) for e in (0, 19)] == [1.0, 1.0]  # held for 20 epochs
-    assert epsilon(by_epoch, Clock(20 * 23, 23, 80)) == pytest.approx(0.99)
-    assert epsilon(by_epoch, Clock(79 * 23 + 22, 23, 80)) == pytest.approx(0.99 ** 60)
+    # 100 epochs, the run the published code was built for: its own constants
+    assert [epsilon(by_epoch, Clock(e * 23 + 5, 23, 100)) for e in (0, 19)] == [1.0, 1.0]  # held for 20 epochs
+    assert epsilon(by_epoch, Clock(20 * 23, 23, 100)) == pytest.approx(0.99)
+    assert epsilon(by_epoch, Clock(99 * 23 + 22, 23, 100)) == pytest.approx(0.99 ** 80)
+    # 80 epochs: held for 20% (16 epochs), then decaying faster, to the same end, 0.99^80 = 0.448
+    assert [epsilon(by_epoch, Clock(e * 23 + 5, 23, 80)) for e in (0, 15)] == [1.0, 1.0]
+    assert epsilon(by_epoch, Clock(16 * 23, 23, 80)) == pytest.approx(0.99 ** (80 / 64))
+    assert epsilon(by_epoch, Clock(79 * 23 + 22, 23, 80)) == pytest.approx(0.99 ** 80)
     assert epsilon(PseDualConfig(fusion="teacher_forcing"), Clock(10 ** 6, 10 ** 6, 2)) == 1.0
     assert epsilon(PseDualConfig(fusion="predicted"), Clock(0, 1, 1)) == 0.0
 
@@ -142,7 +148,8 @@ def test_the_regime_is_said_and_a_near_teacher_forcing_run_is_warned():
         "ε 1 → 0.5 by the last of 1,840 steps (23 per epoch × 80 epochs")  # no hold: no "first 0 steps"
     assert regime(PseDualConfig(quantity_keys="named", control="other_problem"), 23, 80).endswith(
         "quantity keys named, control other_problem, loss averaged per problem")
-    assert "for the first 460 steps (100%), then → 1 by the last of 460 steps" in regime(PseDualConfig(epsilon_schedule="epoch"), 23, 20)
+    assert "for the first 92 steps (20%), then → 0.44752 by the last of 460 steps" in regime(
+        PseDualConfig(epsilon_schedule="epoch"), 23, 20)
     assert "τ is unused" in regime(PseDualConfig(fusion="teacher_forcing"), 23, 80)
     assert "over each epoch's 23 steps" in regime(PseDualConfig(tau_reset="epoch"), 23, 80)
     assert final(PseDualConfig(fusion="teacher_forcing"), 23, 80) == (1.0, None)
@@ -575,3 +582,21 @@ def test_shuffled_leaf_order_reads_other_golds_in_training_only(mawps, vocab):
         assert not torch.allclose(a.logits, b.logits, atol=1e-4)  # some `+` / `*` operands were swapped
         assert torch.equal(a.allowed, b.allowed)  # the same right answers
         assert written.infill_gold(solver, batch) == shuffled.infill_gold(solver, batch)  # tests read the gold as written
+
+
+def test_the_published_epoch_schedule_is_scaled_to_the_run():
+    """Issue 48: on the converged study's 30 epochs the published constants (hold 20 epochs, ×0.99)
+    ended at 0.99^10 = 0.904, close to teacher forcing (its runs recorded final_epsilon 0.904); scaled,
+    'ε per epoch (published)' holds 6 of 30 epochs and ends where the published 100-epoch run ends."""
+    by_epoch = PseDualConfig(epsilon_schedule="epoch")
+    assert (hold_epochs(by_epoch, 30), hold_epochs(by_epoch, 100), hold_epochs(by_epoch, 4)) == (6, 20, 0)
+    assert epoch_decay(by_epoch, 100) == pytest.approx(0.99)
+    assert epoch_decay(by_epoch, 30) == pytest.approx(0.99 ** (80 / 24))
+    for epochs in (1, 4, 30, 80, 100, 150):
+        assert final(by_epoch, 23, epochs)[0] == pytest.approx(0.99 ** 80), epochs
+        assert warning(by_epoch, 23, epochs) is None, epochs
+    assert [epsilon(by_epoch, Clock(e * 23, 23, 30)) for e in (5, 6)] == [1.0, pytest.approx(0.99 ** (80 / 24))]
+    # the other schedules keep their numbers: horizon ends at epsilon_final, step at r^t
+    assert final(PseDualConfig(), 23, 30)[0] == 0.5
+    with pytest.raises(ValueError, match="epsilon_hold_epochs holds epochs of the published 100-epoch run"):
+        PseDualConfig(epsilon_hold_epochs=100)

@@ -36,6 +36,13 @@ VARIANTS = (BASE, *EXPRESSION_ENCODERS)
 table column): `base`, or the expression encoder PseDual reads the solver's expressions with."""
 Variant = Literal[VARIANTS]
 VARIANT_LABELS = {BASE: "base", **{name: entry.label for name, entry in EXPRESSION_ENCODERS.items()}}
+NEAR_TEACHER_FORCING = 0.9
+PUBLISHED_EPOCHS = 100
+"""The run the published code's per-epoch ε schedule was built for: ε0 for its first
+`epsilon_hold_epochs` (20) of 100 epochs, then ×`epsilon_epoch_decay` (0.99) per epoch, ending at
+0.99^80 = 0.448. The `epoch` schedule scales that shape to the run's own epochs (`schedules`)."""
+"""A scheduled-fusion run whose ε ends above this is close to teacher forcing: its runs warn
+(`schedules.warning`) and its claims are flagged (`analysis.arms`)."""
 
 # Each choice is one Literal type: the fields' annotations (so the CLI lists the choices), the
 # checks below and the sweep validation all read it.
@@ -85,8 +92,10 @@ class PseDualConfig:
     """`horizon`: ε decays exponentially from epsilon0 at the first step to exactly
     `epsilon_final` at the run's last step, whatever the dataset size, batch size and epochs;
     `step`: ε_t = epsilon0 · epsilon_decay^t after t optimiser steps (the paper's literal rule,
-    whose end point depends on the number of steps); `epoch`: the published code's ε = epsilon0
-    for the first `epsilon_hold_epochs` epochs, then multiplied by `epsilon_epoch_decay` every epoch."""
+    whose end point depends on the number of steps); `epoch`: the published code's per-epoch
+    schedule scaled to the run: ε = epsilon0 for the same share of its epochs (20 of 100: the first
+    20%), then multiplied by one factor per epoch, chosen so that its last epoch ends where the
+    published 100-epoch run ends (0.99^80 = 0.448); at 100 epochs it is the published schedule."""
     epsilon0: float = 1.0
     """ε at the first step."""
     epsilon_hold: float = 0.2
@@ -101,9 +110,11 @@ class PseDualConfig:
     epsilon_decay: float = 0.99999
     """Per-step decay r of the `step` schedule."""
     epsilon_hold_epochs: int = 20
-    """Epochs at epsilon0 in the `epoch` schedule."""
+    """Epochs at epsilon0 in the published 100-epoch run of the `epoch` schedule (a run of E
+    epochs holds ⌊20·E/100⌋)."""
     epsilon_epoch_decay: float = 0.99
-    """Per-epoch decay of the `epoch` schedule after the hold."""
+    """Per-epoch decay of the published 100-epoch run of the `epoch` schedule after its hold (a
+    shorter run decays faster, to the same end)."""
     tau_schedule: TauSchedule = "horizon"
     """`horizon`: τ decays exponentially from tau0 to exactly `tau_final` at the last step of the
     anneal (the run's, or each epoch's with `tau_reset: epoch`); `step`: Jang et al.'s
@@ -194,6 +205,9 @@ class PseDualConfig:
             raise ValueError(f"need 0 < tau_min <= tau0, got tau_min={self.tau_min}, tau0={self.tau0}")
         if self.tau_rate < 0 or self.alpha < 0:
             raise ValueError(f"tau_rate and alpha must be non-negative, got {self.tau_rate}, {self.alpha}")
+        if self.epsilon_hold_epochs >= PUBLISHED_EPOCHS:
+            raise ValueError(f"epsilon_hold_epochs holds epochs of the published {PUBLISHED_EPOCHS}-epoch run: it must "
+                             f"be below {PUBLISHED_EPOCHS}, got {self.epsilon_hold_epochs}")
         for name in ("epsilon_hold_epochs", "tau_interval", "token_embedding_size", "max_length_factor"):
             if getattr(self, name) < (0 if name == "epsilon_hold_epochs" else 1):
                 raise ValueError(f"{name} is too small: {getattr(self, name)}")

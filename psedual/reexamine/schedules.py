@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from psedual.reexamine.config import PseDualConfig
+from psedual.reexamine.config import NEAR_TEACHER_FORCING, PUBLISHED_EPOCHS, PseDualConfig
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,20 @@ def hold_steps(config: PseDualConfig, clock: Clock) -> int:
     return int(config.epsilon_hold * clock.total)
 
 
+def hold_epochs(config: PseDualConfig, epochs: int) -> int:
+    """Epochs at epsilon0 in the `epoch` schedule of a run of `epochs`: the published run's share
+    (`epsilon_hold_epochs` of PUBLISHED_EPOCHS), rounded down as `hold_steps` rounds."""
+    return config.epsilon_hold_epochs * epochs // PUBLISHED_EPOCHS
+
+
+def epoch_decay(config: PseDualConfig, epochs: int) -> float:
+    """The `epoch` schedule's factor per epoch after the hold in a run of `epochs`: the one that
+    ends its last epoch where the published run ends (`epsilon_epoch_decay` ** (PUBLISHED_EPOCHS −
+    `epsilon_hold_epochs`)); `epsilon_epoch_decay` itself at PUBLISHED_EPOCHS."""
+    return config.epsilon_epoch_decay ** ((PUBLISHED_EPOCHS - config.epsilon_hold_epochs)
+                                          / (epochs - hold_epochs(config, epochs)))
+
+
 def epsilon(config: PseDualConfig, clock: Clock) -> float:
     """Weight of the gold expression in Q = ε·Q_gold + (1−ε)·Q_pred. H = `hold_steps`: ε stays at
     epsilon0 for the first H steps, then
@@ -65,8 +79,10 @@ def epsilon(config: PseDualConfig, clock: Clock) -> float:
     scheduled, `horizon`: ε = epsilon0 · (epsilon_final / epsilon0) ** ((t − H) / (T − H − 1)), T the
                           run's steps (exactly epsilon_final at the last step)
     scheduled, `step`:    ε = epsilon0 · epsilon_decay ** (t − H)
-    scheduled, `epoch`:   ε = epsilon0 · epsilon_epoch_decay ** max(0, epoch − epsilon_hold_epochs + 1)
-                          (published: 1.0 for epochs 0-19, 0.99 at epoch 20, 0.99² at 21, ...)
+    scheduled, `epoch`:   ε = epsilon0 · d ** max(0, epoch − h + 1), h = `hold_epochs`, d = `epoch_decay`
+                          (the published 100 epochs: 1.0 for epochs 0-19, 0.99 at epoch 20, 0.99² at
+                          21, ..., 0.99^80 at 99; 30 epochs: 1.0 for epochs 0-5, then 0.967 per epoch
+                          to the same 0.448 at epoch 29)
     teacher_forcing: 1; predicted: 0.
     """
     if config.fusion == "teacher_forcing":
@@ -80,7 +96,8 @@ def epsilon(config: PseDualConfig, clock: Clock) -> float:
         return _horizon(config.epsilon0, config.epsilon_final, clock.step - hold, clock.total - hold)
     if config.epsilon_schedule == "step":
         return config.epsilon0 * config.epsilon_decay ** (clock.step - hold)
-    return config.epsilon0 * config.epsilon_epoch_decay ** max(0, clock.epoch - config.epsilon_hold_epochs + 1)
+    held = hold_epochs(config, clock.epochs)
+    return config.epsilon0 * epoch_decay(config, clock.epochs) ** max(0, clock.epoch - held + 1)
 
 
 def tau(config: PseDualConfig, clock: Clock) -> float:
@@ -118,7 +135,7 @@ def regime(config: PseDualConfig, steps_per_epoch: int, epochs: int) -> str:
                 f"expression encoder are unused; loss averaged per {config.infill_average}")
     hold = hold_steps(config, first)
     if config.fusion == "scheduled" and config.epsilon_schedule == "epoch":
-        hold = min(config.epsilon_hold_epochs, epochs) * steps_per_epoch
+        hold = hold_epochs(config, epochs) * steps_per_epoch
     start, end = f"ε {epsilon(config, first):.5g}", f"{epsilon(config, last):.5g}"
     if config.fusion == "scheduled" and hold:
         span = (f"{start} for the first {hold:,} steps ({hold / first.total:.0%}), then → {end} by the last of "
@@ -146,7 +163,7 @@ def final(config: PseDualConfig, steps_per_epoch: int, epochs: int) -> tuple[flo
     return epsilon(config, last), tau(config, last) if samples(config) else None
 
 
-WARN_ABOVE = 0.9
+WARN_ABOVE = NEAR_TEACHER_FORCING
 
 
 def warning(config: PseDualConfig, steps_per_epoch: int, epochs: int) -> str | None:

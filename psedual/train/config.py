@@ -15,9 +15,11 @@ from psedual.solvers.config import SolverConfig
 Device = Literal["auto", "cpu", "cuda"]
 Precision = Literal["fp32", "bf16"]
 LRSchedule = Literal["step", "linear"]
+Optimizer = Literal["adam", "adamw"]
 DEVICES = get_args(Device)
 PRECISIONS = get_args(Precision)
 LR_SCHEDULES = get_args(LRSchedule)
+OPTIMIZERS = get_args(Optimizer)
 VARIANT_KEY = "psedual.expression_encoder"
 """Set through `variant`, never directly: two keys for one choice could disagree."""
 
@@ -47,10 +49,14 @@ class TrainConfig:
     """Passes over the training set."""
     batch_size: int = 64
     """Problems per optimisation step."""
+    optimizer: Optimizer = "adam"
+    """`adam`: Adam, weight decay added to the gradient (L2; torch.optim.Adam, as the recurrent
+    solvers' published code); `adamw`: AdamW, weight decay applied to the weights apart from the
+    gradient's moments (BERT-Tree's and RE-Deduction's code)."""
     lr: float = 1e-3
-    """Adam learning rate."""
+    """The optimiser's learning rate."""
     weight_decay: float = 1e-5
-    """Adam weight decay."""
+    """The optimiser's weight decay."""
     lr_step: int = 20
     """The learning rate is multiplied by lr_gamma every lr_step epochs."""
     lr_gamma: float = 0.5
@@ -99,6 +105,8 @@ class TrainConfig:
         for name, ok, valid in checks:
             if not ok:
                 raise ValueError(f"{name} must be {valid}, got {getattr(self, name):g}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
         if self.lr_schedule not in LR_SCHEDULES:
             raise ValueError(f"unknown lr_schedule {self.lr_schedule!r}; valid: {', '.join(LR_SCHEDULES)}")
 

@@ -16,7 +16,11 @@ from psedual.solvers import get_solver
 from psedual.solvers.vocab import Vocab
 from psedual.train import checkpoint
 from psedual.train.config import TrainConfig
+from psedual.train.run_folder import check_run_folder
 from psedual.train.step import StepLoss
+
+OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
+"""`TrainConfig.optimizer` -> its class (both take the parameter groups, lr and weight_decay)."""
 
 
 @dataclass
@@ -46,7 +50,7 @@ class Run:
     step_fn: StepLoss
     """The step's loss over model and reexaminer (what the optimiser holds the parameters of)."""
     opt: torch.optim.Optimizer
-    """Adam over `parameter_groups`."""
+    """`config.optimizer` over `parameter_groups`."""
     sched: object
     """The learning-rate schedule (`lr_schedule`)."""
     per_epoch: int
@@ -99,11 +103,11 @@ def build(config: TrainConfig, out: Path, train_set: list, valid_set: list, voca
     if config.model.plm == "minilm" and model.pretrained_parameters() \
             and any(p.language != "en" for p in train_set[:100]):
         raise ValueError(f"{config.data.dataset} is not English, and the default pretrained encoder (minilm) is: give "
-                         "--plm a local Chinese BERT/RoBERTa directory (nothing is downloaded)")
+                         "--model.plm a Chinese BERT/RoBERTa: a hub id (hfl/chinese-roberta-wwm-ext) or a local folder")
     reexaminer = Reexaminer(vocab, config.model, config.psedual) if config.psedual is not None else None
     # on the device before the optimiser is built, which keeps references to the parameters
     step_fn = StepLoss(model, reexaminer, config.psedual.alpha if config.psedual is not None else 0.0).to(device)
-    opt = torch.optim.Adam(parameter_groups(step_fn, config), config.lr, weight_decay=config.weight_decay)
+    opt = OPTIMIZERS[config.optimizer](parameter_groups(step_fn, config), config.lr, weight_decay=config.weight_decay)
     per_epoch = steps_per_epoch(config, len(train_set))  # len(batches) of every epoch: the schedules' clock
     return Run(config, out, device, rank, world_size, train_set, valid_set, vocab, model, reexaminer, step_fn, opt,
                lr_schedule(opt, config, per_epoch), per_epoch)
@@ -116,6 +120,8 @@ def resume(run: Run, resuming: bool) -> None:
     if not (resuming and last.exists()):
         if last.exists() and run.main:
             raise checkpoint.CheckpointError(f"{last} exists: pass resume=True (--resume) or use a new output folder")
+        if run.main:  # starting from scratch: the folder must not hold another config's run
+            check_run_folder(run.out, config)
         return
     state = checkpoint.load(last)
     # compared as configs, so a checkpoint saved before a field existed (at its default) still fits;

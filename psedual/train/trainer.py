@@ -29,6 +29,7 @@ from psedual.metrics import (expression_accuracy, expression_correct, expression
                              perfect_match_ratio, value_accuracy, value_correct)
 from psedual.reexamine import Reexaminer, schedules
 from psedual.reexamine.schedules import Clock
+from psedual.solvers import get_solver, hub
 from psedual.solvers.batch import collate
 from psedual.solvers.config import inference
 from psedual.solvers.tensors import padded_ids
@@ -163,8 +164,8 @@ def _train(config: TrainConfig, out: Path, resume: bool, stop_after_epoch: int |
 
 def _start_outputs(run: setup.Run, data_info: dict) -> None:
     """Rank 0, before the first epoch: say the PseDual regime; write config.json, data.json, env.json
-    (where this process trains: a resumed run records where it resumed) and a resumed run's epochs
-    table."""
+    (where this process trains: a resumed run records where it resumed), a pretrained encoder's
+    encoder.json (its name, folder and hub commit) and a resumed run's epochs table."""
     config, out = run.config, run.out
     if config.psedual is not None:  # say the regime out loud: where ε and τ go, over how many steps
         print(f"PseDual: {schedules.regime(config.psedual, run.per_epoch, config.epochs)}", file=sys.stderr, flush=True)
@@ -175,6 +176,8 @@ def _start_outputs(run: setup.Run, data_info: dict) -> None:
     (out / "config.json").write_text(json.dumps(asdict(config), indent=2))
     (out / "data.json").write_text(json.dumps(data_info, indent=2))
     (out / ENV_FILE).write_text(json.dumps(asdict(environment(run.device)), indent=2))
+    if get_solver(config.solver).reads_subwords:  # which encoder, and for a hub id which commit, it read
+        (out / hub.ENCODER_FILE).write_text(json.dumps(hub.resolve(config.model.plm, download=False).record(), indent=2))
     if run.history:  # a resumed folder may predate per-epoch tables; test_run reads this one
         tables.write(run.history, out / "epochs.parquet", EPOCHS_SCHEMA)
 

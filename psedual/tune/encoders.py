@@ -1,10 +1,13 @@
 """The pretrained encoders a sweep's trials read (`model.plm`), checked before its first trial.
 
-Nothing in the code downloads an encoder (`psedual.solvers.plm`): `model.plm` is `minilm` (the
-English MiniLM shipped in a package) or a local Hugging Face directory, which clusters/gpu.yaml's
-setup puts on every node with an explicit `hf download`. A directory that is not there, or an
-English encoder on Chinese problems, used to fail every such trial hours into a sweep, each one
-retried; the plan now says so, and the run refuses in one line before its first trial.
+`model.plm` is `minilm` (the English MiniLM shipped in a package), a local Hugging Face folder, or a
+hub id read from the Hugging Face cache (`psedual.solvers.hub`). A sweep does not leave a hub id to
+its trials to download: each node would fetch it on its own, perhaps another commit of it, and
+without a connection every trial would fail hours into the sweep, each one retried. So an encoder
+must be here before the first trial: a folder with its config.json, or a hub id in this machine's
+cache, which clusters/gpu.yaml's setup fills on every node with an explicit `hf download`. The plan
+says which are present (a hub id with the commit it resolves to), and the run refuses in one line
+before its first trial; an English encoder on Chinese problems too.
 """
 
 from __future__ import annotations
@@ -13,9 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from psedual.data.registry import DATASETS
-
-MINILM = "minilm"
-"""The shipped English encoder's name (`solvers.plm.plm_path`)."""
+from psedual.solvers import hub
+from psedual.solvers.hub import MINILM
 
 
 @dataclass(frozen=True)
@@ -35,20 +37,40 @@ class EncoderUse:
 
     @property
     def present(self) -> bool:
-        """Whether this machine has it: `minilm`, or a directory with a config.json."""
-        return self.plm == MINILM or (Path(self.plm).expanduser() / "config.json").is_file()
+        """Whether this machine has it: `minilm`, a folder with a config.json, or a hub id in the cache."""
+        return self.resolved() is not None
+
+    def resolved(self) -> hub.Encoder | None:
+        """Where it is read from here (nothing is downloaded), or None when it is not here."""
+        try:
+            return hub.resolve(self.plm, download=False)
+        except ValueError:
+            return None
 
     def problem(self) -> str | None:
         """Why these trials cannot read it here, in one clause; None where they can."""
         if self.plm == MINILM and self.languages - {"en"}:
             return (f"{self.trials} read the English {MINILM} on {'/'.join(sorted(self.languages - {'en'}))} "
-                    f"problems: name a local encoder of that language in model.plm (for Math23K a Chinese "
+                    f"problems: name an encoder of that language in model.plm (for Math23K a Chinese "
                     f"BERT/RoBERTa, as search_spaces/paper.yaml's full profile does)")
-        if not self.present:
-            return (f"encoder {self.plm} (model.plm of {self.trials}) is missing on {_node()}: no config.json "
-                    f"there; clusters/gpu.yaml's setup puts it on every node (hf download), elsewhere copy a "
-                    f"local Hugging Face model there (nothing is downloaded)")
-        return None
+        if self.present:
+            return None
+        ref = None if Path(self.plm).expanduser().is_dir() else hub.split_hub_id(self.plm)
+        if ref is not None:
+            return (f"encoder {self.plm} (model.plm of {self.trials}) is not in the Hugging Face cache on {_node()} "
+                    f"({hub.cache()}): fetch it first with `{hub.fetch_command(*ref)}` (clusters/gpu.yaml's setup "
+                    f"does, on every node), so that every trial reads the same commit")
+        return (f"encoder {self.plm} (model.plm of {self.trials}) is missing on {_node()}: no config.json "
+                f"there; copy a local Hugging Face model folder there, or name a hub id")
+
+    def line(self) -> str:
+        """The plan's line on it: present (a hub id with its commit), or MISSING and why."""
+        problem = self.problem()
+        if problem is not None:
+            return f"MISSING: {problem}"
+        found = self.resolved()
+        at = f" at commit {found.commit}" if found is not None and found.commit else ""
+        return f"encoder {self.plm}: present here{at} ({self.trials})"
 
 
 def _node() -> str:
@@ -80,11 +102,7 @@ def uses(parts: dict[str, list]) -> list[EncoderUse]:
 
 def plan_lines(parts: dict[str, list]) -> list[str]:
     """The plan's lines on its encoders: each one present or, in one line, what is wrong."""
-    lines = []
-    for use in uses(parts):
-        problem = use.problem()
-        lines.append(f"encoder {use.plm}: present here ({use.trials})" if problem is None else f"MISSING: {problem}")
-    return lines
+    return [use.line() for use in uses(parts)]
 
 
 def check(parts: dict[str, list]) -> None:

@@ -12,12 +12,13 @@ import itertools
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-import yaml
-
 from psedual.reexamine.config import BASE
 from psedual.train.config import TrainConfig
 from psedual.train.resources import Resources
 from psedual.train.trackers import check_names
+from psedual.tune import yaml_file
+from psedual.tune.space_values import value_problems
+from psedual.tune.value_types import dataclass_problems, shown
 
 DISTRIBUTIONS = ("uniform", "loguniform", "int", "choice")
 MODES = ("optuna", "grid")
@@ -37,12 +38,17 @@ class SweepComparison:
     where: dict = field(default_factory=dict)
     """Keep only the trials with these values (`{psedual.fusion: scheduled}`); a base trial has no
     `psedual.*` values and matches any."""
+    margin: float = 1.0
+    """The equivalence margin in points (`analyze compare --margin`): a claim whose TOST shows
+    |Δ| < margin reads `equivalent within ±margin`."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "treatments", tuple(self.treatments if isinstance(self.treatments, (list, tuple))
                                                      else [self.treatments]))
         if not isinstance(self.where, dict):
             raise ValueError(f"where: expected a mapping of keys to values, got {self.where!r}")
+        if isinstance(self.margin, bool) or not isinstance(self.margin, (int, float)) or not 0 < self.margin < 100:
+            raise ValueError(f"margin: expected a positive number of points below 100, got {self.margin!r}")
         if self.base in self.treatments:
             raise ValueError(f"treatments {list(self.treatments)} must exclude base {self.base!r}")
 
@@ -155,13 +161,16 @@ def make_config(flat: dict) -> TrainConfig:
 
 
 def read_yaml(path: Path, what: str) -> object:
-    """A YAML file's contents; a missing or unparsable file is a SpecError naming it."""
+    """A YAML file's contents; a missing or unreadable file, bytes that are not UTF-8, text that is
+    not YAML and a key given twice in one mapping are each a SpecError naming the file."""
     if not path.is_file():
         raise SpecError(f"{path}: {what} not found")
     try:
-        return yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
-        raise SpecError(f"{path}: not valid YAML ({err})") from None
+        return yaml_file.load(path)
+    except yaml_file.YamlFileError as err:
+        raise SpecError(str(err)) from None
+    except OSError as err:  # unreadable: permissions, a vanished file
+        raise SpecError(f"{path}: {what} unreadable ({err.strerror or err})") from None
 
 
 def load_spec(path: str | Path) -> SweepSpec:
@@ -179,6 +188,10 @@ def build_spec(raw: object, where: str) -> SweepSpec:
     unknown = sorted(set(raw) - allowed)
     if unknown:
         raise SpecError(f"{path}: unknown top-level keys {unknown}; valid: {', '.join(sorted(allowed))}")
+    # an empty section (`fixed:` with every line commented out) says nothing: as if absent
+    raw = {key: value for key, value in raw.items() if not (value is None and key in SECTIONS)}
+    _check_types(raw, path)
+    _check_mode_keys(raw, path)
     try:
         resources = Resources(**(raw.get("resources") or {}))
     except (TypeError, ValueError) as err:
@@ -188,10 +201,13 @@ def build_spec(raw: object, where: str) -> SweepSpec:
         raise SpecError(f"{path}: compare: expected a list of comparisons")
     comparisons = []
     for i, c in enumerate(compare):
+        if not isinstance(c, dict):
+            raise SpecError(f"{path}: compare[{i}]: expected a mapping (keys: arm, base, treatments, where, "
+                            f"margin), got {shown(c)}")
         try:
             comparisons.append(SweepComparison(**c))
         except (TypeError, ValueError) as err:
-            raise SpecError(f"{path}: compare[{i}]: {err} (keys: arm, base, treatments, where)") from None
+            raise SpecError(f"{path}: compare[{i}]: {err} (keys: arm, base, treatments, where, margin)") from None
     seeds_for = raw.get("seeds_for")
     if seeds_for is not None:
         try:
@@ -204,6 +220,48 @@ def build_spec(raw: object, where: str) -> SweepSpec:
         raise SpecError(f"{path}: {err}") from None
     _check(spec, path)
     return spec
+
+
+SECTIONS = ("fixed", "search", "grid", "arms", "points", "loggers", "resources", "compare", "seeds_for")
+"""Top-level keys that hold a section (a mapping or a list): left empty, they say nothing."""
+SHAPED = ("fixed", "search", "grid", "arms", "points", "loggers", "compare")
+"""Sections whose shape `_check` and `check_names` check, each in its own words."""
+OPTUNA_ONLY = {
+    "seed": "the Optuna sampler's seed (a trial's seed is grid.seed or fixed.seed)",
+    "grace_period": "ASHA's, which stops Optuna trials early (a grid trains every trial to its last epoch)",
+    "reduction_factor": "ASHA's, which stops Optuna trials early (a grid trains every trial to its last epoch)",
+    "asha_by": "ASHA's, which stops Optuna trials early (a grid trains every trial to its last epoch)",
+    "points": "the trials Optuna's sampler runs first (a grid runs every combination of grid and arms)",
+}
+"""Top-level keys that act in an Optuna sweep only, and what each is: `sweep._tune_config` gives the
+sampler and ASHA to an Optuna sweep alone, and a grid's trials are its param_space's. (The keys
+that act in a grid only, `grid`, `arms`, `compare` and `seeds_for`, and `search` in a grid, are
+refused by `_check` and `_check_compare`, each in its own words.)"""
+
+
+def _check_types(raw: dict, path: str) -> None:
+    """The sweep's own settings, its resources and seeds_for, each of its field's type: one line
+    naming the key and what it takes (`num_samples must be a whole number, got 'eight'`)."""
+    nested = ((Resources, "resources"), (SeedsFor, "seeds_for"))
+    # the sections spec checks itself ("fixed: expected a mapping") are left to it
+    settings = {key: value for key, value in raw.items() if key not in SHAPED}
+    said = [*dataclass_problems(SweepSpec, settings), *(f"{key}.{line}" for cls, key in nested
+                                                    if isinstance(raw.get(key), dict)
+                                                    for line in dataclass_problems(cls, raw[key]))]
+    if said:
+        raise SpecError(f"{path}: {said[0]}")
+
+
+def _check_mode_keys(raw: dict, path: str) -> None:
+    """Refuse a key that would do nothing in this sweep's mode: written, it reads as if it acted."""
+    mode = raw.get("mode", SweepSpec.mode)
+    if mode != "grid":
+        return
+    idle = [key for key in OPTUNA_ONLY if raw.get(key) not in (None, [], {})]
+    if idle:
+        key = idle[0]
+        raise SpecError(f"{path}: {key}: {OPTUNA_ONLY[key]}; it has no effect in a grid sweep (mode: grid): "
+                        f"remove it, or make the sweep mode: optuna")
 
 
 def _check(spec: SweepSpec, path: str) -> None:
@@ -249,6 +307,9 @@ def _check(spec: SweepSpec, path: str) -> None:
     for key, values in spec.grid.items():
         if not isinstance(values, list) or not values:
             raise SpecError(f"{path}: grid.{key}: expected a non-empty list of values")
+    said = value_problems(spec)  # before any TrainConfig is built from them (its checks compare)
+    if said:
+        raise SpecError(f"{path}: {said[0]}")
     for key, dist in spec.search.items():
         if not isinstance(dist, dict) or len(dist) != 1 or next(iter(dist)) not in DISTRIBUTIONS:
             raise SpecError(f"{path}: search.{key}: expected one of {', '.join(DISTRIBUTIONS)} with its values")

@@ -1,0 +1,74 @@
+"""What an arm is, read from its runs: flags for an arm that is not what its name says.
+
+A scheduled-fusion arm whose ε ends above the platform's near-teacher-forcing threshold
+(`psedual.reexamine.config.NEAR_TEACHER_FORCING`, the threshold its runs warn at) gives the predicted
+expression a weight of at most 1 − ε: it is close to teacher forcing, whatever its schedule's name.
+The runs table records ε at each run's last step (`final_epsilon`), so the flag reads what the run
+did, not what today's code would compute from its config.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from analysis import guardrails, report
+from analysis.selection import FOLD, SEED
+from psedual.reexamine.config import NEAR_TEACHER_FORCING as WARN_ABOVE
+
+FUSION = "psedual.fusion"
+FINAL = "final_epsilon"
+
+
+def near_teacher_forcing(name: str, runs: pl.DataFrame) -> list[str]:
+    """A flag when `runs` (one arm's) use scheduled fusion and ε ended above WARN_ABOVE in any of
+    them; none for teacher forcing (ε = 1 is its definition) or tables without the columns."""
+    if FUSION not in runs.columns or FINAL not in runs.columns:
+        return []
+    scheduled = runs.filter((pl.col(FUSION) == "scheduled") & pl.col(FINAL).is_not_null())
+    high = scheduled.filter(pl.col(FINAL) > WARN_ABOVE)
+    if high.is_empty():
+        return []
+    low, top = high[FINAL].min(), high[FINAL].max()
+    ends = f"{low:.3f}" if round(low, 3) == round(top, 3) else f"{low:.3f}-{top:.3f}"
+    return [f"near teacher forcing: {name} is scheduled fusion but its ε ends at {ends} > {WARN_ABOVE} in "
+            f"{high.height} of {scheduled.height} run(s): the predicted expression weighs at most "
+            f"{1 - low:.3f}; docs/psedual.md"]
+
+
+def final_epsilon(runs: pl.DataFrame) -> str:
+    """An arm's ε at the last step, for a report's arm line: '0.500', '0.904', 'teacher forcing'
+    (1 by definition), '0.500-0.513' where its runs differ, '–' without PseDual."""
+    if FINAL not in runs.columns:
+        return "–"
+    values = runs[FINAL].drop_nulls()
+    if values.is_empty():
+        return "–"
+    if FUSION in runs.columns and set(runs[FUSION].drop_nulls().to_list()) == {"teacher_forcing"}:
+        return "1 (teacher forcing)"
+    low, top = values.min(), values.max()
+    return f"{low:.3f}" if round(low, 3) == round(top, 3) else f"{low:.3f}-{top:.3f}"
+
+
+def short_names(runs: dict[str, pl.DataFrame]) -> dict[str, str]:
+    """A short name per arm (`runs`: each arm's runs, by any key): its variant's label, then each
+    setting it holds apart from most PseDual arms of the study ('PseDual-GCN, teacher forcing'),
+    read from the config columns whose values differ between the arms."""
+    frames = list(runs.values())
+    columns = guardrails.config_columns(frames[0].columns, [SEED, FOLD, "experiment", "variant"])
+    varying = [c for c in columns if c in set.intersection(*(set(f.columns) for f in frames))
+               and len({tuple(sorted(map(str, f[c].unique().to_list()))) for f in frames}) > 1]
+    out = {}
+    for key, mine in runs.items():
+        variant = str(mine["variant"][0])
+        parts = [report.label(variant)]
+        for col in varying:
+            values = mine[col].drop_nulls().unique().to_list()
+            others = [v for f in frames for v in f[col].drop_nulls().unique().to_list()]
+            if len(values) != 1 or not others or str(values[0]) == variant:  # the encoder `variant` sets
+                continue
+            usual = max(set(others), key=others.count)  # the study's usual value of this setting
+            if values[0] != usual:
+                shown = report.label(str(values[0]))
+                parts.append(shown if shown != str(values[0]) else f"{col.removeprefix('psedual.')} {values[0]}")
+        out[key] = ", ".join(parts)
+    return out

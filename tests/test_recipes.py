@@ -1,0 +1,161 @@
+"""Each solver's published recipe (issue 49): every value of docs/solvers.md's table is the value the
+recipe trains with, the data set picks the per-data-set values and the encoder, `psedual train
+--recipe` starts from it and the options given override it, and the optimiser it names is the one
+built."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from psedual import readme
+from psedual.cli import main, parse
+from psedual.data.registry import DATASETS
+from psedual.solvers.config import SolverConfig
+from psedual.train import setup
+from psedual.train.config import OPTIMIZERS, TrainConfig
+from psedual.train.recipes import ANY, RECIPES, Recipe, Setting, get_recipe
+from psedual.typed_cli import COMMANDS, _train_config
+
+ROOT = Path(__file__).parent.parent
+DOCS = ROOT / "docs" / "solvers.md"
+TRAIN = COMMANDS[("train",)]
+
+
+def _docs_rows() -> list[dict[str, str]]:
+    """docs/solvers.md's recipe table, one dict per row, the backquotes taken off."""
+    block = DOCS.read_text().split("<!-- table:recipes -->\n", 1)[1].split("<!-- /table:recipes -->", 1)[0]
+    lines = [line for line in block.splitlines() if line.startswith("| ")]
+    header = [cell.strip() for cell in lines[0].strip("|").split(" | ")]
+    rows = []
+    for line in lines[2:]:
+        cells = [cell.strip().strip("`") for cell in line.strip().strip("|").split(" | ")]
+        rows.append(dict(zip(header, cells)))
+    return rows
+
+
+def _number(text: str) -> object:
+    """A cell's value: an int, a float (`1e-05`, which YAML reads as a string) or the text."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _datasets_in(scope: str) -> list[str]:
+    """The data sets on which a setting of `scope` is the one that applies (a narrower one may win)."""
+    return [name for name, spec in DATASETS.items() if scope in (ANY, name, spec.language)]
+
+
+def test_every_value_of_the_docs_table_is_what_the_recipe_trains_with():
+    rows = _docs_rows()
+    assert len(rows) == sum(len(r.settings) for r in RECIPES.values()) > 60  # every setting, and only those
+    assert {row["solver"] for row in rows} == set(RECIPES) == {"gts", "dns", "graph2tree", "bert_tree", "re_deduction"}
+    checked = 0
+    for row in rows:
+        recipe = RECIPES[row["solver"]]
+        value = _number(row["value"])
+        applies = [d for d in _datasets_in(row["data sets"]) if recipe.values(d)[row["setting"]].scope == row["data sets"]]
+        assert applies, row  # a row that holds on no data set is a dead value
+        for dataset in applies:
+            # the config the trainer gets: the recipe's flat keys, as `--recipe` and the paper file give them
+            flat = TrainConfig.from_flat({**recipe.flat(dataset), "data.dataset": dataset,
+                                          "data.fold": 0 if DATASETS[dataset].folds else None,
+                                          "data.user_path": "u.jsonl" if DATASETS[dataset].needs_user_path else None})
+            got = flat.flat()[row["setting"]]
+            assert got == pytest.approx(value, rel=1e-3) if isinstance(got, float) else got == value, (row, dataset, got)
+            checked += 1
+        # the source names a repository at a commit, a file and a line, linked to that line
+        assert re.fullmatch(r"\[[\w.-]+/[\w.-]+ [\w./-]+:\d+\]\(https://github.com/[\w.-]+/[\w.-]+/blob/[0-9a-f]{7}/"
+                            r"[\w./-]+#L\d+\)", row["source"]), row["source"]
+    assert checked > 100
+
+
+def test_the_docs_table_is_rendered_from_the_registry():
+    text = DOCS.read_text()
+    assert readme.render(text, "docs/solvers.md", readme.DOC_TABLES["docs/solvers.md"]) == text, \
+        "docs/solvers.md's recipe table is out of date: run `make readme`"
+
+
+@pytest.mark.parametrize("solver, dataset, key, value", [
+    ("re_deduction", "math23k", "epochs", 500), ("re_deduction", "mawps", "epochs", 100),
+    ("re_deduction", "mathqa", "epochs", 1000), ("re_deduction", "svamp", "epochs", 1000),
+    ("re_deduction", "mawps-single", "epochs", 100),  # no script: MAWPS's, said in the table
+    ("re_deduction", "math23k", "model.plm", "hfl/chinese-roberta-wwm-ext"),
+    ("re_deduction", "svamp", "model.plm", "FacebookAI/roberta-base"),
+    ("bert_tree", "math23k", "model.plm", "google-bert/bert-base-chinese"),
+    ("bert_tree", "mawps", "model.plm", "google-bert/bert-base-uncased"),
+    ("dns", "math23k", "batch_size", 64), ("dns", "mawps", "batch_size", 32), ("dns", "mathqa", "batch_size", 64),
+    ("gts", "mawps", "min_word_count", 5), ("bert_tree", "math23k", "warmup_fraction", 3500 / 66150),
+])
+def test_the_most_specific_scope_wins(solver, dataset, key, value):
+    assert RECIPES[solver].flat(dataset)[key] == value
+
+
+def test_a_recipe_is_checked_when_it_is_written():
+    with pytest.raises(ValueError, match="recipe key 'seed': not a TrainConfig key a recipe sets"):
+        Setting("seed", 1, "a/b@0000000 f.py:1")
+    with pytest.raises(ValueError, match="recipe key 'data.fold': not a TrainConfig key"):
+        Setting("data.fold", 1, "a/b@0000000 f.py:1")
+    with pytest.raises(ValueError, match="recipe scope 'fr'; valid: \\*, zh, en, math23k"):
+        Setting("lr", 1e-3, "a/b@0000000 f.py:1", scope="fr")
+    lr = Setting("lr", 1e-3, "a/b@0000000 f.py:1")
+    with pytest.raises(ValueError, match=r"recipe gts: \[\('lr', '\*'\)\] set twice"):
+        Recipe("gts", "-", (lr, lr))
+    with pytest.raises(ValueError, match=r"recipe bert_tree: \['model.plm'\] hold on no scope that covers mawps"):
+        Recipe("bert_tree", "-", (Setting("model.plm", "hfl/chinese-roberta-wwm-ext", "a/b@0000000 f.py:1", scope="zh"),))
+    with pytest.raises(ValueError, match="bad optimiser settings: lr=-1"):
+        Recipe("gts", "-", (Setting("lr", -1.0, "a/b@0000000 f.py:1"),))
+    with pytest.raises(ValueError, match="unknown solver 'x'; valid names: gts, "):
+        Recipe("x", "-", (lr,))
+    with pytest.raises(ValueError, match="no published recipe for solver 'mine'; recipes: gts, dns, graph2tree, "
+                                         "bert_tree, re_deduction"):
+        get_recipe("mine")
+
+
+def _train(args: list[str]) -> TrainConfig:
+    return _train_config(parse(TRAIN, [*args, "--out", "unused"]))
+
+
+def test_train_recipe_takes_the_data_sets_values_and_the_options_given_override_them(tmp_path):
+    config = _train(["--recipe", "re_deduction", "--data.dataset", "math23k"])
+    assert (config.solver, config.optimizer, config.lr, config.plm_lr, config.weight_decay, config.epochs,
+            config.batch_size, config.beam_size, config.clip_grad_norm, config.model.hidden_size, config.model.plm) == \
+        ("re_deduction", "adamw", 2e-5, 2e-5, 0.01, 500, 30, 1, 1.0, 768, "hfl/chinese-roberta-wwm-ext")
+    config = _train(["--recipe", "re_deduction", "--data.dataset", "mawps", "--data.fold", "2", "--epochs", "5"])
+    assert (config.epochs, config.model.plm, config.data.fold, config.lr) == (5, "FacebookAI/roberta-base", 2, 2e-5)
+    (tmp_path / "run.yaml").write_text("lr: 0.002\nmodel.hidden_size: 64\n")
+    config = _train(["--recipe", "gts", "--config", str(tmp_path / "run.yaml"), "--data.dataset", "mawps",
+                     "--data.fold", "0"])
+    assert (config.lr, config.model.hidden_size, config.min_word_count, config.epochs) == (0.002, 64, 5, 80)
+    assert _train(["--data.dataset", "mawps", "--data.fold", "0"]) == TrainConfig()  # no recipe: the defaults
+    with pytest.raises(ValueError, match="--recipe gts trains gts; --solver dns contradicts it"):
+        _train(["--recipe", "gts", "--solver", "dns", "--data.dataset", "mawps", "--data.fold", "0"])
+
+
+def test_print_config_shows_the_recipe(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--recipe", "bert_tree", "--data.dataset", "math23k", "--print_config", "--out", "x"])
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert (printed["solver"], printed["batch_size"], printed["beam_size"], printed["model"]["plm"]) == \
+        ("bert_tree", 16, 3, "google-bert/bert-base-chinese")
+
+
+def test_the_optimiser_named_is_the_one_built_and_decays_as_it_says(tmp_path, vocab):
+    assert set(setup.OPTIMIZERS) == set(OPTIMIZERS) == {"adam", "adamw"}
+    with pytest.raises(ValueError, match="unknown optimizer 'sgd'; valid: adam, adamw"):
+        TrainConfig(optimizer="sgd")
+    tiny = SolverConfig(embedding_size=8, hidden_size=16, layers=1, dropout=0.0)
+    built = {name: setup.build(TrainConfig(model=tiny, optimizer=name, weight_decay=0.1), tmp_path, [], [], vocab,
+                               torch.device("cpu"), 0, 1).opt for name in ("adam", "adamw")}
+    assert type(built["adam"]) is torch.optim.Adam and type(built["adamw"]) is torch.optim.AdamW
+    # AdamW decays the weights apart from the gradient's moments; Adam adds the decay to the gradient
+    assert built["adamw"].param_groups[0]["decoupled_weight_decay"]
+    assert not built["adam"].param_groups[0]["decoupled_weight_decay"]
+    assert built["adam"].param_groups[0]["weight_decay"] == built["adamw"].param_groups[0]["weight_decay"] == 0.1
