@@ -303,6 +303,9 @@ def _stop_ray_under(ray_tmp: Path) -> None:
             continue
 
 
+# slow: two drivers, each starting its Ray, 4-6 min on 2 busy cores; the default suite keeps its quick checks
+# (the searcher in Ray's order of calls, the orphans closed on resume, the Optuna sweep's study and trackers)
+@pytest.mark.slow
 def test_the_study_is_the_sweep_after_a_stop_a_failure_and_a_resume(local_ray, tmp_path, monkeypatch, capsys):
     """Optuna's own load_study on the journal: every epoch an intermediate value (the last
     included), the ASHA stop PRUNED with its last value, the failure FAIL, and after the driver is
