@@ -1,6 +1,6 @@
 """Adjusting p-values over a family of comparisons (e.g. every cell of an ablation grid).
 
-Holm controls the family-wise error rate; Benjamini-Hochberg the false discovery rate
+Holm controls the family-wise error rate (statsmodels' `multipletests`); Benjamini-Hochberg the false discovery rate
 (scipy's `false_discovery_control`). Comparisons without a p-value (an across-seed comparison whose
 difference is the same on every seed: `untestable`) are not members of the family and keep None.
 """
@@ -11,6 +11,7 @@ from typing import Literal, get_args
 
 import numpy as np
 from scipy import stats
+from statsmodels.stats.multitest import multipletests
 
 Correction = Literal["holm", "bh", "none"]
 """`holm` (family-wise error rate), `bh` (Benjamini-Hochberg: false discovery rate) or `none`."""
@@ -18,16 +19,11 @@ METHODS = get_args(Correction)
 
 
 def holm(pvalues) -> np.ndarray:
-    """Holm's step-down adjusted p-values, in the input order."""
+    """Holm's step-down adjusted p-values, in the input order (statsmodels' `multipletests`)."""
     p = np.asarray(pvalues, float)
     if np.any((p < 0) | (p > 1)) or np.any(np.isnan(p)):
         raise ValueError(f"p-values must lie in [0, 1]: {p.tolist()}")
-    m = p.size
-    order = np.argsort(p, kind="stable")
-    stepped = np.minimum(1.0, (m - np.arange(m)) * p[order])
-    adjusted = np.empty(m)
-    adjusted[order] = np.maximum.accumulate(stepped)
-    return adjusted
+    return multipletests(p, method="holm")[1]
 
 
 def adjust(pvalues: list[float | None], method: str) -> list[float | None]:

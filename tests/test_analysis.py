@@ -327,7 +327,7 @@ def test_table1_command_prints_marks_and_writes_claims(tmp_path, capsys):
     assert analyze(["analyze", "table1", "--root", str(tmp_path), "--resamples", "500"]) == 0
     out = capsys.readouterr().out
     assert "| gts | base |" in out and "PseDual-GCN" in out and "**)" in out
-    assert "holm correction over family 'table1_all' (1 comparisons)" in out
+    assert "holm correction over family 'table1_all' (1 comparison)" in out
     saved = pl.read_parquet(tmp_path / "claims" / "table1_all.parquet")
     assert saved.schema == pl.Schema(claims.CLAIMS_SCHEMA | power.COLUMNS) and saved["verdict"].to_list() == ["inconclusive (1 seed)"]
     assert analyze(["analyze", "table1", "--root", str(tmp_path), "--format", "latex", "--resamples", "500"]) == 0

@@ -38,6 +38,7 @@ def toy_run(tmp_path_factory):
     return out, done, time.perf_counter() - began
 
 
+@pytest.mark.slow  # ~4 min on CI's 2 cores (every stage, Ray trials and DDP included): -m slow runs it
 def test_every_stage_runs_at_toy_size_on_the_cpu_and_writes_its_section(toy_run):
     out, done, seconds = toy_run
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -66,6 +67,7 @@ def test_every_stage_runs_at_toy_size_on_the_cpu_and_writes_its_section(toy_run)
     print(f"toy session: {seconds:.0f} s")  # the goal: at most 3 minutes on CI's 2 cores
 
 
+@pytest.mark.slow  # needs the toy run above
 def test_a_second_run_skips_the_stages_that_passed(toy_run):
     out, _, _ = toy_run
     before = json.loads((out / "state.json").read_text())

@@ -110,7 +110,7 @@ def test_a_recipe_is_checked_when_it_is_written():
         Recipe("gts", "-", (lr, lr))
     with pytest.raises(ValueError, match=r"recipe bert_tree: \['model.plm'\] hold on no scope that covers mawps"):
         Recipe("bert_tree", "-", (Setting("model.plm", "hfl/chinese-roberta-wwm-ext", "a/b@0000000 f.py:1", scope="zh"),))
-    with pytest.raises(ValueError, match="bad optimiser settings: lr=-1"):
+    with pytest.raises(ValueError, match="lr must be > 0, got -1"):
         Recipe("gts", "-", (Setting("lr", -1.0, "a/b@0000000 f.py:1"),))
     with pytest.raises(ValueError, match="unknown solver 'x'; valid names: gts, "):
         Recipe("x", "-", (lr,))
@@ -159,3 +159,27 @@ def test_the_optimiser_named_is_the_one_built_and_decays_as_it_says(tmp_path, vo
     assert built["adamw"].param_groups[0]["decoupled_weight_decay"]
     assert not built["adam"].param_groups[0]["decoupled_weight_decay"]
     assert built["adam"].param_groups[0]["weight_decay"] == built["adamw"].param_groups[0]["weight_decay"] == 0.1
+
+
+def test_a_sweep_file_trains_at_the_published_recipe_and_its_own_keys_win(tmp_path):
+    """`recipe: published` in a plain grid sweep file (search_spaces/gts_mawps_5fold.yaml), as in a
+    paper file's part: every trial carries GTS's recipe; a key the file sets itself overrides it."""
+    from psedual.tune.space import SpecError, load_spec, make_config
+
+    spec = load_spec(Path(__file__).parent.parent / "search_spaces" / "gts_mawps_5fold.yaml")
+    gts = get_recipe("gts").flat("mawps")
+    assert len(spec.arms) == 5
+    for arm in spec.arms:
+        config = make_config({**spec.fixed, **arm, "seed": 0})
+        assert (config.lr, config.epochs, config.batch_size, config.beam_size, config.model.hidden_size) == (
+            gts["lr"], gts["epochs"], gts["batch_size"], gts["beam_size"], gts["model.hidden_size"]) == (
+            1e-3, 80, 64, 5, 512)
+        assert config.weight_decay == gts["weight_decay"] == 1e-5 and config.min_word_count == 5
+    own = tmp_path / "own.yaml"
+    own.write_text("# psedual tune --space own.yaml\nname: own\nmode: grid\nrecipe: published\n"
+                   "fixed: {solver: gts, data.dataset: mawps, data.fold: 0, epochs: 3}\ngrid: {seed: [0]}\n")
+    spec = load_spec(own)
+    assert make_config({**spec.fixed, **spec.arms[0], "seed": 0}).epochs == 3
+    own.write_text("# x\nname: own\nmode: grid\nrecipe: mine\nfixed: {solver: gts}\ngrid: {seed: [0]}\n")
+    with pytest.raises(SpecError, match="recipe: 'mine'; valid: published"):
+        load_spec(own)
