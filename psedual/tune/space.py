@@ -17,6 +17,8 @@ from psedual.train.config import TrainConfig
 from psedual.train.resources import Resources
 from psedual.train.trackers import check_names
 from psedual.tune import yaml_file
+from psedual.tune.errors import SpecError
+from psedual.tune.recipe_arms import RECIPE, with_recipe
 from psedual.tune.space_values import value_problems
 from psedual.tune.value_types import dataclass_problems, shown
 
@@ -69,10 +71,6 @@ class SeedsFor:
     def __post_init__(self) -> None:
         if not 0 < abs(self.delta) < 100 or not 2 <= self.max <= 1000 or (self.sd is not None and self.sd <= 0):
             raise ValueError(f"seeds_for: delta must be a nonzero Δ in points, max 2..1000 seeds, sd > 0; got {self}")
-
-
-class SpecError(ValueError):
-    """A sweep file that cannot be run; the message names the file and the key."""
 
 
 PSEDUAL_PREFIX = "psedual."
@@ -174,8 +172,12 @@ def read_yaml(path: Path, what: str) -> object:
 
 
 def load_spec(path: str | Path) -> SweepSpec:
-    """Read and validate a sweep YAML; every problem is a SpecError naming the file."""
-    return build_spec(read_yaml(Path(path), "sweep file"), str(path))
+    """Read and validate a sweep YAML; every problem is a SpecError naming the file. A grid sweep
+    with `recipe: published` trains each solver at its own recipe (`recipe_arms`)."""
+    raw = read_yaml(Path(path), "sweep file")
+    if isinstance(raw, dict) and RECIPE in raw:
+        raw = with_recipe(raw, str(path))
+    return build_spec(raw, str(path))
 
 
 def build_spec(raw: object, where: str) -> SweepSpec:
