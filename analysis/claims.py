@@ -34,7 +34,7 @@ from analysis.equivalence import DEFAULT_MARGIN, equivalence
 from analysis.guardrails import SHOWN_IDS, GuardrailError
 from analysis.multiple import METHODS, adjust
 from analysis.selection import FOLD, SEED, cell_label, select
-from analysis.stats import across_seeds, paired, seed_warning
+from analysis.stats import across_seeds, no_spread, paired, seed_warning
 from analysis.verdicts import verdict
 from psedual.atomic import write_parquet
 from psedual.data.registry import DATASETS
@@ -197,7 +197,9 @@ def _one(cmp: Comparison, cell: str, metric: str, treat: str, seeds: list[int], 
         a = {s: 100.0 * tables[s][col].mean() for s in seeds}
         b = {s: 100.0 * tables[s][f"{col}_t"].mean() for s in seeds}
         r = across_seeds(a, b, cmp.n_resamples, cmp.rng_seed)
-        row["delta_sd"] = float(np.std([b[s] - a[s] for s in seeds], ddof=1))
+        d = [b[s] - a[s] for s in seeds]
+        # float noise is no spread: an sd of 1e-15 points would give an MDE of 1e-15
+        row["delta_sd"] = 0.0 if no_spread(d, [*a.values(), *b.values()]) else float(np.std(d, ddof=1))
         row |= {"base": r.mean_a, "treatment": r.mean_b, "base_sd": r.sd_a, "treatment_sd": r.sd_b, "delta": r.delta,
                 "ci_low": r.ci_low, "ci_high": r.ci_high, "test": "paired_t_seeds", "p": r.p_ttest,
                 "test_secondary": "wilcoxon", "p_secondary": r.p_wilcoxon, "untestable": r.untestable}
@@ -313,7 +315,7 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
         raise GuardrailError(f"nothing to compare: {'; '.join(notes) or 'no runs'}")
     adjusted = adjust([r["p"] for r in rows], cmp.correction)
     tost = adjust([r["p_tost"] for r in rows], cmp.correction)  # the TOST p's: a family of their own
-    members = sum(p is not None for p in adjusted)
+    members = len(rows)  # every claim made, a testable one or not (`multiple.adjust`)
     for r, p_adj, p_tost in zip(rows, adjusted, tost):
         r["verdict"] = verdict(r, p_adj, p_tost, cmp.alpha, cmp.correction, members)
         r |= {"family": cmp.family, "correction": cmp.correction, "n_family": members, "p_adjusted": p_adj,

@@ -101,7 +101,7 @@ class Report:
             base_key = (r["cell"], r["metric"], tuple(r["base_trials"]))
             arm_rows = [] if base_key in shown else [(r["base_arm"], r["base"], r["base_sd"], "–")]
             shown.add(base_key)
-            delta = f"{r['delta']:+.2f}{report.mark(r['p_adjusted'])}".replace("-", "−")
+            delta = f"{r['delta']:+.2f}{report.claim_mark(r)}".replace("-", "−")
             arm_rows.append((r["treatment_arm"], r["treatment"], r["treatment_sd"], delta))
             for arm, acc, sd, d in arm_rows:
                 body.append([r["dataset"], r["group"], r["metric"], report.label(arm), str(r["n_seeds"]),
