@@ -29,7 +29,7 @@ import numpy as np
 import polars as pl
 
 from analysis import arms as arm_flags
-from analysis import guardrails, read
+from analysis import guardrails, pairs, read, validation
 from analysis.equivalence import DEFAULT_MARGIN, equivalence
 from analysis.guardrails import SHOWN_IDS, GuardrailError
 from analysis.multiple import METHODS, adjust
@@ -271,10 +271,14 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
             searched = set().union(*(tuned[k][1] for a in arms for k in slots[a]))
             for a in arms:
                 guardrails.check_pooled(f"{cell}, {arm}={a}", arms[a], compared, searched, set(cmp.allow_diff))
+                validation.check_arm(f"{cell}, {arm}={a}", arms[a])
             flags += guardrails.config_flags(cell, cmp.base, treat, arms[cmp.base], arms[treat], compared, searched,
                                              set(cmp.allow_diff))
-            flags += guardrails.data_flags(cell, [(by_key[base[s][f]], by_key[other[s][f]]) for s in seeds
-                                                  for f in folds], set(cmp.allow_diff))
+            # the sets agree; each pair must too (a column crossed over the seeds, the validation split)
+            paired_runs = [pairs.Pair(s, f, by_key[base[s][f]], by_key[other[s][f]]) for s in seeds for f in folds]
+            flags += pairs.check(cell, cmp.base, treat, paired_runs,
+                                 pairs.crossed(arms[cmp.base], arms[treat], compared, searched), set(cmp.allow_diff))
+            flags += guardrails.data_flags(cell, [(p.base, p.treatment) for p in paired_runs], set(cmp.allow_diff))
             flags += guardrails.environment_flags(cmp.base, treat, arms[cmp.base], arms[treat])
             flags += [f for a in arms for f in arm_flags.near_teacher_forcing(f"{arm}={a}", arms[a])]
             tables = {s: _pooled(cell, folds, base[s], other[s], preds) for s in seeds}
