@@ -23,6 +23,7 @@ and the TOST p's apart.
 from __future__ import annotations
 
 import glob
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +37,7 @@ from analysis.multiple import METHODS, adjust
 from analysis.selection import FOLD, SEED, cell_label, select
 from analysis.stats import across_seeds, no_spread, paired, seed_warning
 from analysis.verdicts import verdict
-from psedual.atomic import write_parquet
+from psedual.atomic import NAME_MAX, truncated, write_parquet
 from psedual.data.registry import DATASETS
 from psedual.reexamine.config import EXPRESSION_ENCODERS
 from psedual.train.best import SELECT_BY
@@ -328,9 +329,20 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
     return Claims(frame, notes)
 
 
+def file_name(name: str) -> str:
+    """`<name>.parquet`; where that passes NAME_MAX bytes (a long experiment name, several joined),
+    the name cut and 16 hex digits of its SHA-256, so that two long names never share a file (the
+    rows' `family` holds the whole name)."""
+    full = f"{name}.parquet"
+    if len(full.encode("utf-8")) <= NAME_MAX:
+        return full
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:16]
+    return f"{truncated(name, NAME_MAX - len('.parquet') - len(digest) - 1)}-{digest}.parquet"
+
+
 def write(claims: pl.DataFrame, root: str, name: str) -> str:
-    """Write the claim rows to <root>/claims/<name>.parquet atomically; returns the path."""
-    path = f"{root.rstrip('/')}/claims/{name}.parquet"
+    """Write the claim rows to <root>/claims/<name>.parquet (`file_name`) atomically; returns the path."""
+    path = f"{root.rstrip('/')}/claims/{file_name(name)}"
     write_parquet(claims.to_arrow(), path)
     return path
 

@@ -92,6 +92,7 @@ def curve(args: ClaimOptions, runs: pl.DataFrame, png: str) -> tuple[pl.DataFram
     # plot the very runs the claims compared (one per slot, picked by --select_by)
     chosen = {t for col in ("base_trials", "treatment_trials") for ts in built.rows[col].to_list() for t in ts}
     runs = runs.filter((pl.col("experiment") + "/" + pl.col("trial")).is_in(list(chosen)))
+    runs = summaries.training_sizes(runs, built.notes)
     points = summaries.size_points(runs, read.scan(args.root, "predictions", args.experiment), arm,
                                    [base, *treatments], list(by), built.rows)
     title = (f"{runs['solver'][0]} on {runs['data.dataset'][0]}: test value accuracy vs training size\n"

@@ -101,6 +101,28 @@ def infill(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, 
     return pl.DataFrame(out)
 
 
+def training_sizes(runs: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
+    """The runs with `n_train`, the training size a point is placed at: where a table written before
+    the data identity holds it null, the run's `data.train_size` (said in a note); a run with neither
+    is refused by name (a full training split whose size was never recorded)."""
+    if "n_train" not in runs.columns:  # tables older still: not even the column
+        runs = runs.with_columns(n_train=pl.lit(None, pl.Int64))
+    missing = runs.filter(pl.col("n_train").is_null()).sort("experiment", "trial")
+    if missing.is_empty():
+        return runs
+    unknown = missing.filter(pl.col("data.train_size").is_null())
+    if unknown.height:
+        first = unknown.row(0, named=True)
+        raise GuardrailError(f"{first['experiment']}/{first['trial']}: no n_train and no data.train_size "
+                             f"({unknown.height} run(s)): its training size is not recorded, so the curve cannot "
+                             f"place it; re-add its run folder with psedual results add, or leave it out with --where+")
+    names = [f"{e}/{t}" for e, t in missing.select("experiment", "trial").rows()]
+    notes.append(f"training size not recorded (n_train null) in {len(names)} run(s) ({', '.join(names[:2])}"
+                 f"{', ...' if len(names) > 2 else ''}): each point is placed at its data.train_size")
+    return runs.with_columns(n_train=pl.coalesce(pl.col("n_train").cast(pl.Int64),
+                                                 pl.col("data.train_size").cast(pl.Int64)))
+
+
 def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: list[str], by: list[str],
                 claims: pl.DataFrame) -> pl.DataFrame:
     """Test value accuracy per arm and training size (folds pooled, mean over seeds) with a 95% CI,
