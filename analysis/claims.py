@@ -226,13 +226,18 @@ def _typed(runs: pl.DataFrame, arm: str, value: str, option: str):
         raise GuardrailError(f"{err} of {arm}") from err
 
 
+def cell_columns(cmp: Comparison, columns: list[str]) -> list[str]:
+    """The columns a claim's cells are made of: `cmp.by`, always with `data.dataset` first (a cell
+    never spans datasets: their examples, folds and data versions differ)."""
+    return list(dict.fromkeys(["data.dataset", *(read.column(k, columns) for k in cmp.by)]))
+
+
 def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, cmp: Comparison) -> Claims:
     """Every claim of `cmp` over the given runs (rows of the runs table, any experiments)."""
     notes: list[str] = []
     runs = guardrails.blank_strings(runs)
     arm = read.column(cmp.arm, runs.columns)
-    # a cell never spans datasets: their examples, folds and data versions differ
-    by = list(dict.fromkeys(["data.dataset", *(read.column(k, runs.columns) for k in cmp.by)]))
+    by = cell_columns(cmp, runs.columns)
     _check_keys(arm, by)
     select_by = read.column(cmp.select_by, runs.columns)
     typed = {name: _typed(runs, arm, name, option) for name, option in

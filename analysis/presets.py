@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from analysis import claims as claims_mod
-from analysis import learning, power, read, report, summaries
+from analysis import learning, left_out, power, read, report, summaries
 from analysis.claims import Comparison
 from analysis.options import AnalyzeOptions, ClaimOptions
 from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
@@ -50,6 +50,8 @@ def build(args: ClaimOptions, cmp: Comparison, runs: pl.DataFrame) -> claims_mod
     <root>/claims/<family>.parquet (said in a note)."""
     built = claims_mod.build(runs, read.scan(args.root, "epochs", args.experiment),
                              read.scan(args.root, "predictions", args.experiment), cmp)
+    if args.where:  # the runs of the compared arms the filter left out, named on each claim
+        built.rows = left_out.flag(built.rows, runs, read.scan(args.root, "runs", args.experiment).collect(), cmp)
     built.rows = power.annotate(built.rows, target_delta=args.target_delta)
     path = claims_mod.write(built.rows, args.root, cmp.family)
     built.notes.append(f"{built.rows.height} claim rows written to {path}")
