@@ -34,7 +34,7 @@ def test_a_smoke_scale_result_beside_the_paper_says_how_its_protocol_differs(tmp
     beside = [line for line in report.splitlines() if line.startswith("| mawps | gts | value |")]
     assert len(beside) == 2 and all(f"({differs})" in line for line in beside), beside
     claim = next(line for line in report.splitlines() if line.startswith("| data.dataset=mawps, solver=gts |"))
-    assert f"82.7 → 83.6 ({differs})" in claim, claim
+    assert f"82.7; own paper 82.6 → 83.6 ({differs})" in claim, claim
 
 
 def test_where_names_the_runs_it_left_out_of_the_compared_arms(tmp_path, capsys):
