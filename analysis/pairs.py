@@ -46,6 +46,7 @@ class Pair:
                 raise ValueError(f"seed {self.seed}: a pair's run needs its experiment and trial, got {sorted(side)}")
 
     def where(self) -> str:
+        """`seed 0, fold 0` (a dataset without folds: `seed 0`)."""
         return f"seed {self.seed}" + ("" if self.fold is None else f", fold {self.fold}")
 
 
@@ -61,6 +62,11 @@ class Difference:
     """The base run's value."""
     treatment: object
     """The treatment run's value."""
+
+    def __post_init__(self) -> None:
+        if not self.column or _same(self.base, self.treatment):
+            raise ValueError(f"{self.pair.where()}: a difference needs a column and two values that differ, got "
+                             f"{self.column!r}: {self.base!r} vs {self.treatment!r}")
 
 
 def _same(x: object, y: object) -> bool:
