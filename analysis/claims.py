@@ -23,20 +23,21 @@ and the TOST p's apart.
 from __future__ import annotations
 
 import glob
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from analysis import arms as arm_flags
-from analysis import guardrails, read
+from analysis import guardrails, pairs, read, validation
 from analysis.equivalence import DEFAULT_MARGIN, equivalence
 from analysis.guardrails import SHOWN_IDS, GuardrailError
 from analysis.multiple import METHODS, adjust
 from analysis.selection import FOLD, SEED, cell_label, select
-from analysis.stats import across_seeds, paired, seed_warning
+from analysis.stats import across_seeds, no_spread, paired, seed_warning
 from analysis.verdicts import verdict
-from psedual.atomic import write_parquet
+from psedual.atomic import NAME_MAX, truncated, write_parquet
 from psedual.data.registry import DATASETS
 from psedual.reexamine.config import EXPRESSION_ENCODERS
 from psedual.train.best import SELECT_BY
@@ -197,7 +198,9 @@ def _one(cmp: Comparison, cell: str, metric: str, treat: str, seeds: list[int], 
         a = {s: 100.0 * tables[s][col].mean() for s in seeds}
         b = {s: 100.0 * tables[s][f"{col}_t"].mean() for s in seeds}
         r = across_seeds(a, b, cmp.n_resamples, cmp.rng_seed)
-        row["delta_sd"] = float(np.std([b[s] - a[s] for s in seeds], ddof=1))
+        d = [b[s] - a[s] for s in seeds]
+        # float noise is no spread: an sd of 1e-15 points would give an MDE of 1e-15
+        row["delta_sd"] = 0.0 if no_spread(d, [*a.values(), *b.values()]) else float(np.std(d, ddof=1))
         row |= {"base": r.mean_a, "treatment": r.mean_b, "base_sd": r.sd_a, "treatment_sd": r.sd_b, "delta": r.delta,
                 "ci_low": r.ci_low, "ci_high": r.ci_high, "test": "paired_t_seeds", "p": r.p_ttest,
                 "test_secondary": "wilcoxon", "p_secondary": r.p_wilcoxon, "untestable": r.untestable}
@@ -223,13 +226,18 @@ def _typed(runs: pl.DataFrame, arm: str, value: str, option: str):
         raise GuardrailError(f"{err} of {arm}") from err
 
 
+def cell_columns(cmp: Comparison, columns: list[str]) -> list[str]:
+    """The columns a claim's cells are made of: `cmp.by`, always with `data.dataset` first (a cell
+    never spans datasets: their examples, folds and data versions differ)."""
+    return list(dict.fromkeys(["data.dataset", *(read.column(k, columns) for k in cmp.by)]))
+
+
 def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, cmp: Comparison) -> Claims:
     """Every claim of `cmp` over the given runs (rows of the runs table, any experiments)."""
     notes: list[str] = []
     runs = guardrails.blank_strings(runs)
     arm = read.column(cmp.arm, runs.columns)
-    # a cell never spans datasets: their examples, folds and data versions differ
-    by = list(dict.fromkeys(["data.dataset", *(read.column(k, runs.columns) for k in cmp.by)]))
+    by = cell_columns(cmp, runs.columns)
     _check_keys(arm, by)
     select_by = read.column(cmp.select_by, runs.columns)
     typed = {name: _typed(runs, arm, name, option) for name, option in
@@ -269,10 +277,14 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
             searched = set().union(*(tuned[k][1] for a in arms for k in slots[a]))
             for a in arms:
                 guardrails.check_pooled(f"{cell}, {arm}={a}", arms[a], compared, searched, set(cmp.allow_diff))
+                validation.check_arm(f"{cell}, {arm}={a}", arms[a])
             flags += guardrails.config_flags(cell, cmp.base, treat, arms[cmp.base], arms[treat], compared, searched,
                                              set(cmp.allow_diff))
-            flags += guardrails.data_flags(cell, [(by_key[base[s][f]], by_key[other[s][f]]) for s in seeds
-                                                  for f in folds], set(cmp.allow_diff))
+            # the sets agree; each pair must too (a column crossed over the seeds, the validation split)
+            paired_runs = [pairs.Pair(s, f, by_key[base[s][f]], by_key[other[s][f]]) for s in seeds for f in folds]
+            flags += pairs.check(cell, cmp.base, treat, paired_runs,
+                                 pairs.crossed(arms[cmp.base], arms[treat], compared, searched), set(cmp.allow_diff))
+            flags += guardrails.data_flags(cell, [(p.base, p.treatment) for p in paired_runs], set(cmp.allow_diff))
             flags += guardrails.environment_flags(cmp.base, treat, arms[cmp.base], arms[treat])
             flags += [f for a in arms for f in arm_flags.near_teacher_forcing(f"{arm}={a}", arms[a])]
             tables = {s: _pooled(cell, folds, base[s], other[s], preds) for s in seeds}
@@ -313,7 +325,7 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
         raise GuardrailError(f"nothing to compare: {'; '.join(notes) or 'no runs'}")
     adjusted = adjust([r["p"] for r in rows], cmp.correction)
     tost = adjust([r["p_tost"] for r in rows], cmp.correction)  # the TOST p's: a family of their own
-    members = sum(p is not None for p in adjusted)
+    members = len(rows)  # every claim made, a testable one or not (`multiple.adjust`)
     for r, p_adj, p_tost in zip(rows, adjusted, tost):
         r["verdict"] = verdict(r, p_adj, p_tost, cmp.alpha, cmp.correction, members)
         r |= {"family": cmp.family, "correction": cmp.correction, "n_family": members, "p_adjusted": p_adj,
@@ -322,9 +334,20 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
     return Claims(frame, notes)
 
 
+def file_name(name: str) -> str:
+    """`<name>.parquet`; where that passes NAME_MAX bytes (a long experiment name, several joined),
+    the name cut and 16 hex digits of its SHA-256, so that two long names never share a file (the
+    rows' `family` holds the whole name)."""
+    full = f"{name}.parquet"
+    if len(full.encode("utf-8")) <= NAME_MAX:
+        return full
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:16]
+    return f"{truncated(name, NAME_MAX - len('.parquet') - len(digest) - 1)}-{digest}.parquet"
+
+
 def write(claims: pl.DataFrame, root: str, name: str) -> str:
-    """Write the claim rows to <root>/claims/<name>.parquet atomically; returns the path."""
-    path = f"{root.rstrip('/')}/claims/{name}.parquet"
+    """Write the claim rows to <root>/claims/<name>.parquet (`file_name`) atomically; returns the path."""
+    path = f"{root.rstrip('/')}/claims/{file_name(name)}"
     write_parquet(claims.to_arrow(), path)
     return path
 

@@ -24,7 +24,7 @@ from dataclasses import fields
 
 from jsonargparse import ArgumentError, ArgumentParser, set_parsing_settings
 
-from analysis import exploratory, learning, paper, paper_report, presets, read, report, study
+from analysis import exploratory, learning, paper, paper_report, presets, protocol, read, report, study
 from analysis.errors import ERRORS, one_line
 from analysis.options import (LIST_OPTIONS, AnalyzeOptions, CompareOptions, CurveOptions, InfillOptions,
                               OptunaOptions, ReportOptions, Table1Options, Table3Options)
@@ -76,12 +76,14 @@ def _standings(curve, built) -> None:
 
 
 def _infill(args: InfillOptions) -> None:
-    table, notes, by = presets.infill(args, presets.runs(args), used_only=args.slots == "used")
+    runs = presets.runs(args)
+    table, notes, by = presets.infill(args, runs, used_only=args.slots == "used")
     used_only = args.slots == "used"
     beside = None
     if not used_only:  # the paper's Table 4 scores every masked number: its figures stand beside those
         numbers = paper.load()
-        beside = [tuple(str(paper.find(numbers, "table4", r["data.dataset"], r["solver"], r["variant"], m) or "–")
+        beside = [tuple(protocol.beside(str(paper.find(numbers, "table4", r["data.dataset"], r["solver"], r["variant"],
+                                                       m) or "–"), protocol.of_row(runs, r, by))
                         for m in ("infill_acc", "perfect_match")) for r in table.iter_rows(named=True)]
     print(report.infill_table(table, by, args.format, beside, used_only=used_only))
     print()

@@ -24,6 +24,7 @@ from scipy import stats
 from statsmodels.stats.weightstats import ttost_paired
 
 from analysis import power
+from analysis.stats import no_spread
 
 DEFAULT_MARGIN = 1.0
 """the equivalence margin in points where none is given (a sweep's `compare: margin`, `--margin`)"""
@@ -52,9 +53,10 @@ class Equivalence:
                 raise ValueError(f"{name} must lie in [0, 1], got {value}")
 
 
-def _spread(d: np.ndarray) -> bool:
-    """Whether the differences have a spread a t statistic can divide by."""
-    return d.size >= 2 and bool(np.any(d != d[0]))
+def _spread(d: np.ndarray, scores: np.ndarray) -> bool:
+    """Whether the differences have a spread a t statistic can divide by: not float noise
+    (`stats.no_spread`)."""
+    return d.size >= 2 and not no_spread(d, scores)
 
 
 def equivalence(treatment, base, margin: float = DEFAULT_MARGIN) -> Equivalence:
@@ -63,7 +65,7 @@ def equivalence(treatment, base, margin: float = DEFAULT_MARGIN) -> Equivalence:
     if t.shape != b.shape or t.ndim != 1:
         raise ValueError(f"equivalence needs paired units: shapes {t.shape} and {b.shape}")
     d = t - b
-    if not _spread(d):  # no spread: the t statistic is 0/0 or ±inf, no probability to state
+    if not _spread(d, np.concatenate([t, b])):  # no spread: the t statistic is 0/0 or ±inf, no probability to state
         return Equivalence(margin, None, None)
     p = float(ttost_paired(t, b, -margin, margin)[0])
     posterior = stats.t(d.size - 1, loc=float(d.mean()), scale=float(stats.sem(d)))

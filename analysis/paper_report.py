@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis import forest, guardrails, learning, paper, presets, read, report, selection
+from analysis import forest, guardrails, learning, paper, presets, protocol, read, report, selection
 from analysis.errors import ERRORS, one_line
 from analysis.options import ReportOptions
 from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
@@ -87,13 +87,17 @@ class Report:
             self.sections.append(f"## {title}\n\nNot built: {one_line(err)}")
             self.missing.append(f"{title}: not built: {one_line(err)}")
 
-    def claims(self, table: str, built, by: tuple[str, ...]) -> str:
+    def claims(self, table: str, built, by: tuple[str, ...], runs: pl.DataFrame) -> str:
         """A claims section: each arm's accuracy beside the paper's, then the claim rows (n, Δ, CI,
-        p, adjusted p, verdict, flags) with the paper's base → treatment, then flags and notes."""
+        p, adjusted p, verdict, flags) with the paper's base → treatment, then flags and notes. Beside
+        every paper figure: how the claim's runs' protocol differs from the paper's (`protocol`)."""
         rows = built.rows
         keys = [k for k in by if k != "data.dataset"]
         body, beside, shown = [], [], set()
+        key = pl.col("experiment") + "/" + pl.col("trial")
         for r in rows.iter_rows(named=True):
+            differ = protocol.differences(runs.filter(key.is_in([*r["base_trials"], *r["treatment_trials"]])),
+                                          r["dataset"])
             # Table 3's paper rows are GCN's: say so beside a run of another encoder
             encoder = r["group"].split(" / ")[keys.index("variant")] if "variant" in keys else None
             # the base arm's line before the first treatment paired with these very base runs: a
@@ -101,14 +105,15 @@ class Report:
             base_key = (r["cell"], r["metric"], tuple(r["base_trials"]))
             arm_rows = [] if base_key in shown else [(r["base_arm"], r["base"], r["base_sd"], "–")]
             shown.add(base_key)
-            delta = f"{r['delta']:+.2f}{report.mark(r['p_adjusted'])}".replace("-", "−")
+            delta = f"{r['delta']:+.2f}{report.claim_mark(r)}".replace("-", "−")
             arm_rows.append((r["treatment_arm"], r["treatment"], r["treatment_sd"], delta))
             for arm, acc, sd, d in arm_rows:
+                figure = self.published(table, r["dataset"], r["solver"], arm, r["metric"], encoder)
                 body.append([r["dataset"], r["group"], r["metric"], report.label(arm), str(r["n_seeds"]),
-                             report.score(acc, sd), d, self.published(table, r["dataset"], r["solver"], arm,
-                                                                       r["metric"], encoder)])
-            beside.append(" → ".join(self.published(table, r["dataset"], r["solver"], a, r["metric"], encoder)
-                                     for a in (r["base_arm"], r["treatment_arm"])))
+                             report.score(acc, sd), d, protocol.beside(figure, differ)])
+            pair = [self.published(table, r["dataset"], r["solver"], a, r["metric"], encoder)
+                    for a in (r["base_arm"], r["treatment_arm"])]
+            beside.append(" → ".join(pair) if set(pair) == {"–"} else protocol.beside(" → ".join(pair), differ))
         group = " / ".join(k for k in by if k != "data.dataset")
         header = ["dataset", group, "metric", rows["arm"][0], "seeds", "ours (%)",
                   f"Δ vs {report.label(rows['base_arm'][0])}", "paper (%)"]
@@ -124,11 +129,11 @@ class Report:
 
     def table1(self, runs: pl.DataFrame) -> str:
         built, by = presets.paper_table(self.part_args("table1"), "table1", runs)
-        return self.claims("table1", built, by) + self.learning("table1", built, runs)
+        return self.claims("table1", built, by, runs) + self.learning("table1", built, runs)
 
     def table3(self, runs: pl.DataFrame) -> str:
         built, by = presets.paper_table(self.part_args("table3"), "table3", runs)
-        return self.claims("table3", built, by) + self.learning("table3", built, runs)
+        return self.claims("table3", built, by, runs) + self.learning("table3", built, runs)
 
     def learning(self, part: str, built, runs: pl.DataFrame) -> str:
         """The learning curves of the runs a part's claims paired (a figure), and where the arms
@@ -148,7 +153,8 @@ class Report:
         ours over the used slots only, apart and named so: the paper has no figure of that."""
         args = self.part_args("table1")
         table, notes, by = presets.infill(args, runs, used_only=False)
-        beside = [tuple(self.published("table4", r["data.dataset"], r["solver"], r["variant"], m)
+        beside = [tuple(protocol.beside(self.published("table4", r["data.dataset"], r["solver"], r["variant"], m),
+                                        protocol.of_row(runs, r, by))
                         for m in ("infill_acc", "perfect_match")) for r in table.iter_rows(named=True)]
         used, used_notes, _ = presets.infill(args, runs, used_only=True)
         return "\n\n".join([report.infill_table(table, by, "markdown", beside, used_only=False),
@@ -167,7 +173,7 @@ class Report:
     def table2(self, runs: pl.DataFrame) -> str:
         args = self.part_args("table2")
         cmp = presets.comparison(args, args.name, "variant", LLM_ARMS[0], LLM_ARMS[1:], ("data.dataset", "solver"))
-        return self.claims("table2", presets.build(args, cmp, runs), cmp.by)
+        return self.claims("table2", presets.build(args, cmp, runs), cmp.by, runs)
 
 
 def _not_run(numbers: pl.DataFrame, shown: set[tuple]) -> list[str]:

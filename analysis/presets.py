@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from analysis import claims as claims_mod
-from analysis import learning, power, read, report, summaries
+from analysis import learning, left_out, power, read, report, summaries
 from analysis.claims import Comparison
 from analysis.options import AnalyzeOptions, ClaimOptions
 from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
@@ -50,6 +50,8 @@ def build(args: ClaimOptions, cmp: Comparison, runs: pl.DataFrame) -> claims_mod
     <root>/claims/<family>.parquet (said in a note)."""
     built = claims_mod.build(runs, read.scan(args.root, "epochs", args.experiment),
                              read.scan(args.root, "predictions", args.experiment), cmp)
+    if args.where:  # the runs of the compared arms the filter left out, named on each claim
+        built.rows = left_out.flag(built.rows, runs, read.scan(args.root, "runs", args.experiment).collect(), cmp)
     built.rows = power.annotate(built.rows, target_delta=args.target_delta)
     path = claims_mod.write(built.rows, args.root, cmp.family)
     built.notes.append(f"{built.rows.height} claim row{'' if built.rows.height == 1 else 's'} written to {path}")
@@ -92,6 +94,7 @@ def curve(args: ClaimOptions, runs: pl.DataFrame, png: str) -> tuple[pl.DataFram
     # plot the very runs the claims compared (one per slot, picked by --select_by)
     chosen = {t for col in ("base_trials", "treatment_trials") for ts in built.rows[col].to_list() for t in ts}
     runs = runs.filter((pl.col("experiment") + "/" + pl.col("trial")).is_in(list(chosen)))
+    runs = summaries.training_sizes(runs, built.notes)
     points = summaries.size_points(runs, read.scan(args.root, "predictions", args.experiment), arm,
                                    [base, *treatments], list(by), built.rows)
     title = (f"{runs['solver'][0]} on {runs['data.dataset'][0]}: test value accuracy vs training size\n"

@@ -10,6 +10,7 @@ import polars as pl
 
 from analysis.power import line as power_line
 from analysis.stats import MIN_SEEDS, MIN_TEST_EXAMPLES
+from analysis.verdicts import says_differ
 from psedual.reexamine.config import VARIANT_LABELS
 
 Format = Literal["markdown", "latex"]
@@ -28,6 +29,12 @@ def mark(p_adjusted: float | None) -> str:
     if p_adjusted is None or math.isnan(p_adjusted):
         return ""
     return "**" if p_adjusted < 0.01 else "*" if p_adjusted < 0.05 else ""
+
+
+def claim_mark(row: dict) -> str:
+    """A claim's significance mark (`mark`), only where its verdict says the arms differ
+    (`verdicts.says_differ`): a p below 0.05 over 20 test examples is no finding to star."""
+    return mark(row["p_adjusted"]) if says_differ(row.get("verdict")) else ""
 
 
 def p_value(p: float | None) -> str:
@@ -90,7 +97,7 @@ def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
                 r = c.row(0, named=True)
                 delta = f"{r['delta']:+.2f}".replace("-", "−")
                 base = "" if one_base else f" vs base {score(r['base'], r['base_sd'])}, {r['n_seeds']} seeds"
-                row.append(f"{score(r['treatment'], r['treatment_sd'])} (Δ {delta}{mark(r['p_adjusted'])}{base})")
+                row.append(f"{score(r['treatment'], r['treatment_sd'])} (Δ {delta}{claim_mark(r)}{base})")
             body.append(row)
     return render(header, body, fmt)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis import guardrails, read, run_checks
+from analysis import guardrails, labels, read, run_checks, validation
 from analysis.guardrails import GuardrailError
 from psedual.train.best import best_epoch
 
@@ -76,6 +76,9 @@ def _selection_flags(runs: pl.DataFrame, epochs: pl.DataFrame) -> dict[tuple[str
         elif r["best_epoch"] != r["valid_best"]:
             reasons.append(f"test-selected? {name}: best_epoch {r['best_epoch']} is not the validation "
                            f"argmax {r['valid_best']}")
+        on_test = validation.flag(r)
+        if on_test:
+            reasons.append(on_test)
         if reasons:
             flags[(r["experiment"], r["trial"])] = reasons
     return flags
@@ -137,6 +140,7 @@ def select(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, 
     if "error" not in runs.columns:  # tables written before the column
         runs = runs.with_columns(error=pl.lit(None, pl.String))
     runs = _usable(runs, notes)
+    labels.check(runs)  # a run is the arm its label says only if its config says so too
     if runs.is_empty():
         raise GuardrailError(f"no finished runs among those selected: {'; '.join(notes) or 'none'}")
     guardrails.check_keys(runs, SEED, FOLD)

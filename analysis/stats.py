@@ -20,6 +20,10 @@ MIN_SEEDS = 6  # with 5 paired seeds the smallest two-sided exact sign/Wilcoxon 
 MIN_TEST_EXAMPLES = 30
 """no verdict below this many test examples: an exact test over a handful of problems can reach
 p < 0.05 (6 of 6 discordant: p 0.031) and a bootstrap over them has few distinct resamples"""
+NO_SPREAD = 1e-9
+"""Paired differences (points) whose range is within this share of the scores' magnitude (at least
+1 point) have no spread: a score is 100 × a share, rounded, so Δ +1.00 on every seed can read
+1.000000000000007 on one and 0.9999999999999858 on another, and a t-test over that noise gave p 4e-74."""
 MIN_EXAMPLES_CI = 10  # a percentile bootstrap over fewer examples has too few distinct resamples to mean much
 CONFIDENCE = 0.95
 BATCH_VALUES = 2**22
@@ -156,6 +160,13 @@ class SeedResult:
     """why the t-test has no answer although there are several seeds (no spread in Δ)"""
 
 
+def no_spread(d, scores) -> bool:
+    """Whether the paired differences `d` have no spread beyond float noise (`NO_SPREAD`, relative
+    to the largest of `scores`, the values they are differences of)."""
+    d, scores = np.asarray(d, float), np.asarray(scores, float)
+    return bool(np.ptp(d) <= NO_SPREAD * max(1.0, float(np.abs(scores).max(initial=0.0))))
+
+
 def seed_warning(n: int) -> str | None:
     if n >= MIN_SEEDS:
         return None
@@ -177,15 +188,18 @@ def across_seeds(a: dict[int, float], b: dict[int, float], n_resamples: int = 10
     n = len(seeds)
     sd = (lambda x: float(np.std(x, ddof=1))) if n > 1 else (lambda x: None)
     ci_low = ci_high = p_t = p_w = untestable = None
+    scores = np.concatenate([xa, xb])
     if n > 1:
-        if np.all(d == 0):
-            # identical arms: no change, and scipy would answer 0/0 with nan
+        if no_spread(d, scores) and no_spread(np.append(d, 0.0), scores):
+            # identical arms (Δ 0 on every seed, but for float noise): no change, and scipy would
+            # answer 0/0 with nan
             ci_low = ci_high = 0.0
             p_t = p_w = 1.0
-        elif np.all(d == d[0]):
-            # the same nonzero Δ on every seed: the t statistic is infinite (scipy answers p = 0),
-            # which claims certainty from no measured variation; Wilcoxon's exact p still holds
-            untestable = f"Δ {d[0]:+.2f} on every seed: no spread, so no t-test"
+        elif no_spread(d, scores):
+            # the same nonzero Δ on every seed (but for float noise): the t statistic is infinite or
+            # divides by rounding (scipy answers p = 0, or 4e-74), which claims certainty from no
+            # measured variation; Wilcoxon's exact p still holds
+            untestable = f"Δ {d.mean():+.2f} on every seed: no spread, so no t-test"
             p_w = float(stats.wilcoxon(d).pvalue)
         else:
             ci_low, ci_high = mean_ci(d)

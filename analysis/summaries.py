@@ -7,7 +7,7 @@ import polars as pl
 
 from analysis import guardrails, read
 from analysis.guardrails import GuardrailError
-from analysis.report import mark
+from analysis.report import claim_mark
 from analysis.selection import FOLD, SEED, cell_label, select
 from analysis.stats import percent_ci, proportion_ci, ratio_ci
 from psedual.data.expr import UNUSED
@@ -101,6 +101,28 @@ def infill(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, 
     return pl.DataFrame(out)
 
 
+def training_sizes(runs: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
+    """The runs with `n_train`, the training size a point is placed at: where a table written before
+    the data identity holds it null, the run's `data.train_size` (said in a note); a run with neither
+    is refused by name (a full training split whose size was never recorded)."""
+    if "n_train" not in runs.columns:  # tables older still: not even the column
+        runs = runs.with_columns(n_train=pl.lit(None, pl.Int64))
+    missing = runs.filter(pl.col("n_train").is_null()).sort("experiment", "trial")
+    if missing.is_empty():
+        return runs
+    unknown = missing.filter(pl.col("data.train_size").is_null())
+    if unknown.height:
+        first = unknown.row(0, named=True)
+        raise GuardrailError(f"{first['experiment']}/{first['trial']}: no n_train and no data.train_size "
+                             f"({unknown.height} run(s)): its training size is not recorded, so the curve cannot "
+                             f"place it; re-add its run folder with psedual results add, or leave it out with --where+")
+    names = [f"{e}/{t}" for e, t in missing.select("experiment", "trial").rows()]
+    notes.append(f"training size not recorded (n_train null) in {len(names)} run(s) ({', '.join(names[:2])}"
+                 f"{', ...' if len(names) > 2 else ''}): each point is placed at its data.train_size")
+    return runs.with_columns(n_train=pl.coalesce(pl.col("n_train").cast(pl.Int64),
+                                                 pl.col("data.train_size").cast(pl.Int64)))
+
+
 def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: list[str], by: list[str],
                 claims: pl.DataFrame) -> pl.DataFrame:
     """Test value accuracy per arm and training size (folds pooled, mean over seeds) with a 95% CI,
@@ -110,7 +132,7 @@ def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: l
     per_run = preds.group_by(read.KEY).agg(k=pl.col("value_correct").sum(), n=pl.len())
     per_run = per_run.join(runs.select(*read.KEY, arm, SEED, "n_train", *by), on=list(read.KEY))
     claims = claims.filter(pl.col("metric") == "value")  # the figure's metric
-    marks = {(r["cell"], r["treatment_arm"]): (r["p_adjusted"], r["delta"]) for r in claims.iter_rows(named=True)}
+    marks = {(r["cell"], r["treatment_arm"]): r for r in claims.iter_rows(named=True)}
     out = []
     for part in per_run.partition_by([*by, arm], maintain_order=True):
         first = part.row(0, named=True)
@@ -122,7 +144,8 @@ def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: l
         else:
             low, high = percent_ci(accs)
         cell = cell_label(first, by)
-        p_adj, delta = marks.get((cell, first[arm]), (None, 0.0))  # None for the base arm
+        claim = marks.get((cell, first[arm]))  # None for the base arm
+        p_adj = None if claim is None else claim["p_adjusted"]
         # the figure plots what its claim rows say, or nothing
         mine = claims.filter(pl.col("cell") == cell)
         treated = mine.filter(pl.col("treatment_arm") == first[arm])
@@ -130,9 +153,10 @@ def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: l
         if any(abs(float(np.mean(accs)) - v) > 1e-9 for v in said.to_list()):
             raise GuardrailError(f"{cell}: {first[arm]}'s points ({float(np.mean(accs)):.4f}) are not its claim "
                                  f"rows' ({said.to_list()}): the figure and the claims read different runs")
-        star = mark(p_adj)
+        # a star only beside a verdict that says the arms differ: none where too few examples refuse the test
+        star = "" if claim is None else claim_mark(claim)
         if star:  # which way: a significantly worse arm must not read as a win
-            star += "↑" if delta > 0 else "↓"
+            star += "↑" if claim["delta"] > 0 else "↓"
         out.append({"arm": first[arm], "n_train": float(per_seed["n_train"].mean()),
                     "acc": float(np.mean(accs)), "low": low, "high": high, "n_seeds": len(accs), "seed_accs": accs,
                     "p_adjusted": p_adj, "star": star, **{k: first[k] for k in by}})

@@ -28,6 +28,17 @@ from analysis.power import spread
 from analysis.stats import MIN_SEEDS, MIN_TEST_EXAMPLES
 
 
+DIFFERENCE = ("better", "worse")
+"""The verdicts that say the arms differ: the only ones a significance mark may stand beside."""
+
+
+def says_differ(verdict: str | None) -> bool:
+    """Whether a verdict says the arms differ (`better` or `worse`): a claim whose verdict refuses
+    the test (too few test examples, untestable) or holds it back (inconclusive) gets no star, whatever
+    its p."""
+    return verdict in DIFFERENCE
+
+
 def level(alpha: float, correction: str, members: int) -> float:
     """The level a claim of a family of `members` must reach at worst: α / members (Holm's first
     step, Benjamini-Hochberg's smallest), α without a correction."""
@@ -56,7 +67,7 @@ def _undecided(row: dict, alpha: float, correction: str, members: int, margin: f
 
 def verdict(row: dict, p_adjusted: float | None, p_tost_adjusted: float | None, alpha: float, correction: str,
             members: int) -> str:
-    """The claim row's verdict (the table above); `members`: the family's claims with a p-value."""
+    """The claim row's verdict (the table above); `members`: the family's claims, a testable one or not."""
     margin = row["margin"]
     if row.get("untestable"):
         return f"untestable ({row['untestable']})"

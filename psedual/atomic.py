@@ -20,6 +20,16 @@ import pyarrow.parquet as pq
 
 from psedual.storage import filesystem
 
+NAME_MAX = 255
+"""The longest file name, in bytes, local filesystems take (ext4, xfs, APFS: one component of a path)."""
+_TMP_EXTRA = len(".") + len(".") + 32 + len(".tmp")
+"""What a temporary name adds to the target's: a leading dot, a dot, a uuid's 32 hex digits, `.tmp`."""
+
+
+def truncated(name: str, limit: int) -> str:
+    """`name` cut to at most `limit` bytes of UTF-8, never inside a character."""
+    return name.encode("utf-8")[:limit].decode("utf-8", "ignore")
+
 
 def atomic_write(target: str | Path, write: Callable[[IO[bytes]], None], fs: pafs.FileSystem | None = None) -> str:
     """Call `write(stream)` on a temporary file beside `target`, then move it to `target`;
@@ -29,8 +39,9 @@ def atomic_write(target: str | Path, write: Callable[[IO[bytes]], None], fs: paf
         fs, target = filesystem(str(target))
     folder, name = str(target).rsplit("/", 1)
     fs.create_dir(folder, recursive=True)
-    # hidden and unique: dataset scans skip it, and two writers of one file never share it
-    tmp = f"{folder}/.{name}.{uuid.uuid4().hex}.tmp"
+    # hidden and unique: dataset scans skip it, and two writers of one file never share it; the
+    # target's name cut where the two would pass NAME_MAX (a 228-byte experiment's claims file did)
+    tmp = f"{folder}/.{truncated(name, NAME_MAX - _TMP_EXTRA)}.{uuid.uuid4().hex}.tmp"
     try:
         with fs.open_output_stream(tmp) as stream:
             write(stream)

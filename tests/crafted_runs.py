@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import resource
 import sys
 import time
@@ -198,7 +199,10 @@ class Case:
     name: str
     build: Callable[[Path], None]
     words: tuple[str, ...]
-    """`psedual analyze` words after the command's `--root ROOT`."""
+    """`psedual analyze` words after the command's `--root ROOT` (`{root}` in a word: the case's root)."""
+    look: str = ""
+    """A regular expression: the lines of the output (and of a report it writes) that match it are
+    shown beside the verdicts."""
 
 
 COMPARE = ("compare", "--treatment+", "gcn")
@@ -230,13 +234,17 @@ CASES = [
 ]
 
 
+def _p(value: float | None) -> str:
+    return "none" if value is None else f"{value:.2g}"
+
+
 def outcome(case: Case, root: Path) -> str:
     """What `psedual analyze` says of the case's tables: its verdicts, or its exit and error line."""
     import polars as pl
 
     from analysis.cli import main
 
-    words = ["analyze", case.words[0], "--root", str(root), *case.words[1:]]
+    words = ["analyze", case.words[0], "--root", str(root), *(w.format(root=root) for w in case.words[1:])]
     if "--resamples" not in words:
         words += ["--resamples", RESAMPLES]
     out, err = io.StringIO(), io.StringIO()
@@ -251,20 +259,32 @@ def outcome(case: Case, root: Path) -> str:
     if code:
         return f"exit {code}: {err.getvalue().strip()[:300]}"
     claims = sorted((root / "claims").glob("*.parquet")) if (root / "claims").exists() else []
-    verdicts = [f"{r['treatment_arm']}/{r['metric']} Δ {r['delta']:+.2f} p {r['p']:.2g}: {r['verdict']}"
+    verdicts = [f"{r['treatment_arm']}/{r['metric']} Δ {r['delta']:+.2f} p {_p(r['p'])} (adjusted "
+                f"{_p(r['p_adjusted'])} of {r['n_family']}): {r['verdict']}"
                 for c in claims for r in pl.read_parquet(c).iter_rows(named=True)]
     shown = "; ".join(verdicts) or out.getvalue().strip().splitlines()[2][:200]
+    if case.look:
+        text = out.getvalue() + "".join(p.read_text(encoding="utf-8") for p in root.glob("*/report.md"))
+        shown += "".join(f"\n     | {line[:240]}" for line in text.splitlines() if re.search(case.look, line))
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # the process's peak so far
     return f"exit 0 ({seconds:.1f} s, max RSS {rss:.2f} GiB): {shown}"
 
 
+def every_case() -> list[Case]:
+    """These cases and round five's (`crafted_claims`, issue 52)."""
+    from crafted_claims import CASES as ROUND_FIVE
+
+    return [*CASES, *ROUND_FIVE]
+
+
 def main(out: str, only: str = "") -> None:
-    for i, case in enumerate(CASES):
+    for i, case in enumerate(every_case()):
         if only not in case.name:
             continue
         root = Path(out) / f"case{i:02d}"
         case.build(root)
-        print(f"{case.name}\n  psedual analyze {' '.join(case.words[:1] + ('--root', str(root)) + case.words[1:])}\n"
+        words = (case.words[0], "--root", str(root), *(w.format(root=root) for w in case.words[1:]))
+        print(f"{case.name}\n  psedual analyze {' '.join(words)}\n"
               f"  -> {outcome(case, root)}", flush=True)
 
 

@@ -100,7 +100,9 @@ def test_holm_and_bh():
     p = [0.01, None, 0.04, 0.03, 0.2]
     bh = multiple.adjust(p, "bh")
     assert bh[1] is None
-    assert [bh[i] for i in (0, 2, 3, 4)] == pytest.approx(sps.false_discovery_control([0.01, 0.04, 0.03, 0.2]))
+    # a member without a p (untestable) is still a member: it counts as p = 1 (issue 52)
+    assert [bh[i] for i in (0, 2, 3, 4)] == pytest.approx(
+        sps.false_discovery_control([0.01, 1.0, 0.04, 0.03, 0.2])[[0, 2, 3, 4]])
     assert multiple.adjust(p, "none") == p
     assert multiple.adjust([None], "holm") == [None]
     with pytest.raises(ValueError, match="valid: holm, bh, none"):
@@ -326,10 +328,15 @@ def test_table1_command_prints_marks_and_writes_claims(tmp_path, capsys):
     _grid(tmp_path, rng, n=400)
     assert analyze(["analyze", "table1", "--root", str(tmp_path), "--resamples", "500"]) == 0
     out = capsys.readouterr().out
-    assert "| gts | base |" in out and "PseDual-GCN" in out and "**)" in out
+    # one seed: p < 0.01, but the verdict is inconclusive, and a mark stands beside a verdict only (issue 52)
+    assert "| gts | base |" in out and "PseDual-GCN" in out and "(Δ +" in out and "*)" not in out
     assert "holm correction over family 'table1_all' (1 comparison)" in out
     saved = pl.read_parquet(tmp_path / "claims" / "table1_all.parquet")
     assert saved.schema == pl.Schema(claims.CLAIMS_SCHEMA | power.COLUMNS) and saved["verdict"].to_list() == ["inconclusive (1 seed)"]
+    _grid(tmp_path / "six", rng, n=400, seeds=range(6))
+    assert analyze(["analyze", "table1", "--root", str(tmp_path / "six"), "--resamples", "500"]) == 0
+    assert "**)" in capsys.readouterr().out
+    assert pl.read_parquet(tmp_path / "six" / "claims" / "table1_all.parquet")["verdict"].to_list() == ["better"]
     assert analyze(["analyze", "table1", "--root", str(tmp_path), "--format", "latex", "--resamples", "500"]) == 0
     assert r"\toprule" in capsys.readouterr().out
 

@@ -13,6 +13,7 @@ import pytest
 from analysis import claims, read, summaries
 from analysis.cli import main as analyze
 from psedual.data.identity import split_hash
+from psedual.reexamine.config import EXPRESSION_ENCODERS
 from psedual.results import tables
 
 GOLD = ["+", "N0", "N1"]
@@ -46,10 +47,12 @@ def _write(root: Path, runs: list[tuple[dict, list[dict]]], experiment: str = "x
     them; the run's defaults are those of a finished trial, its data identity that of its rows, its
     epochs table its validation score at epoch 1 and a lower one at epoch 2 (or `epochs[trial]`)."""
     for run, preds in runs:
+        # a PseDual run's config names its expression encoder, as the variant does (analysis.labels)
+        encoder = {"psedual.expression_encoder": run["variant"]} if run.get("variant") in EXPRESSION_ENCODERS else {}
         row = {"status": "completed", "solver": "gts", "seed": 0, "data.dataset": "mawps", "data.fold": 0,
                "epochs": 10, "lr": 0.001, "code_version": "v1", "best_epoch": 1, "valid_value_acc": 0.5,
                "n_train": 1000, "n_valid": 100, "n_test": len(preds),
-               "test_value_acc": float(np.mean([p["value_correct"] for p in preds])), **run}
+               "test_value_acc": float(np.mean([p["value_correct"] for p in preds])), **encoder, **run}
         if identity:
             row = {"data_train_hash": f"train-{row['n_train']}",
                    "data_test_hash": split_hash((p["id"], p["gold"]) for p in preds), **row}

@@ -196,7 +196,8 @@ def test_p_values_never_print_as_zero_and_flags_sit_on_their_claim(tmp_path, cap
 def test_curve_stars_say_which_way(tmp_path):
     # one cell (no `by` columns: its label is ""), where GCN is significantly worse than base
     claims_rows = pl.DataFrame({"cell": [""], "metric": ["value"], "base_arm": ["base"], "treatment_arm": ["gcn"],
-                                "base": [60.0], "treatment": [50.0], "p_adjusted": [0.001], "delta": [-5.0]})
+                                "base": [60.0], "treatment": [50.0], "p_adjusted": [0.001], "delta": [-5.0],
+                                "verdict": ["worse"]})  # a star stands beside a verdict that says the arms differ
     runs = pl.DataFrame({"experiment": ["x", "x"], "trial": ["b", "g"], "variant": ["base", "gcn"], "seed": [0, 0],
                          "n_train": [100, 100], "test_value_acc": [0.6, 0.5]})
     folder = tmp_path / "predictions" / "experiment=x"

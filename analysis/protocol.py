@@ -1,0 +1,87 @@
+"""How our runs' protocol differs from the paper's, said beside every paper figure (issue 52, item 6).
+
+The paper's figures (`paper_numbers.csv`) are each solver trained at its published recipe on the
+whole training split and tested on the whole test split, MAWPS over its five folds. A report that
+sets a smoke-scale result (5 epochs, 350 training problems, 150 of a fold's 397 test problems) beside
+such a figure, starred, reads as a replication; `differences` says what is not the paper's protocol,
+from the runs' own rows:
+- epochs fewer than the solver's published recipe (`RECIPE_EPOCHS`);
+- a training subset (`data.train_size`);
+- fewer test problems than the benchmark's test split (`TEST_PROBLEMS`; an LLM run's `limit`);
+- fewer folds than the dataset's protocol.
+`psedual.train.recipes` imports the solvers (and torch), which analysis does not: the recipes' epochs
+and the benchmarks' test sizes are held here, and tests/test_protocol.py keeps them equal to the
+recipes and to the loaded benchmarks.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from analysis.selection import FOLD, SEED
+from psedual.data.registry import DATASETS
+
+ANY = "*"
+RECIPE_EPOCHS: dict[str, dict[str, int]] = {
+    "gts": {ANY: 80}, "dns": {ANY: 80}, "graph2tree": {ANY: 80}, "bert_tree": {ANY: 50},
+    "re_deduction": {ANY: 100, "math23k": 500, "svamp": 1000, "mathqa": 1000},
+}
+"""Each solver's published recipe's epochs, per data set where they depend on it (`ANY`: the rest)."""
+TEST_PROBLEMS: dict[str, dict[int | None, int]] = {
+    "math23k": {None: 1000}, "svamp": {None: 1000}, "mathqa": {None: 2410}, "mawps-single": {None: 199},
+    "mawps": {0: 397, 1: 397, 2: 397, 3: 397, 4: 399},
+}
+"""Each benchmark's test problems, per fold (None: no folds), as the platform reads them."""
+
+
+def _recipe(solver: str, dataset: str) -> int | None:
+    epochs = RECIPE_EPOCHS.get(solver, {})
+    return epochs.get(dataset, epochs.get(ANY))
+
+
+def _tested(runs: pl.DataFrame) -> int | None:
+    """The test problems one seed's runs answered, folds pooled (the most over the seeds)."""
+    if "n_test" not in runs.columns or runs["n_test"].null_count():
+        return None
+    folds = [FOLD] if FOLD in runs.columns else []
+    per_fold = runs.group_by(SEED, *folds).agg(pl.col("n_test").max())  # each arm's run of a fold tested it
+    return int(per_fold.group_by(SEED).agg(pl.col("n_test").sum())["n_test"].max())
+
+
+def differences(runs: pl.DataFrame, dataset: str) -> list[str]:
+    """What of these runs' protocol (one cell's, a claim's arms or an infilling row's) is not the
+    paper's; empty where nothing known differs."""
+    out = []
+    trained = runs.filter(pl.col("llm.model").is_null()) if "llm.model" in runs.columns else runs
+    for solver in sorted(set(trained["solver"].to_list())) if "epochs" in trained.columns else []:
+        epochs = sorted(set(trained.filter(pl.col("solver") == solver)["epochs"].drop_nulls().to_list()))
+        published = _recipe(solver, dataset)
+        if epochs and published and max(epochs) < published:
+            said = f"{epochs[0]} epochs" if len(epochs) == 1 else f"epochs {epochs}"
+            out.append(f"{said} (its published recipe: {published})")
+    sizes = sorted(set(runs["data.train_size"].drop_nulls().to_list())) if "data.train_size" in runs.columns else []
+    if sizes:
+        out.append(f"trained on {sizes[0] if len(sizes) == 1 else sizes} problems (data.train_size)")
+    folds = sorted(set(runs[FOLD].to_list()), key=str) if FOLD in runs.columns else [None]
+    split = TEST_PROBLEMS.get(dataset, {})
+    tested = _tested(runs)
+    if tested is not None and all(f in split for f in folds):
+        full = sum(split[f] for f in folds)
+        if tested < full:
+            out.append(f"tested on {tested} of the {full} test problems" + ("" if folds == [None] else
+                                                                             f" of folds {folds}"))
+    protocol = DATASETS[dataset].folds if dataset in DATASETS else 0
+    if folds != [None] and len(folds) < protocol:
+        out.append(f"folds {folds} of {protocol}")
+    return out
+
+
+def beside(figure: str, differ: list[str]) -> str:
+    """A paper figure as a report prints it, with how our protocol differs (none: as it was)."""
+    return figure if figure == "–" or not differ else f"{figure} (protocol differs: {'; '.join(differ)})"
+
+
+def of_row(runs: pl.DataFrame, row: dict, by: list[str]) -> list[str]:
+    """`differences` for a table row of cell columns `by` (an infilling row): the runs of its cell."""
+    mine = runs.filter(pl.all_horizontal(pl.col(k).eq_missing(row[k]) for k in by))
+    return differences(mine, str(row["data.dataset"]))
