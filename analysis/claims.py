@@ -32,7 +32,7 @@ from analysis.stats import MIN_SEEDS, MIN_TEST_EXAMPLES, across_seeds, paired, s
 from psedual.atomic import write_parquet
 from psedual.data.registry import DATASETS
 from psedual.reexamine.config import EXPRESSION_ENCODERS
-from psedual.train.best import SELECT_BY
+from psedual.results.best import SELECT_BY
 
 # per-example columns of the predictions table: value accuracy, strict expression accuracy (slot
 # names), and expression accuracy by values (the published definition)

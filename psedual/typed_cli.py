@@ -268,17 +268,16 @@ def _run_add(cfg: Namespace) -> None:
 
 
 def _test_parser() -> ArgumentParser:
-    from psedual.train.solve import TestConfig
+    from psedual.train.test import TestConfig
 
     return _config_parser("test", TestConfig, {"run_dir": (None, "the folder `psedual train --out` wrote")})
 
 
 def _run_test(cfg: Namespace) -> None:
-    from psedual.train.solve import TestConfig
-    from psedual.train.trainer import test_run
+    from psedual.train.test import TestConfig, test_run
 
     c = _build(TestConfig, cfg)
-    print(summary(test_run(c.run_dir, c.device, c.allow_changed_data)))
+    print(summary(test_run(c.run_dir, c.device, c.allow_changed_data).result))
 
 
 def _solve_parser() -> ArgumentParser:

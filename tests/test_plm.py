@@ -15,9 +15,8 @@ from psedual.solvers.config import SolverConfig
 from psedual.solvers.plm import WordAligner, plm_path
 from psedual.train.config import TrainConfig
 from psedual.train.solve import solve
-from psedual.train.step import StepLoss
 from psedual.train.setup import parameter_groups
-from psedual.train.trainer import train
+from psedual.train.trainer import StepLoss, train
 
 TINY = SolverConfig(embedding_size=16, hidden_size=32, layers=1, dropout=0.0, plm_layers=2, plm_hidden=32)
 RUN = TrainConfig(DataConfig("mawps", fold=0, train_size=32), solver="bert_tree", model=TINY, epochs=3, batch_size=16,
