@@ -20,7 +20,7 @@ from psedual.metrics import (expression_accuracy, expression_correct, expression
                              perfect_match_ratio, value_accuracy, value_correct)
 from psedual.reexamine import Reexaminer, schedules
 from psedual.results.best import best_epoch
-from psedual.results.folder import TEST_NEEDS, RunFolder
+from psedual.results.folder import BEST, TEST_NEEDS, RunFolder
 from psedual.results.records import Prediction, RunCost, RunResult, values
 from psedual.results.row import Tested
 from psedual.solvers.batch import collate
@@ -112,7 +112,7 @@ def evaluate_run(out_dir: str | Path, device: torch.device | str | None = None, 
     train_set, valid_set, test_set, vocab = sets(config, splits, data_info)
     epochs = folder.epochs()
     best = best_epoch(values(e) for e in epochs)  # the epoch training kept in best.pt
-    best_path = folder.file("best.pt")
+    best_path = folder.file(BEST)
     best_state = checkpoint.load(best_path)
     model = checkpoint.build_model(best_state, best_path, config.solver, vocab).to(device)
     decoded = evaluate_scored(model, test_set, vocab, config.beam_size, config.batch_size, device)
