@@ -40,7 +40,7 @@ from analysis.verdicts import verdict
 from psedual.atomic import NAME_MAX, truncated, write_parquet
 from psedual.data.registry import DATASETS
 from psedual.reexamine.config import EXPRESSION_ENCODERS
-from psedual.train.best import SELECT_BY
+from psedual.results.best import SELECT_BY
 
 # per-example columns of the predictions table: value accuracy, strict expression accuracy (slot
 # names), and expression accuracy by values (the published definition)

@@ -187,12 +187,22 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         command, options = parse(argv[1:])
-        COMMANDS[command][1](options)
     except ArgumentError as err:
         said = f"psedual analyze {argv[1]}" if argv[1:2] and argv[1] in COMMANDS else "psedual analyze"
         print(f"{said}: error: {err}\n({said} --help lists the options; a list option takes `--key+ VALUE`, "
               f"repeated to add more, or `--key '[A, B]'`)", file=sys.stderr)
         return 2
+    except ERRORS as err:
+        print(f"psedual analyze: error: {one_line(err)}", file=sys.stderr)
+        return 2
+    return run(command, options)
+
+
+def run(command: str, options: AnalyzeOptions) -> int:
+    """Run one command on its typed options, as `main` does once it has parsed them (the main job
+    calls this with the comparisons it builds); a refusal is one line on stderr, and 2."""
+    try:
+        COMMANDS[command][1](options)
     except ERRORS as err:
         print(f"psedual analyze: error: {one_line(err)}", file=sys.stderr)
         return 2

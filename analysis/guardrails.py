@@ -12,7 +12,7 @@
 - Pooling: the runs of one arm of a cell share their config but for numbers searched within the
   slots (`check_pooled`); a choice column picked per arm by validation is refused with `--by`.
 - Configs: the two arms of a claim may differ in the arm and nothing else. Every runs column
-  but the records' outcomes and the execution details (`psedual.train.rows.NOT_COMPARED`) is
+  but the records' outcomes and the execution details (`psedual.results.row.NOT_COMPARED`) is
   compared between the arms' runs: hyperparameters, epochs, training size and subset seed,
   status and epochs done, experiment, code version, an LLM's settings. When the arm is a
   column that names the arm (`variant`, `llm.reexamine`), the others differ with it and are
@@ -34,7 +34,7 @@ from dataclasses import fields
 import polars as pl
 
 from psedual.reexamine.config import BASE
-from psedual.train.rows import ARM_COLUMNS, NOT_COMPARED, RUN_RECORDS
+from psedual.results.row import ARM_COLUMNS, NOT_COMPARED, RUN_RECORDS
 
 SHOWN_IDS = 5
 DATA_IDENTITY = ("n_train", "data_train_hash", "data_test_hash")
@@ -155,7 +155,7 @@ def _environment(runs: pl.DataFrame, col: str) -> set[str]:
 
 def config_columns(columns: list[str], exclude: list[str]) -> list[str]:
     """The runs table's columns the arms must share (all but the records' outcomes and the
-    execution details: `psedual.train.rows.NOT_COMPARED`), less `exclude` (the arm and the slot
+    execution details: `psedual.results.row.NOT_COMPARED`), less `exclude` (the arm and the slot
     keys) and, where `exclude` holds a column that names the arm, the others that do."""
     skip = {*NOT_COMPARED, *exclude, *(ARM_COLUMNS if ARM_COLUMNS & set(exclude) else ())}
     return [c for c in columns if c not in skip]

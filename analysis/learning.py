@@ -20,7 +20,7 @@ from analysis.selection import SEED
 from psedual.reexamine.config import BASE
 
 METRIC = "valid_value_acc"
-"""the epochs column the curves show: the selection metric (`psedual.train.best`)"""
+"""the epochs column the curves show: the selection metric (`psedual.results.best`)"""
 CURVE_SCHEMA = {"cell": pl.String, "arm": pl.String, "epoch": pl.Int64, "n_seeds": pl.Int64, "mean": pl.Float64,
                 "sd": pl.Float64}
 

@@ -20,7 +20,7 @@ from analysis.multiple import METHODS, Correction
 from analysis.report import FORMATS, Format
 from psedual.reexamine.config import BASE
 from psedual.storage import DEFAULT_ROOT
-from psedual.train.best import SELECT_BY
+from psedual.results.best import SELECT_BY
 
 Slots = Literal["all", "used"]
 Names = Union[str, Sequence[str]]

@@ -17,7 +17,7 @@ import polars as pl
 
 from analysis import guardrails, labels, read, run_checks, validation
 from analysis.guardrails import GuardrailError
-from psedual.train.best import best_epoch
+from psedual.results.best import best_epoch
 
 
 SEED, FOLD = "seed", "data.fold"
@@ -29,7 +29,7 @@ def cell_label(row: dict, keys: list[str]) -> str:
 
 
 STATUSES = ("completed", "stopped", "error")
-"""The statuses the result tables record (`psedual.train.rows.Trial.status`): any other is refused."""
+"""The statuses the result tables record (`psedual.results.records.Trial.status`): any other is refused."""
 FINISHED = (pl.col("status") != "error") & pl.col("error").is_null() & pl.col("test_value_acc").is_not_null()
 """A run with a test result to compare (a stopped trial's chosen checkpoint was tested too) that
 recorded no error: a filled `error` column is a run that failed, whatever its status says."""

@@ -12,7 +12,7 @@ from analysis.selection import FOLD, SEED, cell_label, select
 from analysis.stats import percent_ci, proportion_ci, ratio_ci
 from psedual.data.expr import UNUSED
 from psedual.reexamine.config import EXPRESSION_ENCODERS
-from psedual.train.best import SELECT_BY
+from psedual.results.best import SELECT_BY
 
 
 def _per_example_infill(preds: pl.DataFrame, used_only: bool) -> pl.DataFrame:

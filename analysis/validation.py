@@ -1,6 +1,6 @@
 """Runs validated on their own test split (issue 52, item 2).
 
-A run's checkpoint is chosen by its validation score (`psedual.train.best`); a run whose
+A run's checkpoint is chosen by its validation score (`psedual.results.best`); a run whose
 validation split was its test split chose it on test, and its test score is a maximum over epochs,
 not an estimate. The tables record no hash of the validation split, but such a run leaves a
 fingerprint: its validation scores at its best epoch are its test scores, value and expression

@@ -77,7 +77,7 @@ def _install_kill() -> None:
 def worker_killed(work: Path) -> None:
     import ray
 
-    from psedual.results.collect import collect
+    from psedual.tune.evaluate import collect
     from psedual.tune.space import load_spec
     from psedual.tune.sweep import run_sweep
 

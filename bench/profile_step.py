@@ -24,7 +24,7 @@ from psedual.solvers import SOLVERS
 from psedual.solvers.batch import collate
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.vocab import Vocab
-from psedual.train.step import StepLoss, train_step
+from psedual.train.trainer import StepLoss, train_step
 
 PHASES = ("collate", "encode", "decode+loss", "backward", "optimiser")
 

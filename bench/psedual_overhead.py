@@ -25,7 +25,7 @@ from psedual.solvers import SOLVERS
 from psedual.solvers.batch import collate
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.vocab import Vocab
-from psedual.train.step import StepLoss, train_step
+from psedual.train.trainer import StepLoss, train_step
 
 # scheduled: the `step` rule at steps 1000+ with no hold (ε ≈ 0.99), so every step samples an expression
 VARIANTS = {"base": None,

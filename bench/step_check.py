@@ -35,7 +35,7 @@ from psedual.solvers.batch import collate
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.vocab import Vocab
 from psedual.train.device import resolve
-from psedual.train.step import StepLoss, train_step
+from psedual.train.trainer import StepLoss, train_step
 from psedual.tune.calibrate import STAND_IN_HIDDEN, STAND_IN_LAYERS
 
 MIDWAY = Clock(5, 10, 1)

@@ -41,7 +41,7 @@ from psedual.solvers.batch import Batch, TreeIndex, collate
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.vocab import Vocab
 from psedual.train.device import resolve
-from psedual.train.step import StepLoss, train_step
+from psedual.train.trainer import StepLoss, train_step
 
 PACKAGE = str(Path(psedual.__file__).parent) + "/"
 TORCH = str(Path(torch.__file__).parent) + "/"  # not torch_geometric's folder beside it

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import polars as pl
 
-from psedual.results.collect import collect
+from psedual.tune.evaluate import collect
 from psedual.tune.space import load_spec
 from psedual.tune.sweep import run_sweep
 

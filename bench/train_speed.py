@@ -34,8 +34,8 @@ from psedual.solvers.batch import collate
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.vocab import Vocab
 from psedual.train.device import resolve
-from psedual.train.step import StepLoss, train_step
-from psedual.train.trainer import evaluate
+from psedual.train.test import evaluate
+from psedual.train.trainer import StepLoss, train_step
 
 
 def _sync(device: torch.device) -> None:

@@ -14,8 +14,12 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from psedual.storage import DEFAULT_ROOT
+
+if TYPE_CHECKING:  # an annotation only: analysis is imported when the job compares
+    from analysis.options import CompareOptions
 
 DEFAULT_SPACE = "search_spaces/default.yaml"
 NEXT = (
@@ -263,7 +267,7 @@ def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, v
     import polars as pl
     import ray
 
-    from psedual.results.collect import collect
+    from psedual.tune.evaluate import collect
     from psedual.tune.progress import shown
     from psedual.tune.sweep import run_sweep
 
@@ -290,11 +294,11 @@ def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, v
         print(f"trial {row['trial']} failed: {row['error']}", flush=True)
     # a failed trial (its node lost, its retries spent) is one error row: the others are still
     # compared (the comparison skips it, saying so) and their claims written
-    for compare in compare_args(spec, runs["variant"].unique().to_list(), storage, name):
-        print(f"\nIs the difference real? psedual analyze {' '.join(compare[1:])}\n", flush=True)
-        from analysis.cli import main as analyze
+    for options in compare_options(spec, runs["variant"].unique().to_list(), storage, name):
+        print(f"\nIs the difference real? {command_line(options)}\n", flush=True)
+        from analysis.cli import run as analyze
 
-        analyze(compare)  # a refusal is one line naming the runs; the sweep itself succeeded
+        analyze("compare", options)  # a refusal is one line naming the runs; the sweep itself succeeded
     return 1 if failed.height else 0
 
 
@@ -352,13 +356,23 @@ def comparisons(spec, variants: list[str], name: str) -> list[Planned]:
     return out
 
 
-def compare_args(spec, variants: list[str], storage: str, name: str) -> list[list[str]]:
-    """`analyze compare`'s arguments for each of `comparisons`."""
-    return [["analyze", "compare", "--root", storage, "--experiment+", name, "--arm", p.arm, "--base", p.base,
-             *(a for t in p.treatments for a in ("--treatment+", t)), *(a for w in p.where for a in ("--where+", w)),
-             *(a for k in p.cells for a in ("--by+", k)), *(["--name", p.family] if p.family else []),
-             "--margin", f"{p.margin:g}"]
+def compare_options(spec, variants: list[str], storage: str, name: str) -> list[CompareOptions]:
+    """`analyze compare`'s options (`analysis.options.CompareOptions`) for each of `comparisons`."""
+    from analysis.options import CompareOptions
+
+    return [CompareOptions(root=storage, experiment=(name,), arm=p.arm, base=p.base, treatment=p.treatments,
+                           where=p.where, by=p.cells, name=p.family, margin=p.margin)
             for p in comparisons(spec, variants, name)]
+
+
+def command_line(options: CompareOptions) -> str:
+    """The `psedual analyze compare` command that reruns a comparison of `compare_options`."""
+    words = ["psedual", "analyze", "compare", "--root", options.root,
+             *(w for e in options.experiment for w in ("--experiment+", e)), "--arm", options.arm,
+             "--base", options.base, *(w for t in options.treatment for w in ("--treatment+", t)),
+             *(w for k in options.where for w in ("--where+", k)), *(w for k in options.by for w in ("--by+", k)),
+             *(["--name", options.name] if options.name else []), "--margin", f"{options.margin:g}"]
+    return " ".join(words)
 
 
 def resolve_seeds(spec, job: TuneJob, name: str) -> tuple[object, list[str]]:

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 LAYERS = {
     "psedual.atomic": 0, "psedual.storage": 0, "psedual.layers": 0, "psedual.extras": 0, "psedual.sweeps": 0,
-    "psedual.data": 1, "psedual.metrics": 2, "psedual.solvers": 3, "psedual.reexamine": 4, "psedual.train": 5,
-    "psedual.llm": 6, "psedual.tune": 6, "psedual.results": 7, "analysis": 8, "psedual.job": 9, "psedual.paper_job": 9, "psedual.power_plan": 9,
-    "psedual.typed_cli": 10, "psedual.readme": 10, "psedual.cli": 11, "psedual": 11,
+    "psedual.data": 1, "psedual.metrics": 2, "psedual.solvers": 3, "psedual.reexamine": 4,
+    "psedual.train.config": 5, "psedual.results": 6, "psedual.train": 7, "psedual.llm": 8, "psedual.tune": 8,
+    "analysis": 9, "psedual.job": 10, "psedual.paper_job": 10, "psedual.power_plan": 10,
+    "psedual.typed_cli": 11, "psedual.readme": 11, "psedual.cli": 12, "psedual": 12,
 }
-"""A module's layer is its longest prefix here. Modules may import their own layer's and lower ones."""
+"""A module's layer is its longest prefix here. Modules may import their own layer's and lower ones.
+A run's config (`psedual.train.config`) sits below the results, whose rows hold its columns; the
+results (a run folder's files, every row and table) sit below the trainer, which writes through them."""

@@ -160,10 +160,9 @@ def summary(result) -> str:
 
 
 def _run_train(cfg: Namespace) -> None:
+    from psedual.results.records import values
     from psedual.train.trackers import RunTrackers
     from psedual.train.trainer import train
-
-    from psedual.train import records
 
     config = _train_config(cfg)
     # every field, and the arm as sweeps and the runs table name it
@@ -173,7 +172,7 @@ def _run_train(cfg: Namespace) -> None:
     try:
         result = train(config, cfg.out, resume=cfg.resume, on_epoch=trackers.on_epoch if trackers else None)
         if trackers is not None:
-            trackers.on_test(records.values(result), Path(cfg.out))
+            trackers.on_test(values(result), Path(cfg.out))
         failed = False
     finally:
         if trackers is not None:
@@ -307,17 +306,16 @@ def _run_add(cfg: Namespace) -> None:
 
 
 def _test_parser() -> ArgumentParser:
-    from psedual.train.solve import TestConfig
+    from psedual.train.test import TestConfig
 
     return _config_parser("test", TestConfig, {"run_dir": (None, "the folder `psedual train --out` wrote")})
 
 
 def _run_test(cfg: Namespace) -> None:
-    from psedual.train.solve import TestConfig
-    from psedual.train.trainer import test_run
+    from psedual.train.test import TestConfig, test_run
 
     c = _build(TestConfig, cfg)
-    print(summary(test_run(c.run_dir, c.device, c.allow_changed_data)))
+    print(summary(test_run(c.run_dir, c.device, c.allow_changed_data).result))
 
 
 def _solve_parser() -> ArgumentParser:

@@ -374,7 +374,8 @@ def test_analysis_imports_neither_torch_nor_ray_and_of_psedual_only_its_registri
     # brings its readers, which are plain Python), and it shares the package's one atomic writer
     # and one best-epoch rule, and the row records (which columns are outcomes); nothing else of psedual
     registries = ("psedual", "psedual.reexamine", "psedual.reexamine.config", "psedual.data", "psedual.atomic",
-                  "psedual.storage", "psedual.train", "psedual.train.best", "psedual.train.rows")
+                  "psedual.storage", "psedual.results", "psedual.results.best", "psedual.results.records",
+                  "psedual.results.row")
     code = ("import sys, analysis.cli, analysis.summaries; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'ray') or "
             f"(m.split('.')[0] == 'psedual' and m not in {registries!r} and not m.startswith('psedual.data.'))]; "

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from analysis.selection import _selection_flags
-from psedual.train.best import best_epoch
+from psedual.results.best import best_epoch
 
 # epochs 2 and 4 tie on the highest validation value accuracy; rows out of epoch order
 TIED = [{"epoch": 4, "valid_value_acc": 0.5, "valid_expr_acc": 0.4},

@@ -19,14 +19,14 @@ from psedual.cli import main
 from psedual.data.fetch import FetchConfig
 from psedual.data.stats import StatsConfig
 from psedual.data.registry import DATASETS
-from psedual.job import TuneJob, compare_args
+from psedual.job import TuneJob, command_line, compare_options
 from psedual.llm.run import LLMConfig
 from psedual.reexamine.config import PseDualConfig
 from psedual.results.collect import AddConfig
-from psedual.train.best import SELECT_BY
+from psedual.results.best import SELECT_BY
 from psedual.train.config import TrainConfig
 from psedual.train.solve import SolveConfig
-from psedual.train.solve import TestConfig as RunTestConfig  # not a pytest class: pytest collects `Test*` names
+from psedual.train.test import TestConfig as RunTestConfig  # not a pytest class: pytest collects `Test*` names
 from psedual.tune.space import load_spec
 from psedual.typed_cli import COMMANDS, _train_config, flags
 
@@ -208,18 +208,21 @@ def test_a_list_option_adds_one_value_per_plus_or_takes_a_list():
 
 def test_the_main_jobs_comparison_parses_as_it_is_printed():
     spec = types.SimpleNamespace(grid={"variant": ["base", "gru", "gcn"], "seed": [0, 1], "lr": [0.001]}, compare=[])
-    argv, = compare_args(spec, ["gcn", "base", "gru"], "results", "smoke")
-    got = _analyze_options(argv[1:])
+    options, = compare_options(spec, ["gcn", "base", "gru"], "results", "smoke")
+    got = _analyze_options(command_line(options).split()[2:])
+    assert got == options  # the job runs the comparison it prints
     assert (got.experiment, got.arm, got.base, got.treatment) == (("smoke",), "variant", "base", ("gru", "gcn"))
     assert got.by == ("data.dataset", "solver", "lr") and got.name is None
-    assert compare_args(spec, ["base"], "results", "smoke") == []
+    assert compare_options(spec, ["base"], "results", "smoke") == []
 
 
 def test_a_sweeps_own_comparisons_parse_as_printed():
     """converged.yaml's three comparisons: the arms' own keys are no cells, a base trial matches any
     psedual.* value (null), and each comparison writes its own claims file."""
     spec = load_spec("search_spaces/converged.yaml")
-    got = [_analyze_options(argv[1:]) for argv in compare_args(spec, ["base", "gru", "gcn"], "results", "converged")]
+    run = compare_options(spec, ["base", "gru", "gcn"], "results", "converged")
+    got = [_analyze_options(command_line(options).split()[2:]) for options in run]
+    assert got == run  # the job runs the comparisons it prints
     assert [(g.arm, g.base, g.treatment) for g in got] == [
         ("variant", "base", ("gru", "gcn")), ("psedual.fusion", "teacher_forcing", ("scheduled",)),
         ("psedual.epsilon_schedule", "epoch", ("horizon",))]

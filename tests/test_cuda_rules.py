@@ -13,7 +13,7 @@ from psedual.reexamine.schedules import Clock
 from psedual.solvers import SOLVERS, get_solver
 from psedual.solvers.batch import collate
 from psedual.solvers.config import SolverConfig
-from psedual.train.step import StepLoss, train_step
+from psedual.train.trainer import StepLoss, train_step
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SMALL = SolverConfig(embedding_size=32, hidden_size=64, layers=1, dropout=0.1, plm_layers=2, plm_hidden=32)

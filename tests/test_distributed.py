@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 import torch
 
-from psedual.results.collect import collect
+from psedual.tune.evaluate import collect
 from psedual.train import checkpoint
 from psedual.train.distributed import decode_split, share, shard
 from psedual.train.trainer import train
@@ -320,7 +320,7 @@ def test_only_re_deduction_may_leave_a_parameter_out_of_a_step(mawps, vocab):
     from psedual.solvers import SOLVERS, get_solver
     from psedual.solvers.batch import collate
     from psedual.solvers.config import SolverConfig
-    from psedual.train.step import StepLoss
+    from psedual.train.trainer import StepLoss
 
     def build(name, variant):
         torch.manual_seed(0)
@@ -401,8 +401,8 @@ def test_two_ranks_stopped_and_resumed_end_as_two_ranks_never_stopped(tmp_path):
 def test_a_trials_test_holds_what_one_of_its_workers_held(monkeypatch, resources, gpus):
     import ray
 
-    from psedual.results import collect as collect_mod
-    from psedual.train.outcome import TrialOutcome
+    from psedual.tune import evaluate
+    from psedual.tune.outcome import TrialOutcome
 
     asked = {}
 
@@ -413,7 +413,7 @@ def test_a_trials_test_holds_what_one_of_its_workers_held(monkeypatch, resources
     monkeypatch.setattr(ray, "remote", remote)
     monkeypatch.setattr(ray, "get", lambda refs: ["tested"] * len(refs))
     outcome = TrialOutcome("t0", {}, "completed", {}, "a checkpoint", None)
-    assert collect_mod.evaluate_trials([outcome], resources) == {"t0": "tested"}
+    assert evaluate.evaluate_trials([outcome], resources) == {"t0": "tested"}
     assert (asked["num_cpus"], asked["num_gpus"]) == (1.0, gpus)  # a shared GPU's test shares it too
 
 

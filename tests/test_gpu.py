@@ -25,8 +25,7 @@ from psedual.reexamine.schedules import Clock
 from psedual.solvers import SOLVERS, get_solver
 from psedual.solvers.batch import collate
 from psedual.solvers.config import SolverConfig
-from psedual.train.step import StepLoss, train_step
-from psedual.train.trainer import train
+from psedual.train.trainer import StepLoss, train, train_step
 from psedual.train.resources import Resources
 from psedual.tune.space import load_spec, make_config
 

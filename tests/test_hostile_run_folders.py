@@ -55,7 +55,7 @@ ANOTHER = [
     ("another data set and seed", None, replace(TINY, data=DataConfig("svamp", train_size=64), seed=4),
      "(data.dataset: mawps there, svamp here; data.fold: 0 there, None here; seed: 3 there, 4 here)"),
     ("its config.json deleted too", lambda f: (f / "config.json").unlink(), TINY,
-     "holds a run (best.pt, epochs.parquet, predictions.parquet, metrics.parquet) but no config.json"),
+     "holds a run (epochs.parquet, best.pt, predictions.parquet, metrics.parquet) but no config.json"),
     ("its config.json not JSON", lambda f: (f / "config.json").write_text("{oops"), TINY,
      "config.json: not a run's config (JSONDecodeError"),
     ("an LLM run's folder", lambda f: (f / "config.json").write_text(json.dumps({"llm": {"model": "m"}})), TINY,

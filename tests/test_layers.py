@@ -68,7 +68,7 @@ def _readme_layout() -> list[str]:
     names = []
     for line in block.splitlines():
         if line.startswith("  ") and not line.startswith("   "):
-            names += ["psedual." + word.removesuffix(".py").removesuffix("/")
+            names += ["psedual." + word.removesuffix(".py").removesuffix("/").replace("/", ".")
                       for word in line.split("   ")[0].split()]
     return names
 

@@ -17,9 +17,8 @@ from psedual.solvers.hub import Encoder, resolve, split_hub_id
 from psedual.solvers.plm import WordAligner, plm_path
 from psedual.train.config import TrainConfig
 from psedual.train.solve import solve
-from psedual.train.step import StepLoss
 from psedual.train.setup import parameter_groups
-from psedual.train.trainer import train
+from psedual.train.trainer import StepLoss, train
 from psedual.cli import main
 
 TINY = SolverConfig(embedding_size=16, hidden_size=32, layers=1, dropout=0.0, plm_layers=2, plm_hidden=32)

@@ -13,7 +13,7 @@ from statsmodels.stats.power import TTestPower
 from analysis import equivalence
 from psedual import power_plan
 from psedual.cli import main
-from psedual.job import compare_args
+from psedual.job import command_line, compare_options
 from psedual.tune.space import SpecError, load_spec
 from test_analysis import _preds, _write_tables
 
@@ -129,7 +129,9 @@ def test_a_compare_entry_s_margin_reaches_the_plan_and_the_job_s_analyze(tmp_pat
     path = _sweep(tmp_path, extra=extra)
     assert main(["tune", "--space", str(path), "--plan", "true", "--plan_sd", "1.0"]) == 0
     assert f"{equivalence.tost_n(0.0, 1.0, 0.5, 0.05)} for equivalence within ±0.5 if Δ is 0" in capsys.readouterr().out
-    argv, = compare_args(load_spec(path), ["base", "gcn"], "results", "planned")
+    options, = compare_options(load_spec(path), ["base", "gcn"], "results", "planned")
+    assert options.margin == 0.5  # what the job's analysis runs with, and the command it prints
+    argv = command_line(options).split()
     assert argv[argv.index("--margin") + 1] == "0.5"
     with pytest.raises(SpecError, match="margin: expected a positive number"):
         load_spec(_sweep(tmp_path, extra=extra.replace("0.5", "-1")))

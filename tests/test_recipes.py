@@ -17,7 +17,9 @@ from psedual.cli import main, parse
 from psedual.data.registry import DATASETS
 from psedual.solvers.config import SolverConfig
 from psedual.train import setup
+from psedual.results.folder import RunFolder
 from psedual.train.config import OPTIMIZERS, TrainConfig
+from psedual.train.trainer import build
 from psedual.train.recipes import ANY, RECIPES, Recipe, Setting, get_recipe
 from psedual.typed_cli import COMMANDS, _train_config
 
@@ -152,8 +154,8 @@ def test_the_optimiser_named_is_the_one_built_and_decays_as_it_says(tmp_path, vo
     with pytest.raises(ValueError, match="unknown optimizer 'sgd'; valid: adam, adamw"):
         TrainConfig(optimizer="sgd")
     tiny = SolverConfig(embedding_size=8, hidden_size=16, layers=1, dropout=0.0)
-    built = {name: setup.build(TrainConfig(model=tiny, optimizer=name, weight_decay=0.1), tmp_path, [], [], vocab,
-                               torch.device("cpu"), 0, 1).opt for name in ("adam", "adamw")}
+    built = {name: build(TrainConfig(model=tiny, optimizer=name, weight_decay=0.1), RunFolder(tmp_path), [], [], vocab,
+                         torch.device("cpu"), 0, 1).opt for name in ("adam", "adamw")}
     assert type(built["adam"]) is torch.optim.Adam and type(built["adamw"]) is torch.optim.AdamW
     # AdamW decays the weights apart from the gradient's moments; Adam adds the decay to the gradient
     assert built["adamw"].param_groups[0]["decoupled_weight_decay"]

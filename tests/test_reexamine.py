@@ -21,7 +21,7 @@ from psedual.solvers import SOLVERS, get_solver
 from psedual.solvers.batch import collate
 from psedual.solvers.config import SolverConfig, inference
 from psedual.solvers.vocab import Vocab
-from psedual.train.step import StepLoss, optimise, train_step
+from psedual.train.trainer import StepLoss, optimise, train_step
 
 ALL = sorted(SOLVERS)
 pytestmark = pytest.mark.usefixtures("one_thread")

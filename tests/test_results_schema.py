@@ -10,8 +10,7 @@ import pyarrow as pa
 import pytest
 
 from psedual.results import tables
-from psedual.train import records, rows
-from psedual.train import tables as run_tables
+from psedual.results import folder, records, row, schema
 from analysis import guardrails
 from psedual.train.config import TrainConfig
 
@@ -24,21 +23,21 @@ from psedual.train.config import TrainConfig
     (tuple[float, ...] | None, pa.list_(pa.float64())),
 ])
 def test_each_type_maps_to_its_arrow_type(hint, arrow):
-    assert records.arrow_type(hint) == arrow
+    assert schema.arrow_type(hint) == arrow
 
 
 @pytest.mark.parametrize("hint", [dict[str, int], tuple[int, str], tuple[int], int | str, Literal[1, "a"],
                                   bytes, object, list])
 def test_a_type_without_a_mapping_fails_loudly(hint):
     with pytest.raises(TypeError, match="config field x: no Arrow type"):
-        records.arrow_type(hint, "x")
+        schema.arrow_type(hint, "x")
 
 
 def test_every_config_field_has_its_column_and_type():
     hints = TrainConfig.field_hints()
     assert set(hints) == set(TrainConfig().flat())  # the runs table's config columns are flat()'s keys
     for name, hint in hints.items():
-        assert tables.RUNS_SCHEMA.field(name).type == records.arrow_type(hint, name)
+        assert tables.RUNS_SCHEMA.field(name).type == schema.arrow_type(hint, name)
     assert tables.RUNS_SCHEMA.field("data.fold").type == pa.int64()
     assert tables.RUNS_SCHEMA.field("psedual.fusion").type == pa.string()
 
@@ -51,9 +50,9 @@ def test_a_config_field_of_an_unmappable_type_breaks_the_schema(monkeypatch):
         """A field no Arrow column type is derived for."""
 
     assert "weights" in {f.name for f in fields(Extended)}
-    monkeypatch.setattr(records, "TrainConfig", Extended)
+    monkeypatch.setattr(schema, "TrainConfig", Extended)
     with pytest.raises(TypeError, match=r"config field weights: no Arrow type for dict\[str, float\]"):
-        records.config_columns()
+        schema.config_columns()
 
 
 # The columns tables written before the records were declared hold, with their types: they must still read.
@@ -83,21 +82,22 @@ def test_the_records_keep_every_column_older_tables_hold(table, old):
 
 
 def test_the_run_folder_files_are_the_tables_rows_without_the_trial():
-    assert tables.SCHEMAS["epochs"].names == ["trial", *records.EPOCHS_SCHEMA.names]
-    assert tables.SCHEMAS["predictions"].names == ["trial", *records.PREDICTIONS_SCHEMA.names]
-    assert records.RUNS_SCHEMA.names == [f.name for f in records.columns(rows.Trial)] + records.METRICS_SCHEMA.names
-    assert set(records.PREDICTIONS_SCHEMA.names) < set(records.LLM_PREDICTIONS_SCHEMA.names)
-    assert "out_dir" not in records.METRICS_SCHEMA.names  # RunResult's one field that is no column
-    assert len(set(records.RUNS_SCHEMA.names)) == len(records.RUNS_SCHEMA.names)
+    assert tables.SCHEMAS["epochs"].names == ["trial", *schema.EPOCHS_SCHEMA.names]
+    assert tables.SCHEMAS["predictions"].names == ["trial", *schema.PREDICTIONS_SCHEMA.names]
+    assert schema.RUNS_SCHEMA.names == [f.name for f in schema.columns(records.Trial)] + schema.METRICS_SCHEMA.names
+    assert set(schema.PREDICTIONS_SCHEMA.names) < set(schema.LLM_PREDICTIONS_SCHEMA.names)
+    assert "out_dir" not in schema.METRICS_SCHEMA.names  # RunResult's one field that is no column
+    assert len(set(schema.RUNS_SCHEMA.names)) == len(schema.RUNS_SCHEMA.names)
 
 
 def test_every_record_field_has_a_docstring():
     import ast
     import inspect
 
-    tree = ast.parse(inspect.getsource(rows))
+    tree = ast.parse("\n".join(inspect.getsource(module) for module in (records, row, folder)))
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
-    assert {c.name for c in classes} >= {"Epoch", "Prediction", "LLMPrediction", "RunResult", "DataRecord", "Trial"}
+    assert {c.name for c in classes} >= {"Epoch", "Prediction", "LLMPrediction", "RunResult", "LLMResult", "DataRecord",
+                                         "Trial", "MetricsRow", "RunsRow", "Tested", "RunFile", "RunFolder"}
     for c in classes:
         for field_, after in zip(c.body, c.body[1:] + [None]):
             if isinstance(field_, ast.AnnAssign):
@@ -111,8 +111,8 @@ def test_a_key_no_record_has_is_refused_naming_the_key_and_the_table(tmp_path):
     with pytest.raises(ValueError, match=r"the runs table: unknown column\(s\) n_tset, trail"):
         tables.write(str(tmp_path), "runs", "e", "t1", [{"trial": "t1", "trail": "t1", "n_tset": 3}])
     with pytest.raises(ValueError, match=r"metrics.parquet: unknown column\(s\) out_dir"):
-        run_tables.write([{"test_value_acc": 0.5, "out_dir": "x"}], tmp_path / "metrics.parquet",
-                         records.METRICS_SCHEMA)
+        folder.write_rows([{"test_value_acc": 0.5, "out_dir": "x"}], tmp_path / "metrics.parquet",
+                         schema.METRICS_SCHEMA)
     assert not list(tmp_path.rglob("*.parquet"))
     path = tables.write(str(tmp_path), "runs", "e", "t1", [{"trial": "t1", "n_test": 3}])
     assert pq.read_table(path).to_pylist()[0]["n_test"] == 3
@@ -123,7 +123,7 @@ def test_an_older_run_folder_file_reads_as_its_record(tmp_path):
     import pyarrow.parquet as pq
 
     pq.write_table(pa.table({"test_value_acc": [0.5], "out_dir": ["/tmp/x"], "n_test": [4]}), tmp_path / "m.parquet")
-    row, = records.read(tmp_path / "m.parquet", records.METRICS_SCHEMA)
+    row, = schema.read(tmp_path / "m.parquet", schema.METRICS_SCHEMA)
     assert row["test_value_acc"] == 0.5 and row["n_test"] == 4 and row["data_kept"] is None and "out_dir" not in row
 
 
@@ -133,38 +133,57 @@ SHARED = {"status", "code_version", "epochs_done", "variant", "llm.model", "llm.
 
 
 def test_the_arms_share_the_config_and_the_marked_columns_and_no_outcome():
-    compared = set(guardrails.config_columns(records.RUNS_SCHEMA.names, []))
-    assert compared == (set(TrainConfig.field_hints()) - set(rows.EXECUTION)) | SHARED
-    assert {"test_value_acc", "data_root", "data_kept", "llm.cache_hits", "llm.changed_to_right"} <= rows.NOT_COMPARED
+    compared = set(guardrails.config_columns(schema.RUNS_SCHEMA.names, []))
+    assert compared == (set(TrainConfig.field_hints()) - set(records.EXECUTION)) | SHARED
+    assert {"test_value_acc", "data_root", "data_kept", "llm.cache_hits", "llm.changed_to_right"} <= row.NOT_COMPARED
     # where a run trained is never config: two arms of one sweep on different nodes stay comparable
-    assert {f"env.{f.name}" for f in fields(rows.Environment)} <= rows.NOT_COMPARED
+    assert {f"env.{f.name}" for f in fields(records.Environment)} <= row.NOT_COMPARED
     # the arm's other names differ with it: comparing llm vs llm+reexamine compares llm.reexamine no more
-    assert "llm.reexamine" not in guardrails.config_columns(records.RUNS_SCHEMA.names, ["variant"])
-    assert "llm.reexamine" in guardrails.config_columns(records.RUNS_SCHEMA.names, ["psedual.fusion"])
+    assert "llm.reexamine" not in guardrails.config_columns(schema.RUNS_SCHEMA.names, ["variant"])
+    assert "llm.reexamine" in guardrails.config_columns(schema.RUNS_SCHEMA.names, ["psedual.fusion"])
 
 
 def test_a_new_outcome_field_of_a_record_is_never_compared():
     @dataclass(frozen=True)
-    class Extended(rows.LLMRecord):
+    class Extended(records.LLMRecord):
         refusals: int = 0
         """A new count of the model's replies: an outcome, unmarked."""
-        top_p: float = field(default=1.0, metadata=rows.COMPARED)
+        top_p: float = field(default=1.0, metadata=records.COMPARED)
         """A new sampling setting, marked as one."""
 
-    found = rows.not_compared(((Extended, "llm."),))
+    found = row.not_compared(((Extended, "llm."),))
     assert "llm.refusals" in found and "llm.top_p" not in found and "llm.model" not in found
 
 
 def test_an_environment_names_the_device_it_trained_on_and_its_gpu_only_with_cuda():
     ok = dict(python="3.11.9", torch="2.7.1+cpu", cuda="none", ray="2.60.0", device="cpu", gpu=None, node="n")
-    assert rows.Environment(**ok).device == "cpu"
+    assert records.Environment(**ok).device == "cpu"
     with pytest.raises(ValueError, match="env.device 'auto'"):
-        rows.Environment(**{**ok, "device": "auto"})
+        records.Environment(**{**ok, "device": "auto"})
     with pytest.raises(ValueError, match="goes with a CUDA device"):
-        rows.Environment(**{**ok, "gpu": "NVIDIA A10G"})
+        records.Environment(**{**ok, "gpu": "NVIDIA A10G"})
     with pytest.raises(ValueError, match="goes with a CUDA device"):
-        rows.Environment(**{**ok, "device": "cuda:0"})
+        records.Environment(**{**ok, "device": "cuda:0"})
     with pytest.raises(ValueError, match="empty ray"):
-        rows.Environment(**{**ok, "ray": ""})
-    assert [f.name for f in records.RUNS_SCHEMA if f.name.startswith("env.")] == [
+        records.Environment(**{**ok, "ray": ""})
+    assert [f.name for f in schema.RUNS_SCHEMA if f.name.startswith("env.")] == [
         "env.python", "env.torch", "env.cuda", "env.ray", "env.device", "env.gpu", "env.node"]
+
+
+def test_an_llm_runs_row_has_its_own_result_type_in_the_result_columns():
+    """`psedual llm`'s row goes through the one row builder: its result (three test accuracies)
+    fills the result columns of a trained run's type, the rest of them null, and an LLM result
+    without the LLM record that says which model gave it is refused."""
+    result = records.LLMResult(0.5, 0.25, 0.25)
+    llm = records.LLMRecord("m", "v1", False, 1, 1, 0.0, 0, 0, 0, 0, 8, 0, 10, 10)
+    metrics = row.MetricsRow(records.RunInfo("llm"), row.llm_config("m", "svamp", None), records.RunCost(0, 1.0),
+                             result, llm=llm)
+    written = schema.arrow_table([row.RunsRow(records.Trial("t", "completed", None, "v"), metrics).values()],
+                                 schema.RUNS_SCHEMA, "the runs table").to_pylist()[0]
+    assert (written["test_value_acc"], written["solver"], written["llm.model"]) == (0.5, "llm:m", "m")
+    assert written["best_epoch"] is None and written["train_seconds"] is None and written["env.device"] is None
+    assert {f.name for f in schema.columns(records.LLMResult)} < {f.name for f in schema.columns(records.RunResult)}
+    with pytest.raises(ValueError, match="an LLMResult goes with an LLM run's LLMRecord"):
+        row.MetricsRow(records.RunInfo("llm"), {}, records.RunCost(0, 1.0), result)
+    with pytest.raises(ValueError, match="shares in"):
+        records.LLMResult(1.5, 0.0, 0.0)

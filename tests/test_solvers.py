@@ -14,7 +14,7 @@ from psedual.solvers.config import SolverConfig
 from psedual.solvers.gts import GTS
 from psedual.solvers.interface import Solver
 from psedual.solvers.vocab import Vocab, VocabularyError
-from psedual.train.step import StepLoss, train_step
+from psedual.train.trainer import StepLoss, train_step
 
 ALL = sorted(SOLVERS)
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -12,7 +12,8 @@ import pytest
 from psedual.cli import main
 from psedual.data.config import DataConfig
 from psedual.solvers.config import SolverConfig
-from psedual.train import tables, trainer
+from psedual.results import folder
+from psedual.train import trainer
 from psedual.train.config import TrainConfig
 
 MANY = 40  # numbers in one test problem; every training problem has 2
@@ -54,19 +55,19 @@ def test_a_test_problem_with_more_numbers_than_slots_is_scored_wrong_with_its_re
 
 def test_a_failed_test_step_keeps_the_run_and_is_finished_without_training(tmp_path, monkeypatch, capsys):
     config, out = _config(tmp_path), tmp_path / "run"
-    write = tables.write
+    write = folder.write_rows
 
     def disk_full(rows, path, schema=None):
         if path.name == "predictions.parquet":
             raise OSError(28, "No space left on device")
         write(rows, path, schema)
 
-    monkeypatch.setattr(tables, "write", disk_full)
+    monkeypatch.setattr(folder, "write_rows", disk_full)
     with pytest.raises(OSError, match="No space left"):
         trainer.train(config, out, progress=False)
     assert (out / "best.pt").is_file() and (out / "last.pt").is_file() and not (out / "metrics.parquet").exists()
 
-    monkeypatch.setattr(tables, "write", write)
+    monkeypatch.setattr(folder, "write_rows", write)
     monkeypatch.setattr(trainer, "_train_epoch", lambda *a: pytest.fail("trained again"))
     assert main(["test", str(out)]) == 0
     assert "best epoch 1: valid value" in capsys.readouterr().out

@@ -20,7 +20,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from psedual.results.collect import collect
+from psedual.tune.evaluate import collect
 from psedual.tune.space import SpecError, build_spec, load_spec
 
 ROOT = Path(__file__).parent.parent

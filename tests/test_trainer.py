@@ -32,6 +32,17 @@ def finished(tmp_path_factory):
     return train(TINY, out), out
 
 
+def test_a_run_folder_holds_exactly_the_files_its_list_names(finished):
+    """The one list of a run's files is what a trained run writes: its training's (what a sweep
+    trial's checkpoint carries) and its test's, and nothing it does not list."""
+    from psedual.results.folder import CHECKPOINT, ENCODER, FILES
+
+    _, out = finished  # GTS: no pretrained encoder, so no encoder.json (tests/test_plm.py checks BERT-Tree's)
+    written = [*(name for name in CHECKPOINT if name != ENCODER), *(f.name for f in FILES if f.trained == "test")]
+    assert sorted(p.name for p in out.iterdir()) == sorted(written)
+    assert "data.json" in CHECKPOINT  # what a test checks its data against
+
+
 def test_resume_equals_uninterrupted(finished, tmp_path):
     whole, whole_dir = finished
     assert train(TINY, tmp_path, stop_after_epoch=1) is None

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import glob
+import json
 import pickle
 import shlex
+import shutil
 import subprocess
 from types import SimpleNamespace
 from dataclasses import replace
@@ -16,7 +18,7 @@ import pytest
 import yaml
 
 from psedual.results import tables
-from psedual.results.collect import collect
+from psedual.tune.evaluate import collect
 from psedual.tune.paper import is_paper_file
 from psedual.tune.space import SpecError, load_spec, make_config
 
@@ -131,10 +133,14 @@ def _check_tables(root: Path, experiment: str, n_trials: int) -> dict[str, pl.Da
     return out
 
 
-def test_smoke_sweep_writes_the_three_tables(local_ray, tmp_path):
+def test_smoke_sweep_writes_the_three_tables(local_ray, tmp_path, data_root):
     from psedual.tune.sweep import run_sweep
 
-    spec = load_spec(ROOT / "search_spaces" / "smoke.yaml")
+    # MAWPS's five folds, copied so that the data can change after the sweep (below)
+    data = tmp_path / "data"
+    shutil.copytree(data_root / "mawps" / "five_fold", data / "mawps" / "five_fold")
+    smoke = load_spec(ROOT / "search_spaces" / "smoke.yaml")
+    spec = replace(smoke, fixed={**smoke.fixed, "data.data_root": str(data)})
     outcomes = run_sweep(spec, str(tmp_path), verbose=0)
     runs = collect(outcomes, str(tmp_path), spec.name)
     assert sorted(runs["variant"]) == ["base", "gcn"] and (runs["status"] == "completed").all()
@@ -173,6 +179,19 @@ def test_smoke_sweep_writes_the_three_tables(local_ray, tmp_path):
     # both arms recorded the same data (the smoke sweep's 96-problem subset), so nothing is unchecked
     assert got["runs"]["data_train_hash"].n_unique() == 1 and got["runs"]["data_test_hash"].null_count() == 0
     assert not any(f.startswith("data identity not recorded") for f in claim["flags"])
+    # the test after a sweep checks the data as `psedual test` does (issue 50): a trial's checkpoint
+    # holds its data.json, so a test on data other than the trial trained on is refused, never
+    # recorded as unchanged
+    fold = data / "mawps" / "five_fold" / "fold_0.json"  # fold 0's problems are the test split
+    fold.write_text(json.dumps(json.loads(fold.read_text())[:-1]))
+    with pytest.raises(ValueError, match="the test data of mawps .* differ from what this run used"):
+        collect(outcomes, str(tmp_path), spec.name)
+    # and it holds every file a run folder keeps for its test and its resumption
+    from psedual.results.folder import CHECKPOINT
+
+    for outcome in outcomes:
+        with outcome.checkpoint.as_directory() as folder:
+            assert set(CHECKPOINT) <= {p.name for p in Path(folder).iterdir()}, outcome.trial
 
 
 def test_an_optuna_sweep_runs_its_points_and_draws_no_psedual_knob_for_base(local_ray, tmp_path):

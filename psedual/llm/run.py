@@ -19,7 +19,6 @@ and whether the final answer is right where the first was not (or the reverse).
 
 from __future__ import annotations
 
-import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -29,7 +28,7 @@ from pathlib import Path
 from psedual.data.cache import load_dataset
 from psedual.data.config import DataConfig
 from psedual.data.expr import infix_with_numbers
-from psedual.data.identity import split_hash
+from psedual.data.identity import gold_hash
 from psedual.data.numbers import NumberError, parse_number
 from psedual.data.record import Problem
 from psedual.data.registry import DatasetName
@@ -38,9 +37,9 @@ from psedual.data.value import try_evaluate, values_equal
 from psedual.llm.client import CachedChat
 from psedual.llm.parse import Parsed, masked_text, parse_refill, parse_solution, problem_text
 from psedual.metrics import expression_correct, expression_correct_values, value_correct
-from psedual.train import tables
-from psedual.train.records import LLM_PREDICTIONS_SCHEMA, METRICS_SCHEMA, values
-from psedual.train.rows import DataRecord, LLMPrediction, LLMRecord, RunCost, RunInfo
+from psedual.results.folder import CACHE, RunFolder
+from psedual.results.records import DataRecord, LLMPrediction, LLMRecord, LLMResult, RunCost, RunInfo
+from psedual.results.row import MetricsRow, llm_config
 
 PROMPT_VERSION = "v1"
 
@@ -119,8 +118,8 @@ def _reexamine(chat: CachedChat, p: Problem, prefix: tuple[str, ...]) -> list[st
     return check_refill(parse_refill(chat([{"role": "user", "content": text}]).text, len(p.numbers)), prefix, p)
 
 
-def solve_one(chat: CachedChat, p: Problem, config: LLMConfig) -> dict:
-    """One problem's prediction row (an `LLMPrediction`)."""
+def solve_one(chat: CachedChat, p: Problem, config: LLMConfig) -> LLMPrediction:
+    """One problem's prediction."""
     messages = _solve_messages(p)
     reply = chat(messages)
     parsed = parse_solution(reply.text, p)
@@ -153,12 +152,12 @@ def solve_one(chat: CachedChat, p: Problem, config: LLMConfig) -> dict:
     predicted = parsed.prefix or ()
     before, after = _value(first, p), _value(parsed, p)
     changed = config.reexamine and not values_equal(before, after) and (before is not None or after is not None)
-    return asdict(LLMPrediction(
+    return LLMPrediction(
         p.id, list(predicted), list(p.prefix), value_correct(predicted, p), expression_correct(predicted, p),
         expression_correct_values(predicted, p), infill_predicted=None, infill_gold=None, unscored=None,
         reply=reply.text, failure=parsed.failure, reexamined=reexamined if config.reexamine else None,
         rounds_used=rounds_used if config.reexamine else None, changed=changed if config.reexamine else None,
-        first_value_correct=value_correct(first.prefix or (), p)))
+        first_value_correct=value_correct(first.prefix or (), p))
 
 
 def _value(parsed: Parsed, p: Problem):
@@ -169,11 +168,11 @@ def run(config: LLMConfig, out: str | Path, progress: bool = True) -> dict:
     """Solve the test split; write predictions.parquet, metrics.parquet and config.json to `out`
     (its cache.sqlite makes a rerun or a resumed run ask nothing twice). Returns the metrics row
     (`METRICS_SCHEMA`'s columns: the counts are `llm.*`)."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    folder = RunFolder(Path(out))
+    folder.path.mkdir(parents=True, exist_ok=True)
     problems = list(split_dataset(load_dataset(config.dataset), DataConfig(config.dataset, fold=config.fold)).test)
     problems = problems[: config.limit] if config.limit else problems
-    chat = CachedChat(config.base_url, config.model, config.api_key_env, out / "cache.sqlite", PROMPT_VERSION,
+    chat = CachedChat(config.base_url, config.model, config.api_key_env, folder.file(CACHE), PROMPT_VERSION,
                       config.timeout, config.max_retries, config.temperature)
     began = time.perf_counter()
     with ThreadPoolExecutor(config.concurrency) as pool:
@@ -186,23 +185,18 @@ def run(config: LLMConfig, out: str | Path, progress: bool = True) -> dict:
     n = max(1, len(rows))
     c = chat.counts
     llm = LLMRecord(config.model, PROMPT_VERSION, config.reexamine, config.rounds, config.samples, config.temperature,
-                    failures=sum(r["failure"] is not None for r in rows), changed=sum(bool(r["changed"]) for r in rows),
-                    changed_to_right=sum(bool(r["changed"]) and r["value_correct"] and not r["first_value_correct"]
+                    failures=sum(r.failure is not None for r in rows), changed=sum(bool(r.changed) for r in rows),
+                    changed_to_right=sum(bool(r.changed) and r.value_correct and not r.first_value_correct
                                          for r in rows),
-                    changed_to_wrong=sum(bool(r["changed"]) and r["first_value_correct"] and not r["value_correct"]
+                    changed_to_wrong=sum(bool(r.changed) and r.first_value_correct and not r.value_correct
                                          for r in rows),
                     calls=c.calls, cache_hits=c.cache_hits, prompt_tokens=c.prompt_tokens,
                     completion_tokens=c.completion_tokens)
+    result = LLMResult(sum(r.value_correct for r in rows) / n, sum(r.expression_correct for r in rows) / n,
+                       sum(r.expression_correct_values for r in rows) / n)
     data = DataRecord(n_train=None, n_valid=None, n_test=len(rows), n_test_infilled=None, data_key=None,
-                      data_train_hash=None, data_test_hash=split_hash((p.id, p.prefix) for p in problems))
-    metrics = {**values(RunInfo(config.variant)), "solver": f"llm:{config.model}", "seed": 0,
-               "data.dataset": config.dataset, "data.fold": config.fold,
-               **values(RunCost(epochs_done=0, test_seconds=time.perf_counter() - began)),
-               "test_value_acc": sum(r["value_correct"] for r in rows) / n,
-               "test_expr_acc": sum(r["expression_correct"] for r in rows) / n,
-               "test_expr_acc_values": sum(r["expression_correct_values"] for r in rows) / n,
-               **values(data), **values(llm, "llm.")}
-    tables.write(rows, out / "predictions.parquet", LLM_PREDICTIONS_SCHEMA)
-    tables.write([metrics], out / "metrics.parquet", METRICS_SCHEMA)
-    (out / "config.json").write_text(json.dumps({"llm": asdict(config)}, indent=2))
-    return metrics
+                      data_train_hash=None, data_test_hash=gold_hash(problems))
+    metrics = MetricsRow(RunInfo(config.variant), llm_config(config.model, config.dataset, config.fold),
+                         RunCost(epochs_done=0, test_seconds=time.perf_counter() - began), result, data, llm=llm)
+    folder.write_llm(asdict(config), rows, metrics)
+    return metrics.values()

@@ -1,24 +1,25 @@
-"""After a sweep: evaluate each trial's chosen checkpoint on test once, and write the tables."""
+"""Runs into the result tables: a sweep's trials with what their tests returned (`write_trials`;
+`psedual.tune.evaluate` tests them), and finished run folders (`psedual results add`). Each row
+is a `RunsRow` (`psedual.results.row`); nothing here imports Ray or runs a test.
+"""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from psedual.results import tables
+from psedual.results.folder import RunFolder
+from psedual.results.records import RunCost, RunInfo, Trial, values
+from psedual.results.row import MetricsRow, RunsRow, Tested
+from psedual.results.schema import RUNS_SCHEMA, arrow_table
 from psedual.storage import DEFAULT_ROOT
-from psedual.train import records
 from psedual.train.config import TrainConfig
-from psedual.train.outcome import TrialOutcome
-from psedual.train.resources import Resources
-from psedual.train.rows import ENV_PREFIX, DataRecord, Environment, RunResult, Trial
-from psedual.train.trainer import test_run
 
 
 def code_version() -> str:
@@ -39,8 +40,55 @@ def code_version() -> str:
             return "unknown"
 
 
-def _runs_frame(rows: list[dict]) -> pl.DataFrame:
-    return pl.from_arrow(records.arrow_table(rows, records.RUNS_SCHEMA, "the runs table"))
+def _runs_frame(rows: list[RunsRow]) -> pl.DataFrame:
+    return pl.from_arrow(arrow_table([r.values() for r in rows], RUNS_SCHEMA, "the runs table"))
+
+
+def _write(root: str, experiment: str, row: RunsRow, epochs: Sequence, predictions: Sequence) -> None:
+    """One trial's rows of the three tables (its epochs and predictions as records)."""
+    trial = row.trial.trial
+    tables.write(root, "epochs", experiment, trial, [{"trial": trial, **values(e)} for e in epochs])
+    tables.write(root, "predictions", experiment, trial, [{"trial": trial, **p} for p in predictions])
+    tables.write(root, "runs", experiment, trial, [row.values()])
+
+
+@dataclass(frozen=True)
+class SweptTrial:
+    """One trial of a sweep as the tables take it: how it ended, and its test, if it had one."""
+
+    trial: Trial
+    """Its id, status, error and the code that ran it."""
+    config: TrainConfig
+    """The config Tune gave it."""
+    reported_epochs: int
+    """The epoch of its last report (0 if none): its epochs done when it left no checkpoint to test."""
+    tested: Tested | None
+    """What testing its checkpoint returned; None if it left none."""
+
+    def __post_init__(self) -> None:
+        # the row's config is Tune's; the test read the checkpoint's: one run, or the row would lie
+        if self.tested is not None and self.tested.config != self.config:
+            raise ValueError(f"trial {self.trial.trial}: its checkpoint's config.json is not the config Tune gave it")
+
+    def row(self) -> RunsRow:
+        if self.tested is not None:
+            return RunsRow(self.trial, self.tested.metrics())
+        return RunsRow(self.trial, MetricsRow(RunInfo(self.config.variant), self.config.flat(),
+                                              RunCost(self.reported_epochs, None)))
+
+
+def write_trials(trials: Sequence[SweptTrial], root: str, experiment: str) -> pl.DataFrame:
+    """Write `runs`, `epochs` and `predictions` for every trial (a trial never tested: its runs
+    row alone); return the runs rows."""
+    rows = []
+    for t in trials:
+        row = t.row()
+        if t.tested is None:
+            tables.write(root, "runs", experiment, t.trial.trial, [row.values()])
+        else:
+            _write(root, experiment, row, t.tested.epochs, [values(p) for p in t.tested.predictions])
+        rows.append(row)
+    return _runs_frame(rows)
 
 
 @dataclass(frozen=True)
@@ -71,90 +119,10 @@ def add_run_folders(folders: list[str | Path], root: str, experiment: str) -> pl
     if len(set(names)) != len(names):
         raise ValueError(f"run folders must have distinct names (they become trial ids): {names}")
     version, rows = code_version(), []
-    for folder in map(Path, folders):
-        saved = json.loads((folder / "config.json").read_text()) if (folder / "config.json").is_file() else {}
-        missing = [n for n in ("config.json", "predictions.parquet", "metrics.parquet", "epochs.parquet")
-                   if not (folder / n).is_file() and not ("llm" in saved and n == "epochs.parquet")]
-        if missing:
-            raise FileNotFoundError(f"{folder}: not a finished run folder (missing {', '.join(missing)})")
-        metrics, = records.read(folder / "metrics.parquet", records.METRICS_SCHEMA)
-        trial = folder.name
-        epochs = []
-        if "llm" not in saved:  # a trained run's epochs, config and arm (older metrics lack the arm)
-            epochs = records.read(folder / "epochs.parquet", records.EPOCHS_SCHEMA)
-            config = TrainConfig.from_dict(saved)
-            metrics = {**metrics, **config.flat(), "variant": config.variant}
-        row = {**metrics, **records.values(Trial(trial, "completed", None, version)),
-               "epochs_done": len(epochs)}
-        tables.write(root, "epochs", experiment, trial, [{"trial": trial, **e} for e in epochs])
-        tables.write(root, "predictions", experiment, trial,
-                     [{"trial": trial, **r} for r in records.read(folder / "predictions.parquet",
-                                                                  records.PREDICTIONS_SCHEMA)])
-        tables.write(root, "runs", experiment, trial, [row])
+    for folder in (RunFolder(Path(f)) for f in folders):
+        folder.require_finished()
+        row = RunsRow(Trial(folder.path.name, "completed", None, version), folder.metrics())
+        _write(root, experiment, row, () if folder.is_llm() else folder.epochs(), folder.predictions())
         rows.append(row)
     return _runs_frame(rows)
 
-
-TESTED = ("test_seconds", *(f.name for f in records.columns(DataRecord)),
-          *(f.name for f in records.columns(Environment, ENV_PREFIX)))
-"""What the runs table takes from a tested checkpoint's metrics besides the result (the
-environment is where the trial trained, from its checkpoint's env.json, not where it was tested)."""
-
-
-@dataclass
-class Tested:
-    """What testing one trial's checkpoint gave: the result, and the tables' rows."""
-
-    result: RunResult
-    counts: dict
-    """`TESTED`: the test's time, the split sizes, the data identity and where it trained."""
-    epochs: list[dict]
-    predictions: list[dict]
-
-
-def evaluate_checkpoint(checkpoint) -> Tested:
-    """Evaluate a trial's checkpoint (which holds `best.pt`) on test once, on the device its
-    config names (`auto`: the GPU of the Ray task that runs this, if it has one)."""
-    with tempfile.TemporaryDirectory() as d:
-        checkpoint.to_directory(d)
-        result = test_run(d)
-        metrics, = records.read(Path(d) / "metrics.parquet", records.METRICS_SCHEMA)
-        # the checkpoint may be older than the last report; its history is what it holds
-        return Tested(result, {k: metrics[k] for k in TESTED},
-                      records.read(Path(d) / "epochs.parquet", records.EPOCHS_SCHEMA),
-                      records.read(Path(d) / "predictions.parquet", records.PREDICTIONS_SCHEMA))
-
-
-def evaluate_trials(outcomes: list[TrialOutcome], resources: Resources | None = None) -> dict[str, Tested]:
-    """Test every trial that left a checkpoint. With `resources` (and Ray running, as after a
-    sweep) each test is a Ray task holding what one of the trial's workers held (its CPUs, its
-    GPU), so the tests run side by side across the cluster; without, one after another here."""
-    todo = [o for o in outcomes if o.checkpoint is not None]
-    if resources is None or not todo:
-        return {o.trial: evaluate_checkpoint(o.checkpoint) for o in todo}
-    import ray
-
-    task = ray.remote(num_cpus=resources.cpus_per_worker, num_gpus=resources.gpus_per_worker,
-                      max_retries=0)(evaluate_checkpoint)
-    return dict(zip((o.trial for o in todo), ray.get([task.remote(o.checkpoint) for o in todo])))
-
-
-def collect(outcomes: list[TrialOutcome], root: str, experiment: str,
-            resources: Resources | None = None) -> pl.DataFrame:
-    """Test each trial's checkpoint (see `evaluate_trials`: in parallel Ray tasks with `resources`),
-    write `runs`, `epochs` and `predictions` for every trial; return the runs rows."""
-    version = code_version()
-    tested = evaluate_trials(outcomes, resources)
-    runs = []
-    for o in outcomes:
-        config = TrainConfig.from_flat(o.flat)
-        row = {**records.values(Trial(o.trial, o.status, o.error, version)), "variant": config.variant,
-               **config.flat(), "epochs_done": o.metrics.get("epoch", 0)}
-        if o.trial in tested:
-            t = tested[o.trial]
-            row.update({**records.values(t.result), **t.counts})
-            tables.write(root, "epochs", experiment, o.trial, [{"trial": o.trial, **e} for e in t.epochs])
-            tables.write(root, "predictions", experiment, o.trial, [{"trial": o.trial, **p} for p in t.predictions])
-        tables.write(root, "runs", experiment, o.trial, [row])
-        runs.append(row)
-    return _runs_frame(runs)

@@ -1,4 +1,4 @@
-"""The three result tables, their schemas (from `psedual.train.records`), and atomic, idempotent writes.
+"""The three result tables, their schemas (from `psedual.results.schema`), and atomic, idempotent writes.
 
 Layout under a storage root (a local folder or any pyarrow filesystem URI):
 
@@ -17,12 +17,12 @@ from __future__ import annotations
 import pyarrow as pa
 
 from psedual.atomic import write_parquet
+from psedual.results import schema
+from psedual.results.schema import RUNS_SCHEMA
 from psedual.storage import TABLES, filesystem
-from psedual.train import records
-from psedual.train.records import RUNS_SCHEMA
 
-SCHEMAS = {"runs": RUNS_SCHEMA, "epochs": pa.schema([records.TRIAL_COLUMN, *records.EPOCHS_SCHEMA]),
-           "predictions": pa.schema([records.TRIAL_COLUMN, *records.PREDICTIONS_SCHEMA])}
+SCHEMAS = {"runs": RUNS_SCHEMA, "epochs": pa.schema([schema.TRIAL_COLUMN, *schema.EPOCHS_SCHEMA]),
+           "predictions": pa.schema([schema.TRIAL_COLUMN, *schema.PREDICTIONS_SCHEMA])}
 EPOCHS_SCHEMA = SCHEMAS["epochs"]
 
 
@@ -32,5 +32,5 @@ def write(root: str, table: str, experiment: str, trial: str, rows: list[dict]) 
     if table not in SCHEMAS:
         raise ValueError(f"unknown table {table!r}; valid: {', '.join(TABLES)}")
     fs, base = filesystem(root)
-    data = records.arrow_table(rows, SCHEMAS[table], f"the {table} table")
+    data = schema.arrow_table(rows, SCHEMAS[table], f"the {table} table")
     return write_parquet(data, f"{base}/{table}/experiment={experiment}/{trial}.parquet", fs)

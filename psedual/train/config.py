@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import types
 from dataclasses import asdict, dataclass, field
 from typing import Literal, get_args, get_origin, get_type_hints
@@ -114,6 +115,11 @@ class TrainConfig:
     def variant(self) -> str:
         """The run's arm: `base`, or the PseDual expression encoder's name (the tables' `variant`)."""
         return BASE if self.psedual is None else self.psedual.expression_encoder
+
+    def steps_per_epoch(self, n_train: int) -> int:
+        """Optimiser steps per epoch over `n_train` training problems: the schedules' horizon is
+        this times the epochs."""
+        return math.ceil(n_train / self.batch_size)
 
     def flat(self) -> dict[str, object]:
         """One level of keys (`data.fold`, `model.hidden_size`, `psedual.fusion`, `lr`, ...), for

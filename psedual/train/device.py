@@ -8,7 +8,10 @@ from importlib.metadata import PackageNotFoundError, version
 
 import torch
 
-from psedual.train.rows import CPU_BUILD, NOT_INSTALLED, Environment
+from psedual.results.records import CPU_BUILD, NOT_INSTALLED, Environment
+
+CPU = torch.device("cpu")
+"""The default device of the functions that take one."""
 
 
 def resolve(name: str) -> torch.device:

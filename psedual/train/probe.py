@@ -8,7 +8,6 @@ scrambled; one that reads slot names does not (`bench/infill_probe.py` prints th
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +17,9 @@ import torch
 from psedual.metrics import infilling_accuracy, perfect_match_ratio
 from psedual.reexamine import Reexaminer
 from psedual.reexamine import probe
+from psedual.results.folder import BEST, RunFolder
 from psedual.train import checkpoint
-from psedual.train.config import TrainConfig
-from psedual.train.trainer import infill
+from psedual.train.test import infill
 from psedual.train.view import sets, view
 
 
@@ -70,14 +69,14 @@ def _score(pred, right) -> Score:
 def probe_run(run_dir: str | Path, seed: int = 0) -> InfillProbe:
     """The probes on run folder `run_dir` (a PseDual run with best.pt), on the CPU. `seed` draws
     the scrambles and renamings."""
-    out = Path(run_dir)
-    config = TrainConfig.from_dict(json.loads((out / "config.json").read_text()))
+    folder = RunFolder(Path(run_dir))
+    out, config = folder.path, folder.config()
     if config.psedual is None:
         raise ValueError(f"{out}: a base run has no infiller to probe")
     splits, info = view(config)
     _, _, test_set, vocab = sets(config, splits, info)
-    state = checkpoint.load(out / "best.pt")
-    model = checkpoint.build_model(state, out / "best.pt", config.solver, vocab)
+    state = checkpoint.load(folder.file(BEST))
+    model = checkpoint.build_model(state, folder.file(BEST), config.solver, vocab)
     reexaminer = Reexaminer(vocab, config.model, config.psedual)
     reexaminer.load_state_dict(state["reexaminer"])
     device = torch.device("cpu")

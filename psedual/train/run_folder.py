@@ -13,22 +13,24 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from psedual.results.folder import CONFIG, DATA, ENV, FILES, RunFolder
 from psedual.train.checkpoint import CheckpointError
 from psedual.train.config import TrainConfig
 
-CONFIG_FILE = "config.json"
+CONFIG_FILE = CONFIG
 """The run's config, written before its first epoch (`trainer._start_outputs`)."""
-OUTPUTS = ("best.pt", "last.pt", "epochs.parquet", "predictions.parquet", "metrics.parquet")
-"""What a run leaves in its folder besides its config: a folder holding any of them holds a run."""
+OUTPUTS = tuple(f.name for f in FILES if f.trained is not None and f.name not in (CONFIG, DATA, ENV))
+"""What a run leaves in its folder besides its config and notes: a folder holding any of them holds a run."""
 SHOWN_KEYS = 3
 """Differing keys named in the error line (a different data set differs in many)."""
 
 
-def check_run_folder(out: Path, config: TrainConfig) -> None:
+def check_run_folder(folder: RunFolder | Path, config: TrainConfig) -> None:
     """Refuse to start `config`'s run in `out` when `out` holds another run: one whose config.json
     is another config (`device` aside: a run may move), cannot be read as a run's config, or is
     missing beside a run's outputs. A folder without any, or with this config's, passes (the
     caller decides between resuming and starting again)."""
+    out = folder.path if isinstance(folder, RunFolder) else Path(folder)
     path = out / CONFIG_FILE
     if not path.is_file():
         held = [name for name in OUTPUTS if (out / name).exists()]

@@ -1,23 +1,20 @@
-"""A training run's state before its first epoch: model, reexamining module, optimiser and
-schedules on their device (`build`), and, for a resumed run, the same state read back from
-`last.pt` (`resume`), so that it goes on exactly where it stopped."""
+"""A training run's state from setup to its last epoch (`Run`; `trainer.build` makes it), its
+optimiser's parameter groups and learning-rate schedule, and, for a resumed run, the same state
+read back from `last.pt` (`resume`), so that it goes on exactly where it stopped."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import torch
 from torch import nn
 
 from psedual.reexamine import Reexaminer
-from psedual.solvers import get_solver
+from psedual.results.folder import LAST, RunFolder
 from psedual.solvers.vocab import Vocab
 from psedual.train import checkpoint
 from psedual.train.config import TrainConfig
 from psedual.train.run_folder import check_run_folder
-from psedual.train.step import StepLoss
 
 OPTIMIZERS = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
 """`TrainConfig.optimizer` -> its class (both take the parameter groups, lr and weight_decay)."""
@@ -29,7 +26,7 @@ class Run:
 
     config: TrainConfig
     """The run's config."""
-    out: Path
+    folder: RunFolder
     """Its output folder."""
     device: torch.device
     """Where it computes."""
@@ -47,8 +44,9 @@ class Run:
     """The solver."""
     reexaminer: Reexaminer | None
     """The reexamining module; None trains the solver alone."""
-    step_fn: StepLoss
-    """The step's loss over model and reexaminer (what the optimiser holds the parameters of)."""
+    step_fn: nn.Module
+    """The step's loss over model and reexaminer (`trainer.StepLoss`: what the optimiser holds the
+    parameters of)."""
     opt: torch.optim.Optimizer
     """`config.optimizer` over `parameter_groups`."""
     sched: object
@@ -90,38 +88,15 @@ def lr_schedule(opt, config: TrainConfig, per_epoch: int):
     return get_linear_schedule_with_warmup(opt, round(config.warmup_fraction * total), total)
 
 
-def steps_per_epoch(config: TrainConfig, n_train: int) -> int:
-    """Optimiser steps per epoch: the schedules' horizon is this times the epochs."""
-    return math.ceil(n_train / config.batch_size)
-
-
-def build(config: TrainConfig, out: Path, train_set: list, valid_set: list, vocab: Vocab, device: torch.device,
-          rank: int, world_size: int) -> Run:
-    """The model (initialised from `config.seed`), its reexamining module, optimiser and schedule."""
-    torch.manual_seed(config.seed)
-    model = get_solver(config.solver)(vocab, config.model)
-    if config.model.plm == "minilm" and model.pretrained_parameters() \
-            and any(p.language != "en" for p in train_set[:100]):
-        raise ValueError(f"{config.data.dataset} is not English, and the default pretrained encoder (minilm) is: give "
-                         "--model.plm a Chinese BERT/RoBERTa: a hub id (hfl/chinese-roberta-wwm-ext) or a local folder")
-    reexaminer = Reexaminer(vocab, config.model, config.psedual) if config.psedual is not None else None
-    # on the device before the optimiser is built, which keeps references to the parameters
-    step_fn = StepLoss(model, reexaminer, config.psedual.alpha if config.psedual is not None else 0.0).to(device)
-    opt = OPTIMIZERS[config.optimizer](parameter_groups(step_fn, config), config.lr, weight_decay=config.weight_decay)
-    per_epoch = steps_per_epoch(config, len(train_set))  # len(batches) of every epoch: the schedules' clock
-    return Run(config, out, device, rank, world_size, train_set, valid_set, vocab, model, reexaminer, step_fn, opt,
-               lr_schedule(opt, config, per_epoch), per_epoch)
-
-
 def resume(run: Run, resuming: bool) -> None:
     """With `resuming`, load `last.pt` (if any) into `run`: weights, optimiser, schedule, RNG
     states, history. Without, refuse a folder that already holds a run."""
-    last, config = run.out / "last.pt", run.config
+    last, config = run.folder.file(LAST), run.config
     if not (resuming and last.exists()):
         if last.exists() and run.main:
             raise checkpoint.CheckpointError(f"{last} exists: pass resume=True (--resume) or use a new output folder")
         if run.main:  # starting from scratch: the folder must not hold another config's run
-            check_run_folder(run.out, config)
+            check_run_folder(run.folder, config)
         return
     state = checkpoint.load(last)
     # compared as configs, so a checkpoint saved before a field existed (at its default) still fits;

@@ -1,4 +1,4 @@
-"""`psedual solve`: one problem text through a trained checkpoint; `psedual test`'s options."""
+"""`psedual solve`: one problem text through a trained checkpoint."""
 
 from __future__ import annotations
 
@@ -28,19 +28,6 @@ class SolveConfig:
     def __post_init__(self) -> None:
         if self.beam_size < 1:
             raise ValueError(f"beam_size must be at least 1, got {self.beam_size}")
-
-
-@dataclass(frozen=True)
-class TestConfig:
-    """`psedual test`: test a trained run folder's best checkpoint (again), without training."""
-
-    run_dir: str
-    """The folder `psedual train --out` wrote."""
-    device: str | None = None
-    """Where to evaluate (default: the run's config)."""
-    allow_changed_data: bool = False
-    """Test even though the data on disk differ from what the run trained and tested on
-    (refused by default: its metrics would be for other problems)."""
 
 
 def solve(checkpoint_path: str | Path, text: str, beam_size: int = 5) -> tuple[str, str]:

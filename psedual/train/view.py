@@ -11,24 +11,25 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 from psedual.data.cache import load_dataset
-from psedual.data.identity import split_hash
+from psedual.data.identity import gold_hash, splits_identity
 from psedual.data.splits import Splits, split_dataset
 from psedual.data.stats import summary
+from psedual.results.folder import DATA, RunFolder
+from psedual.results.records import DataRecord
 from psedual.solvers import get_solver
 from psedual.solvers.plm import subword_check
 from psedual.solvers.vocab import Vocab
 from psedual.train.config import TrainConfig
-from psedual.train.rows import DataRecord
 
 
 def view(config: TrainConfig) -> tuple[Splits, dict]:
-    """The run's splits, and what was read and left out (`data.stats.summary`) for its outputs."""
+    """The run's splits, and what was read and left out (`data.stats.summary`, with the splits'
+    `identity`: a run folder's data.json) for its outputs."""
     dataset = load_dataset(config.data.dataset, config.data.data_root, config.data.user_path)
     splits = _fit_encoder(config, split_dataset(dataset, config.data))
-    return splits, summary(dataset, splits)
+    return splits, {**summary(dataset, splits), "identity": splits_identity(splits.train, splits.test)}
 
 
 TOO_MANY_SUBWORDS = "more subwords than the pretrained encoder's positions"
@@ -72,8 +73,8 @@ def data_record(info: dict, train_set, valid_set, test_set, unscored: list, infi
     """The sizes, the data summary (the full one is the run's data.json) and the hashes of the
     training and test splits' ids and golds: what analysis pairs arms by."""
     return DataRecord(n_train=len(train_set), n_valid=len(valid_set), n_test=len(test_set), n_test_infilled=infilled,
-                      data_key=info["cache_key"], data_train_hash=split_hash((p.id, p.prefix) for p in train_set),
-                      data_test_hash=split_hash((p.id, p.prefix) for p in test_set),
+                      data_key=info["cache_key"], data_train_hash=gold_hash(train_set),
+                      data_test_hash=gold_hash(test_set),
                       n_test_unscored=sum(why is not None for why in unscored),
                       data_root=info["user_path"] or info["data_root"], data_kept=info["kept"],
                       data_skipped=info["skipped"], data_left_out=info["left_out"],
@@ -82,49 +83,21 @@ def data_record(info: dict, train_set, valid_set, test_set, unscored: list, infi
                       data_test_leaked=info.get("leaked", {}).get("test"), data_changed=changed)
 
 
-def identity(splits: Splits) -> dict[str, str]:
-    """What a test's data must still be: the training split (the vocabulary comes from it) and
-    the test split, each as one hash of ids, golds, answers and numbers (`data.json`)."""
-    def of(problems) -> str:
-        return split_hash((p.id, (*p.prefix, "=", p.answer, "|", *p.numbers)) for p in problems)
-
-    return {"train": of(splits.train), "test": of(splits.test)}
-
-
-def run_config(out: Path) -> TrainConfig:
-    """A run folder's `config.json`, or one line naming it and what is wrong (not JSON, not an
-    object, a field of the wrong type), never a traceback from deep inside the config's checks."""
-    path = out / "config.json"
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(raw, dict):
-            raise TypeError(f"an object of options, found a {type(raw).__name__}")
-        return TrainConfig.from_dict(raw)
-    except (OSError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path}: cannot read the run's config ({type(err).__name__}: {err})") from None
-    except (ValueError, TypeError, KeyError, AttributeError) as err:  # json's, and the config's own checks
-        raise ValueError(f"{path}: not a run's config ({type(err).__name__}: {str(err)[:200]})") from None
-
-
-def check_identity(out: Path, splits: Splits, info: dict, allow_changed_data: bool) -> bool:
-    """Refuse to test a run on data other than it was trained and tested on, unless allowed
-    (then say so, and return True). A run folder from before `data.json` held the identity is
-    not checked, and says so; a `data.json` that cannot be read, or whose identity is not what
-    a run writes, is refused as changed data would be (else damaging it would skip the check)."""
-    path = out / "data.json"
-    if not path.exists() and not path.is_symlink():
+def check_identity(folder: RunFolder, info: dict, allow_changed_data: bool) -> bool:
+    """Refuse to test a run on data other than it was trained and tested on (`info`, the data now
+    on disk, as `view` gives it), unless allowed (then say so, and return True). A run folder from
+    before `data.json` held the identity is not checked, and says so; a `data.json` that cannot be
+    read, or whose identity is not what a run writes, is refused as changed data would be (else
+    damaging it would skip the check)."""
+    path = folder.file(DATA)
+    if not folder.holds_data_record():
         print(f"note: {path} is missing: the data this run used are not checked against the data now on disk",
               file=sys.stderr, flush=True)
         return False
     try:
-        recorded = json.loads(path.read_text(encoding="utf-8"))
-        recorded = recorded["identity"] if isinstance(recorded, dict) and "identity" in recorded else (
-            None if isinstance(recorded, dict) else recorded)
-        if recorded is not None and not (isinstance(recorded, dict)
-                                         and all(isinstance(recorded.get(k), str) for k in ("train", "test"))):
-            raise ValueError(f"its identity is {str(recorded)[:80]!r}, not the train and test hashes a run writes")
-    except (OSError, ValueError) as err:  # a folder, unreadable, not JSON, a foreign identity
-        what = f"{path}: cannot tell which data this run used ({type(err).__name__}: {str(err)[:160]})"
+        recorded = folder.recorded_identity()
+    except ValueError as err:
+        what = f"{path}: cannot tell which data this run used ({err})"
         if not allow_changed_data:
             raise ValueError(f"{what}: refused; restore the run's data.json, or pass --allow_changed_data to test on "
                              "the data now on disk") from None
@@ -134,12 +107,13 @@ def check_identity(out: Path, splits: Splits, info: dict, allow_changed_data: bo
         print(f"note: {path} holds no data identity (a run from before it was recorded): the data are not checked",
               file=sys.stderr, flush=True)
         return False
-    now = identity(splits)
+    now = info["identity"]
     changed = [k for k in ("train", "test") if recorded.get(k) != now[k]]
     if not changed:
         return False
-    what = (f"{out}: the {' and '.join(changed)} data of {info['dataset']} (from {info['user_path'] or info['data_root']}) "
-            f"differ from what this run used ({', '.join(f'{k} {recorded.get(k)} now {now[k]}' for k in changed)})")
+    what = (f"{folder.path}: the {' and '.join(changed)} data of {info['dataset']} (from "
+            f"{info['user_path'] or info['data_root']}) differ from what this run used "
+            f"({', '.join(f'{k} {recorded.get(k)} now {now[k]}' for k in changed)})")
     if not allow_changed_data:
         raise ValueError(f"{what}: refused, as its metrics would be for other problems; restore the data, or pass "
                          "--allow_changed_data to test on the data now on disk")

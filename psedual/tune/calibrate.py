@@ -54,10 +54,10 @@ def measure(flat: dict, device=None, steps: int | None = None, plm: str | None =
     `plm`: a stand-in encoder's folder (`stand_in`)."""
     import torch
 
-    from psedual.train import setup
+    from psedual.results.folder import RunFolder
     from psedual.train.device import resolve
     # the trainer's own steps (not a copy of them), timed one phase at a time
-    from psedual.train.trainer import _distribute, _train_epoch, _validate
+    from psedual.train.trainer import _distribute, _train_epoch, _validate, build
     from psedual.train.view import sets, view
     from psedual.tune.space import make_config
 
@@ -73,8 +73,8 @@ def measure(flat: dict, device=None, steps: int | None = None, plm: str | None =
             train_set = train_set[: steps * config.batch_size]
             valid_set = valid_set[: DECODE_BATCHES * config.batch_size]
             note = "; ".join(filter(None, [note, f"{steps} steps timed an epoch"]))
-        run = setup.build(config, Path(out), train_set, valid_set, vocab,
-                          resolve(config.device) if device is None else device, 0, 1)
+        run = build(config, RunFolder(Path(out)), train_set, valid_set, vocab,
+                    resolve(config.device) if device is None else device, 0, 1)
         run.forward = _distribute(run)
         start = time.perf_counter() - began
         epochs = []

@@ -171,8 +171,6 @@ class PartPlan:
 
 def plan_part(part: str, configs: list, resources, costs: dict, where: str, size_of=sizes) -> PartPlan:
     """A part's plan from its trials' TrainConfigs and the calibration of machine `where`."""
-    from psedual.train.setup import steps_per_epoch
-
     gpu = resources.gpus_per_worker > 0
     units = resources.num_workers * (resources.gpus_per_worker if gpu else resources.cpus_per_worker)
     plan = PartPlan(part, units=units, gpu=gpu, concurrency=resources.max_concurrent)
@@ -185,7 +183,7 @@ def plan_part(part: str, configs: list, resources, costs: dict, where: str, size
     missing = set()
     for config in configs:
         n = size_of(config)
-        per_epoch = steps_per_epoch(config, n.train)
+        per_epoch = config.steps_per_epoch(n.train)
         plan.trials += 1
         plan.epochs += config.epochs
         plan.steps += config.epochs * per_epoch

@@ -1,7 +1,7 @@
 """Run a sweep with Ray Tune: Optuna (TPE, seeded) + ASHA, or a plain grid; resume a killed one.
 
 Returns what each trial left: its config, status, last validation metrics and the
-checkpoint holding `best.pt`. Test evaluation and tables are `psedual.results`' job.
+checkpoint holding `best.pt`. Testing them is `psedual.tune.evaluate`'s job, the tables `psedual.results`'.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import ray.tune
 from ray.exceptions import RayTaskError
 from ray.train import Checkpoint
 
-from psedual.storage import filesystem, storage_uri
-from psedual.tune.progress import RAY_LOGS, Progress, quiet_tune_logs
-from psedual.train.best import SELECT_BY
-from psedual.train.config import TrainConfig
 from psedual.reexamine.config import BASE
-from psedual.train.outcome import TrialOutcome
+from psedual.results.best import SELECT_BY
+from psedual.storage import filesystem, storage_uri
+from psedual.train.config import TrainConfig
 from psedual.train.resources import Resources
 from psedual.tune import study
+from psedual.tune.outcome import TrialOutcome
+from psedual.tune.progress import RAY_LOGS, Progress, quiet_tune_logs
 from psedual.tune.asha import ArmASHA
 from psedual.tune import trackers
 from psedual.tune.trackers import tracker_callbacks
@@ -230,7 +230,7 @@ def max_epochs(spec: SweepSpec) -> int:
 OBJECTIVE = f"best_{SELECT_BY}"
 """What the searcher (TPE), ASHA's rungs and the Tuner's `best_result` rank trials by: each
 trial's best validation score so far, the score of the checkpoint it keeps and is tested with
-(`psedual.train.best`). The last epoch's score would teach TPE a number no trial is judged by."""
+(`psedual.results.best`). The last epoch's score would teach TPE a number no trial is judged by."""
 
 
 def trial_name(trial) -> str:

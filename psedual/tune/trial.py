@@ -23,14 +23,11 @@ from ray.train.torch import TorchConfig
 # device check on every worker before it
 from ray.train.torch.config import _TorchBackend
 
+from psedual.results.folder import CHECKPOINT
 from psedual.train.device import NoCudaError, placed
-from psedual.train.trainer import train
 from psedual.train.resources import Resources
+from psedual.train.trainer import train
 from psedual.tune.space import make_config
-
-FILES = ("config.json", "last.pt", "best.pt", "epochs.parquet", "env.json")
-"""A trial's checkpoint: what resumes it, and what the test after the sweep reads (env.json: where
-it trained, for the runs table)."""
 
 
 def _restore(checkpoint, out: Path) -> bool:
@@ -38,7 +35,7 @@ def _restore(checkpoint, out: Path) -> bool:
     if checkpoint is None:
         return False
     with checkpoint.as_directory() as d:
-        for name in FILES:
+        for name in CHECKPOINT:
             if (Path(d) / name).exists():
                 shutil.copy2(Path(d) / name, out / name)
     return True
@@ -52,7 +49,7 @@ def _report(report, checkpoint_cls, row: dict, out: Path, with_checkpoint: bool)
         report(metrics)
         return
     with tempfile.TemporaryDirectory() as d:
-        for name in FILES:
+        for name in CHECKPOINT:
             if (out / name).exists():
                 _snapshot(out / name, Path(d) / name)
         report(metrics, checkpoint=checkpoint_cls.from_directory(d))

@@ -1,27 +1,27 @@
-"""The typed record of each table row, and which of a runs row's columns the arms of a claim
-must share.
+"""The typed record of each table row's parts.
 
 A run folder holds `epochs.parquet` (one `Epoch` per epoch), `predictions.parquet` (one
 `Prediction` per test problem; an LLM run's are `LLMPrediction`s) and `metrics.parquet` (one
-row: the run's `RunInfo`, its config's flat keys, its `RunCost`, its `RunResult`, its
-`DataRecord`, the `Environment` it trained in as `env.*` and, for an LLM run, its `LLMRecord` as
-`llm.*`). The result tables hold the same
-rows, each with its trial; a runs row is a `Trial` followed by the metrics row. The Arrow
-schemas are derived from these records in `psedual.train.records`.
+`psedual.results.row.MetricsRow`: which arm the run is, its config's flat keys, its `RunCost`,
+its `RunResult` (an LLM run's `LLMResult`), its `DataRecord`, the `Environment` it trained in as
+`env.*` and, for an LLM run, its `LLMRecord` as `llm.*`). The result tables hold the same rows,
+each with its trial; a runs row is a `Trial` followed by the metrics row. The Arrow schemas are
+derived from these records in `psedual.results.schema`.
 
 A runs row's record fields are outcomes (a score, a count, a time, the data a run read) unless
 marked `COMPARED` or `ARM`: `psedual analyze` compares only the config and those between the
-arms of a claim (`NOT_COMPARED`), so a new outcome field is never compared as if it were config.
-The environment (`env.*`) is not compared either: the trials of one sweep land on whichever node
-is free, and two arms that differ only in the GPU or the patch release they happened to get are
-still one comparison (`analysis.guardrails.environment_flags` says so on the claim instead).
-This module imports neither torch nor the config, so the analysis reads it.
+arms of a claim (`psedual.results.row.NOT_COMPARED`), so a new outcome field is never compared
+as if it were config. The environment (`env.*`) is not compared either: the trials of one sweep
+land on whichever node is free, and two arms that differ only in the GPU or the patch release
+they happened to get are still one comparison (`analysis.guardrails.environment_flags` says so
+on the claim instead). This module imports neither torch nor the config, so the analysis reads it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import pyarrow as pa
 
@@ -50,7 +50,7 @@ class Epoch:
     lr: float
     """The solver's learning rate at the epoch's end."""
     valid_value_acc: float
-    """Validation value accuracy (the selection metric, `psedual.train.best`)."""
+    """Validation value accuracy (the selection metric, `psedual.results.best`)."""
     valid_expr_acc: float
     """Validation expression accuracy (token for token)."""
     seconds: float
@@ -131,7 +131,7 @@ class RunResult:
     """A run's tested result: the kept epoch's validation and its one test evaluation."""
 
     best_epoch: int
-    """The kept epoch (best validation value accuracy); null for an LLM run."""
+    """The kept epoch (best validation value accuracy)."""
     valid_value_acc: float
     """Its validation value accuracy."""
     valid_expr_acc: float
@@ -156,9 +156,27 @@ class RunResult:
     final_tau: float | None
     """PseDual runs that sample expressions: τ at the run's last step."""
     train_seconds: float
-    """Wall time of training (the epochs' sum); null for an LLM run."""
+    """Wall time of training (the epochs' sum)."""
     out_dir: str = field(default="", metadata={"column": False})
     """The run folder (not a column: a sweep trial's is a temporary copy)."""
+
+
+@dataclass(frozen=True)
+class LLMResult:
+    """A `psedual llm` run's tested result: its test accuracies. It has no epochs, no validation
+    split and no infiller, so its runs row's other `RunResult` columns are null."""
+
+    test_value_acc: float
+    """Test value accuracy."""
+    test_expr_acc: float
+    """Strict: token for token over slot names."""
+    test_expr_acc_values: float
+    """The published definition: equal after each slot is replaced by its number's value."""
+
+    def __post_init__(self) -> None:
+        bad = {f.name: getattr(self, f.name) for f in fields(self) if not 0.0 <= getattr(self, f.name) <= 1.0}
+        if bad:
+            raise ValueError(f"an LLM result's accuracies are shares in [0, 1]: {bad}")
 
 
 @dataclass(frozen=True)
@@ -290,20 +308,25 @@ class Trial:
 
 
 ENV_PREFIX = "env."
-RUN_RECORDS = ((Trial, ""), (RunInfo, ""), (RunCost, ""), (RunResult, ""), (DataRecord, ""), (Environment, ENV_PREFIX),
-               (LLMRecord, "llm."))
-"""The records of a runs row besides the config, with their columns' prefixes."""
+"""The prefix of the `Environment` columns."""
+LLM_PREFIX = "llm."
+"""The prefix of the `LLMRecord` columns."""
 
 
-def not_compared(records: tuple[tuple[type, str], ...] = RUN_RECORDS) -> frozenset[str]:
-    """The runs columns a claim's arms need not share: every field of `records` not marked
-    `COMPARED` or `ARM` (outcomes; the data identity, which `analysis.guardrails` checks pair by
-    pair; paths; the environment), and `EXECUTION`."""
-    return frozenset({prefix + f.name for record, prefix in records for f in fields(record)
-                      if f.metadata.get("column", True) and not f.metadata.get("compared")} | set(EXECUTION))
+def is_column(f) -> bool:
+    """Whether a record's field is a column (`out_dir` is not: a sweep trial's is a temporary copy)."""
+    return f.metadata.get("column", True)
 
 
-NOT_COMPARED = not_compared()
-ARM_COLUMNS = frozenset(prefix + f.name for record, prefix in RUN_RECORDS for f in fields(record)
-                        if f.metadata.get("arm"))
-"""The columns that say which arm a run is (`variant`, `llm.reexamine`)."""
+def values(record: object, prefix: str = "") -> dict:
+    """A record's column values, each named `prefix + field`."""
+    return {prefix + f.name: getattr(record, f.name) for f in fields(record) if is_column(f)}
+
+
+R = TypeVar("R")
+
+
+def from_values(record: type[R], row: Mapping, prefix: str = "") -> R:
+    """The record whose columns `row` holds (a column the row lacks, as an older table's, as null):
+    what `values` wrote, read back into its type."""
+    return record(**{f.name: row.get(prefix + f.name) for f in fields(record) if is_column(f)})

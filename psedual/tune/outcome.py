@@ -1,5 +1,5 @@
-"""What a sweep trial left: the sweep writes it, testing and the result tables read it, so it
-sits below both (results never needs the sweep code)."""
+"""What a sweep trial left, as `psedual.tune.sweep` returns it; the tests after the sweep
+(`psedual.tune.evaluate`) turn it into the result tables' rows."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # an annotation only: reading outcomes needs no Ray
 
 @dataclass
 class TrialOutcome:
-    """What one sweep trial left, as `psedual.tune.sweep` hands it to `psedual.results`."""
+    """What one sweep trial left."""
 
     trial: str
     """Tune's trial id."""

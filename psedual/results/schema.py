@@ -1,13 +1,10 @@
-"""The Arrow schemas of the table rows, derived from their typed records (`psedual.train.rows`)
-and the config's flat keys.
+"""The Arrow schemas of the table rows, derived from their typed records (`psedual.results.records`),
+the row types that hold them (`psedual.results.row`) and the config's flat keys.
 
 A run folder's `metrics.parquet` is one row of `METRICS_SCHEMA`; the result tables
 (`psedual.results.tables`) hold the same rows, each with its trial. Every column's type comes
 from its field's annotation (`arrow_type`): a row's shape is said in the records and nowhere
 else. Rows are written through `arrow_table`, which refuses a key its record does not have.
-
-It sits in the train layer because the trainer writes these files; the LLM runs and the result
-tables, above it, read the same records.
 """
 
 from __future__ import annotations
@@ -20,9 +17,9 @@ from typing import Annotated, Literal, Union, get_args, get_origin, get_type_hin
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from psedual.results.records import Epoch, LLMPrediction, Prediction, is_column
+from psedual.results.row import MetricsRow, RunsRow
 from psedual.train.config import TrainConfig
-from psedual.train.rows import (ENV_PREFIX, DataRecord, Environment, Epoch, LLMPrediction, LLMRecord, Prediction,
-                                RunCost, RunInfo, RunResult, Trial)
 
 _SCALARS: dict[type, pa.DataType] = {bool: pa.bool_(), int: pa.int64(), float: pa.float64(), str: pa.string()}
 
@@ -45,7 +42,7 @@ def arrow_type(hint: object, name: str = "") -> pa.DataType:
             return arrow_type(kept[0], name)
     if (origin is list and len(args) == 1) or (origin is tuple and len(args) == 2 and args[1] is Ellipsis):
         return pa.list_(arrow_type(args[0], name))
-    raise TypeError(f"config field {name or '?'}: no Arrow type for {hint!r}; give psedual/train/records.py a "
+    raise TypeError(f"config field {name or '?'}: no Arrow type for {hint!r}; give psedual/results/schema.py a "
                     f"mapping for it")
 
 
@@ -55,12 +52,7 @@ def columns(record: type, prefix: str = "") -> list[pa.Field]:
     assert is_dataclass(record), record
     hints = get_type_hints(record, include_extras=True)
     return [pa.field(prefix + f.name, arrow_type(hints[f.name], prefix + f.name)) for f in fields(record)
-            if f.metadata.get("column", True)]
-
-
-def values(record: object, prefix: str = "") -> dict:
-    """A record's column values, named as `columns` names them."""
-    return {prefix + f.name: getattr(record, f.name) for f in fields(record) if f.metadata.get("column", True)}
+            if is_column(f)]
 
 
 def config_columns() -> list[pa.Field]:
@@ -74,7 +66,7 @@ def arrow_table(rows: list[dict], schema: pa.Schema, table: str) -> pa.Table:
     known = set(schema.names)
     unknown = sorted({k for r in rows for k in r} - known)
     if unknown:
-        raise ValueError(f"{table}: unknown column(s) {', '.join(unknown)}; its record (psedual/train/rows.py) "
+        raise ValueError(f"{table}: unknown column(s) {', '.join(unknown)}; its record (psedual/results/records.py) "
                          f"has no such field")
     return pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema)
 
@@ -87,12 +79,25 @@ def read(path: Path, schema: pa.Schema) -> list[dict]:
     return [{n: r.get(n) for n in schema.names} for r in data]
 
 
+def row_columns(row: type) -> list[pa.Field]:
+    """The columns of a row type (`psedual.results.row`), in its fields' order: each record's, with
+    its prefix, the config's, and a nested row's."""
+    out: list[pa.Field] = []
+    for f in fields(row):
+        if "row" in f.metadata:
+            out += row_columns(f.metadata["row"])
+        elif "record" in f.metadata:
+            out += columns(f.metadata["record"], f.metadata["prefix"])
+        else:
+            out += config_columns()
+    return out
+
+
 TRIAL_COLUMN = pa.field("trial", pa.string())
 EPOCHS_SCHEMA = pa.schema(columns(Epoch))
 PREDICTIONS_SCHEMA = pa.schema(columns(Prediction))
 LLM_PREDICTIONS_SCHEMA = pa.schema(columns(LLMPrediction))
-METRICS_SCHEMA = pa.schema([*columns(RunInfo), *config_columns(), *columns(RunCost), *columns(RunResult),
-                            *columns(DataRecord), *columns(Environment, ENV_PREFIX), *columns(LLMRecord, "llm.")])
+METRICS_SCHEMA = pa.schema(row_columns(MetricsRow))
 """A run folder's `metrics.parquet`: one row, a trained run's or an LLM run's."""
-RUNS_SCHEMA = pa.schema([*columns(Trial), *METRICS_SCHEMA])
+RUNS_SCHEMA = pa.schema(row_columns(RunsRow))
 """The runs table: a `Trial`, then its metrics row."""
