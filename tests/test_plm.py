@@ -151,6 +151,17 @@ def test_a_hub_id_trains_solves_and_records_its_commit_offline(offline_cache, hf
                              "Tom has 3 apples and buys 5 more. How many apples does he have?"],
                             env=env, capture_output=True, text=True, timeout=600)
     assert solved.returncode == 0 and " = " in solved.stdout, solved.stderr[-3000:]
+    # the encoder's cache gone (a new HF_HOME, empty): the checkpoint's own copy of its config and
+    # tokenizer rebuilds the model; solve answers the same, and test scores as the trainer did
+    gone = {**env, "HF_HOME": str(tmp_path / "empty_hf_home")}
+    again = subprocess.run([sys.executable, "-m", "psedual.cli", "solve", "--checkpoint", str(out / "best.pt"),
+                            "Tom has 3 apples and buys 5 more. How many apples does he have?"],
+                           env=gone, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and again.stdout == solved.stdout, again.stderr[-3000:]
+    tested = subprocess.run([sys.executable, "-m", "psedual.cli", "test", str(out)], env=gone, capture_output=True,
+                            text=True, timeout=600)
+    assert tested.returncode == 0, tested.stderr[-3000:]
+    assert f"{100 * result.test_value_acc:.1f}" in tested.stdout, tested.stdout
     capsys.readouterr()
     code = main(["train", "--solver", "bert_tree", "--model.plm", "tiny-org/absent", "--data.dataset", "mawps-single",
                  "--data.train_size", "32", "--epochs", "1", "--out", str(tmp_path / "absent")])
@@ -282,3 +293,20 @@ def test_math23k_without_a_chinese_encoder_says_what_to_give(tmp_path):
     with pytest.raises(ValueError, match="math23k is not English.*--model.plm a Chinese BERT/RoBERTa: a hub id "
                                          r"\(hfl/chinese-roberta-wwm-ext\) or a local folder"):
         train(config, tmp_path, progress=False)
+
+
+@pytest.mark.parametrize("files, named", [({"../config.json": b"{}"}, "'../config.json'"),
+                                          ({".hidden": b"", "config.json": b"{}"}, "'.hidden'"),
+                                          ({"config.json": "text, not bytes"}, "'config.json'"),
+                                          ({"vocab.txt": b""}, "no config.json"),
+                                          (["config.json"], "(not a mapping)")])
+def test_a_checkpoint_s_encoder_files_are_checked_before_any_is_written(tmp_path, files, named):
+    """A checkpoint's encoder files are written to a temporary folder: a name that leaves it, hides
+    or is not bytes is refused in one line naming the checkpoint, before anything is written."""
+    from psedual.train.checkpoint import CheckpointError, encoder_of
+
+    state = {"solver_config": {"plm": "tiny-org/tiny-bert"}, "encoder_files": files}
+    with pytest.raises(CheckpointError, match=re.escape(named)):
+        with encoder_of(state, tmp_path / "best.pt"):
+            pass
+    assert not (tmp_path.parent / "config.json").exists()

