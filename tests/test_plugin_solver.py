@@ -87,6 +87,7 @@ resources:
 """
 
 
+@pytest.mark.slow  # ~50-90 s (a sweep in a process of its own); the entry point's quick checks above stay
 def test_a_solver_of_another_package_sweeps_with_pseDual_and_is_compared(tmp_path):
     """The main job, in a process of its own as a user starts it, with the package on PYTHONPATH:
     the driver lists the solver, Ray's trial workers (which see PYTHONPATH, not a sys.path edited at
