@@ -59,7 +59,9 @@ def _arm_name(p, arm: str) -> str:
         return report.label(arm)
     fixed = ", ".join(f"{k.removeprefix('psedual.')} {v.split('|')[-1]}" for k, v in
                       (w.split("=", 1) for w in p.where))
-    return f"{report.label(arm)} ({fixed})" if fixed else report.label(arm)
+    # a variant reads as its label (PseDual-GCN); another setting's value with its key (control none)
+    shown = report.label(arm) if p.arm == "variant" else f"{p.arm.removeprefix('psedual.')} {arm}"
+    return f"{shown} ({fixed})" if fixed else shown
 
 
 def _trials(rows: pl.DataFrame, arm: str) -> frozenset[str]:
@@ -78,11 +80,12 @@ def _flag(text: str) -> str:
 
 
 def _arms(built, everything: pl.DataFrame) -> tuple[list[exploratory.Arm], list[list[str]], pl.DataFrame, list,
-                                                    pl.DataFrame, list[str]]:
+                                                    pl.DataFrame, list[str], list[str]]:
     """The study's arms (each run set once, named by `arms.short_names`), their table rows, the
     learning curves under those names (one cell: each comparison a panel of its reference arm), the
     figure's pairs (cell, reference, treatment), each arm's curve once (the table's columns), and
-    each claim's name by those arms ('PseDual-GCN, no expression vs base')."""
+    each claim's name by those arms ('PseDual-GCN, no expression vs base'), and where each comparison's
+    arms stand by epoch, by the same names."""
     sets: dict[frozenset[str], str] = {}  # run set → what its first comparison's `where` fixes
     for p, b, _, _ in built:
         for arm in (p.base, *p.treatments):
@@ -99,15 +102,18 @@ def _arms(built, everything: pl.DataFrame) -> tuple[list[exploratory.Arm], list[
         rows.append([names[t], settings, str(mine[t].height), f"{acc.mean():.2f} ± {acc.std():.2f}",
                      f"{mine[t]['best_epoch'].mean():.1f}", f"{mine[t]['train_seconds'].mean():.0f}",
                      arms.final_epsilon(mine[t]) + (" **near teacher forcing**" if near else "")])
-    curves, pairs, labels = [], [], []
+    curves, pairs, labels, standing = [], [], [], []
     for p, b, runs, cargs in built:
         named = {a: names[_trials(b.rows, a)] for a in (p.base, *p.treatments)}
         curves.append(presets.learning_curves(cargs, b, runs).with_columns(pl.col("arm").replace(named)))
         pairs += [(r["cell"], named[r["base_arm"]], named[r["treatment_arm"]]) for r in b.rows.iter_rows(named=True)]
         labels += [f"{named[r['treatment_arm']]} vs {named[r['base_arm']]}" for r in b.rows.iter_rows(named=True)]
+        # by the study's arm names: three comparisons of `variant` differ only in their `where`
+        renamed = b.rows.with_columns(pl.col("base_arm").replace(named), pl.col("treatment_arm").replace(named))
+        standing += [f"- {line}" for line in learning.standings(renamed, curves[-1])]
     curve = pl.concat(curves).unique(["cell", "arm", "epoch"], maintain_order=True)  # an arm in two comparisons
     by_arm = curve.with_columns(pl.lit("study").alias("cell"))
-    return found, rows, curve, list(dict.fromkeys(pairs)), by_arm, labels
+    return found, rows, curve, list(dict.fromkeys(pairs)), by_arm, labels, standing
 
 
 def _exploratory(found, claims: pl.DataFrame, everything: pl.DataFrame, args, by) -> tuple[pl.DataFrame, list[str]]:
@@ -153,10 +159,8 @@ def main() -> None:
     claims = claims.with_columns(pl.Series("p_study", multiple.adjust(claims["p"].to_list(), "holm"),
                                            dtype=pl.Float64))
     numbers = paper.load()
-    found, arms_rows, curve, pairs, by_arm, labels = _arms(built, everything)
+    found, arms_rows, curve, pairs, by_arm, labels, standing = _arms(built, everything)
     extra, skipped = _exploratory(found, claims, everything, args, built[0][0].cells)
-    standing = [f"- {line}" for _, b, runs, cargs in built
-                for line in learning.standings(b.rows, presets.learning_curves(cargs, b, runs))]
     figure = learning.figure(curve, str(out / "learning.png"), f"{args.experiment}: validation value accuracy by "
                              f"epoch, mean over seeds (band ± 1 sd); under each panel Δ vs its reference", pairs)
     plot = _forest(claims, labels, extra, numbers, str(out / "forest.png"),

@@ -240,7 +240,7 @@ def run_job(job: TuneJob) -> int:
     if job.plan:
         spec, lines = resolve_seeds(spec, job, name)
         seeds = spec.grid.get("seed", [spec.fixed.get("seed", 0)])
-        print(f"plan: {job.space}: {len(spec.trial_configs()) * spec.num_samples} trials, {len(seeds)} seeds; what "
+        print(f"plan: {job.space}: {len(spec.trial_configs()) * spec.num_samples} trials, {len(seeds)} seed{'' if len(seeds) == 1 else 's'}; what "
               f"each comparison can detect (test value accuracy, paired t-test over seeds):")
         print("\n".join(lines) if lines else "  no comparison: the sweep has no base arm and PseDual arm")
         return 0
