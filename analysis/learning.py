@@ -55,6 +55,10 @@ def curves(claims: pl.DataFrame, runs: pl.DataFrame, epochs: pl.LazyFrame, metri
             .select(list(CURVE_SCHEMA)))
 
 
+LEVEL = 1e-9
+"""Two means of validation accuracy (in points) closer than this are level."""
+
+
 def standing(curve: pl.DataFrame, base: str, treatment: str) -> str:
     """Where `treatment` stands against `base` by epoch, over the epochs both reached, from the
     means over seeds: "base ahead at every epoch (1-30)", "PseDual-GCN ahead from epoch 18 (before
@@ -65,7 +69,9 @@ def standing(curve: pl.DataFrame, base: str, treatment: str) -> str:
     if not shared:
         return f"{label(treatment)} and {label(base)} share no epoch"
     gaps = [t[e] - b[e] for e in shared]
-    sign = [(g > 0) - (g < 0) for g in gaps]
+    # level within float noise: the means of tied accuracies differ in their last bits with the
+    # order polars sums them in, which made the counts below change from one run to the next
+    sign = [0 if abs(g) < LEVEL else (g > 0) - (g < 0) for g in gaps]
     names = {1: label(treatment), -1: label(base)}
     span = f"{shared[0]}-{shared[-1]}" if len(shared) > 1 else str(shared[0])
     last = f"Δ {gaps[-1]:+.2f} points at epoch {shared[-1]}"

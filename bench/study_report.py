@@ -59,8 +59,9 @@ def _arm_name(p, arm: str) -> str:
         return report.label(arm)
     fixed = ", ".join(f"{k.removeprefix('psedual.')} {v.split('|')[-1]}" for k, v in
                       (w.split("=", 1) for w in p.where))
-    # a variant reads as its label (PseDual-GCN); another setting's value with its key (control none)
-    shown = report.label(arm) if p.arm == "variant" else f"{p.arm.removeprefix('psedual.')} {arm}"
+    # a value reads as its label (PseDual-GCN, teacher forcing); one without a label with its key (control none)
+    shown = report.label(arm) if p.arm == "variant" or arm in report.ARM_LABELS else \
+        f"{p.arm.removeprefix('psedual.')} {arm}"
     return f"{shown} ({fixed})" if fixed else shown
 
 

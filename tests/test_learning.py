@@ -35,6 +35,11 @@ def test_standing_known_answers():
     assert learning.standing(_curve([50, 60], [51, 60]), "base", "gcn").startswith("level at the last epoch (2)")
     assert learning.standing(_curve([50, 60, 61], [50, 61, 62]), "base", "gcn") == \
         "PseDual-GCN ahead from epoch 2 (before it: level at 1 of 1 epochs); Δ +1.00 points at epoch 3"
+    # tied means summed in another order differ in their last bits: still level (a report's counts
+    # changed from one run to the next before)
+    tied = 83.33333333333333
+    assert learning.standing(_curve([50, tied, 61], [50, tied + 1e-13, 62]), "base", "gcn") == \
+        "PseDual-GCN ahead from epoch 3 (before it: level at 2 of 2 epochs); Δ +1.00 points at epoch 3"
     # any arm column: the labels are the arms' (report.label)
     assert learning.standing(_curve([1, 2], [0, 1], "scheduled"), "base", "scheduled").startswith("base ahead")
 
