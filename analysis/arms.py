@@ -17,6 +17,7 @@ from psedual.reexamine.config import NEAR_TEACHER_FORCING as WARN_ABOVE
 
 FUSION = "psedual.fusion"
 FINAL = "final_epsilon"
+CONTROL = "psedual.control"
 
 
 def near_teacher_forcing(name: str, runs: pl.DataFrame) -> list[str]:
@@ -37,7 +38,8 @@ def near_teacher_forcing(name: str, runs: pl.DataFrame) -> list[str]:
 
 def final_epsilon(runs: pl.DataFrame) -> str:
     """An arm's ε at the last step, for a report's arm line: '0.500', '0.904', 'teacher forcing'
-    (1 by definition), '0.500-0.513' where its runs differ, '–' without PseDual."""
+    (1 by definition), '0.500-0.513' where its runs differ, '–' without PseDual or where the infiller
+    reads no expression (`psedual.control no_expression`)."""
     if FINAL not in runs.columns:
         return "–"
     values = runs[FINAL].drop_nulls()
@@ -45,6 +47,8 @@ def final_epsilon(runs: pl.DataFrame) -> str:
         return "–"
     if FUSION in runs.columns and set(runs[FUSION].drop_nulls().to_list()) == {"teacher_forcing"}:
         return "1 (teacher forcing)"
+    if CONTROL in runs.columns and set(runs[CONTROL].drop_nulls().to_list()) == {"no_expression"}:
+        return "– (reads no expression)"  # ε mixes two expressions' keys: this arm's infiller reads neither
     low, top = values.min(), values.max()
     return f"{low:.3f}" if round(low, 3) == round(top, 3) else f"{low:.3f}-{top:.3f}"
 

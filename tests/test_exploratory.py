@@ -133,3 +133,17 @@ def test_the_study_report_reads_any_grid_study(tmp_path):
                         if x.startswith("| PseDual-GCN")]
     assert len(exploratory_rows) == 10 - 5  # ten pairs of five arms, five of them planned
     assert "over all 10 pairs of arms" in text and "not significant" not in text
+
+
+def test_an_arm_s_final_epsilon_says_what_its_infiller_read():
+    """ε mixes the gold and predicted expressions' keys: an arm that reads no expression has none to
+    report (it read 0.500 before, like scheduled fusion), teacher forcing is 1 by definition."""
+    from analysis import arms
+
+    def runs(**cols):
+        return pl.DataFrame({"final_epsilon": [0.5, 0.5], **{k: [v, v] for k, v in cols.items()}})
+
+    assert arms.final_epsilon(runs(**{"psedual.fusion": "scheduled", "psedual.control": "none"})) == "0.500"
+    assert arms.final_epsilon(runs(**{"psedual.fusion": "scheduled", "psedual.control": "no_expression"})) == \
+        "– (reads no expression)"
+    assert arms.final_epsilon(runs(**{"psedual.fusion": "teacher_forcing"})) == "1 (teacher forcing)"
