@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
@@ -184,7 +185,7 @@ def main() -> None:
               "flags"]
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     versions = ", ".join(sorted(set(everything["code_version"].cast(pl.String).to_list())))
-    wall = f" --wall '{args.wall}'" if args.wall else ""
+    wall = f" --wall {shlex.quote(args.wall)}" if args.wall else ""  # runs as printed, apostrophes and all
     text = "\n\n".join([
         f"# Study report: {args.experiment}",
         "\n".join([f"- sweep: `{args.space}`; experiment `{args.experiment}` in `{args.root}`",

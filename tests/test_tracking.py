@@ -231,6 +231,7 @@ def test_every_extra_is_in_pyproject_and_make_install_installs_them_all():
     assert "openai" not in core and "minilm" not in core and "mlflow" not in core
 
 
+@pytest.mark.slow  # ~23 s (a Ray with its dashboard, in a process of its own): the default suite stays under 20 min
 def test_the_dashboard_on_request_is_on_loopback_and_its_url_printed(tmp_path):
     # a Ray of its own, in a child process: the module's Ray (no dashboard) stays as it is
     code = ("import urllib.request; from psedual.tune.sweep import ensure_ray; "
