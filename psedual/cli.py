@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 from psedual.data.files import DataFileError
@@ -47,11 +48,31 @@ def parse(command, args: list[str]):
     return parser.parse_args(args)
 
 
+_TYPE_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "text", "NoneType": "null"}
+
+
+def plain_error(text: str) -> str:
+    """jsonargparse's refusal of a value as one line in the commands' style: the option, the value
+    and what it takes, never a Python type's name (`--lr abc: expected a number`, `--solver gpt:
+    expected one of gts, dns, ...`). Other errors are returned on one line as they are."""
+    found = re.match(r'Parser key "([^"]+)":\s*(.*)', text, re.S)
+    if not found:
+        return " ".join(text.split())
+    key, rest = found.groups()
+    got = re.search(r"(?:Got value|Given value): (.*)", rest)
+    value = f" {got.group(1).strip()}" if got else ""
+    choices = re.search(r"Literal\[(.*?)\]", rest)
+    if choices:
+        what = "one of " + ", ".join(c.strip().strip("'\"") for c in choices.group(1).split(","))
+    else:
+        kinds = re.findall(r"Expected a <class '(\w+)'>", rest) or re.findall(r"<class '(\w+)'>", rest)
+        what = " or ".join(dict.fromkeys(_TYPE_WORDS.get(k, k) for k in kinds)) or " ".join(rest.split())
+    return f"--{key}{value}: expected {what}"
+
+
 def _typed(words: tuple[str, ...], command, argv: list[str]) -> int:
     """Run a command whose parser jsonargparse generates from a typed config."""
     from jsonargparse import ArgumentError
-
-    from psedual.typed_cli import plain_error
 
     try:
         cfg = parse(command, argv[len(words):])

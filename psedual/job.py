@@ -238,14 +238,14 @@ def run_job(job: TuneJob) -> int:
     spec = load_spec(job.space)
     name = job.name or job.resume or spec.name
     if job.plan:
-        spec, lines = resolve_seeds(spec, job, name)
+        spec, lines = _resolve_seeds(spec, job, name)
         seeds = spec.grid.get("seed", [spec.fixed.get("seed", 0)])
         print(f"plan: {job.space}: {len(spec.trial_configs()) * spec.num_samples} trials, {len(seeds)} seed{'' if len(seeds) == 1 else 's'}; what "
               f"each comparison can detect (test value accuracy, paired t-test over seeds):")
         print("\n".join(lines) if lines else "  no comparison: the sweep has no base arm and PseDual arm")
         return 0
     if spec.seeds_for is not None:
-        spec, lines = resolve_seeds(spec, job, name)
+        spec, lines = _resolve_seeds(spec, job, name)
         print(lines[0], flush=True)
     encoders.check({spec.name: [make_config(f) for f in spec.trial_configs()]})  # before its first trial
     name = experiment_name(job, spec.name)
@@ -375,36 +375,9 @@ def command_line(options: CompareOptions) -> str:
     return " ".join(words)
 
 
-def resolve_seeds(spec, job: TuneJob, name: str) -> tuple[object, list[str]]:
-    """The spec with `seeds_for` resolved to `grid.seed` (unchanged without it), and what the plan
-    says of each comparison's power at those seeds."""
-    from psedual.power_plan import Spread, line, names, observed, seeds_for, target
-    from psedual.tune.space import SpecError, arm_values
+def _resolve_seeds(spec, job: TuneJob, name: str) -> tuple[object, list[str]]:
+    """`power_plan.resolve_seeds` over this spec's planned comparisons."""
+    from psedual.power_plan import resolve_seeds
+    from psedual.tune.space import arm_values
 
-    planned = comparisons(spec, arm_values(spec, "variant"), name)
-    spreads = {}
-    for p in planned:
-        for t in p.treatments:
-            got = None
-            if job.plan_from is not None:
-                got = observed(job.storage, job.plan_from, list(p.where), p.arm, p.base, t)
-            elif job.plan_sd is not None:
-                got = Spread(job.plan_sd, "--plan_sd")
-            elif spec.seeds_for is not None and spec.seeds_for.sd is not None:
-                got = Spread(spec.seeds_for.sd, "seeds_for.sd")
-            spreads[(p, t)] = got
-    lines = []
-    if spec.seeds_for is not None:
-        known = [s for s in spreads.values() if s is not None]
-        if not known:
-            raise SpecError(f"{job.space}: seeds_for needs the spread of the per-seed Δ: give seeds_for.sd, "
-                            f"--plan_sd POINTS, or --plan_from EXPERIMENT (one that ran these comparisons)")
-        n, said = seeds_for(spec.seeds_for.delta, known, spec.seeds_for.max)
-        spec = spec.with_seeds(list(range(n)))
-        lines.append(said)
-    seeds = len(spec.grid.get("seed", [spec.fixed.get("seed", 0)])) * spec.num_samples
-    for p in planned:
-        for t in p.treatments:
-            lines.append(line(names(p.arm, p.base, t, p.label), seeds, spreads[(p, t)],
-                              target(spec, p.arm, p.base, t), p.margin, len(p.treatments)))
-    return spec, lines
+    return resolve_seeds(spec, job, comparisons(spec, arm_values(spec, "variant"), name))

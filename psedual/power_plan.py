@@ -113,3 +113,36 @@ def names(arm: str, base: str, treatment: str, where: str = "") -> str:
     and its `where` (`Planned.label`), so two comparisons of the same arms apart are told apart."""
     said = ", ".join(x for x in ("" if arm == "variant" else arm, where) if x)
     return f"{label(treatment)} vs {label(base)}" + (f" ({said})" if said else "")
+
+
+def resolve_seeds(spec, job, planned: list) -> tuple[object, list[str]]:
+    """The spec with `seeds_for` resolved to `grid.seed` (unchanged without it), and what the plan
+    says of each of `planned` (`job.comparisons`) at those seeds; `job`: the TuneJob's plan options."""
+    from psedual.tune.space import SpecError
+
+    spreads = {}
+    for p in planned:
+        for t in p.treatments:
+            got = None
+            if job.plan_from is not None:
+                got = observed(job.storage, job.plan_from, list(p.where), p.arm, p.base, t)
+            elif job.plan_sd is not None:
+                got = Spread(job.plan_sd, "--plan_sd")
+            elif spec.seeds_for is not None and spec.seeds_for.sd is not None:
+                got = Spread(spec.seeds_for.sd, "seeds_for.sd")
+            spreads[(p, t)] = got
+    lines = []
+    if spec.seeds_for is not None:
+        known = [s for s in spreads.values() if s is not None]
+        if not known:
+            raise SpecError(f"{job.space}: seeds_for needs the spread of the per-seed Δ: give seeds_for.sd, "
+                            f"--plan_sd POINTS, or --plan_from EXPERIMENT (one that ran these comparisons)")
+        n, said = seeds_for(spec.seeds_for.delta, known, spec.seeds_for.max)
+        spec = spec.with_seeds(list(range(n)))
+        lines.append(said)
+    seeds = len(spec.grid.get("seed", [spec.fixed.get("seed", 0)])) * spec.num_samples
+    for p in planned:
+        for t in p.treatments:
+            lines.append(line(names(p.arm, p.base, t, p.label), seeds, spreads[(p, t)],
+                              target(spec, p.arm, p.base, t), p.margin, len(p.treatments)))
+    return spec, lines

@@ -11,7 +11,6 @@ A bool field's option alone is a flag (`--reexamine` = `--reexamine true`): see 
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
@@ -140,25 +139,6 @@ def _recipe_defaults(cfg: Namespace) -> dict:
     return get_recipe(cfg.recipe).flat(cfg.data.dataset)
 
 
-def _percent(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.2f}%"
-
-
-def summary(result) -> str:
-    """One line of a run's result: accuracies (both expression definitions), infilling (all and
-    used slots), the final ε and τ, training time."""
-    line = (f"best epoch {result.best_epoch}: valid value {_percent(result.valid_value_acc)} "
-            f"expr {_percent(result.valid_expr_acc)} | test value {_percent(result.test_value_acc)} "
-            f"expr {_percent(result.test_expr_acc)} (by values, the paper's definition: "
-            f"{_percent(result.test_expr_acc_values)})")
-    if result.final_epsilon is not None:
-        tau = "unused" if result.final_tau is None else f"{result.final_tau:.4g}"
-        line += (f" | infilling {_percent(result.test_infill_acc)} perfect match {_percent(result.test_perfect_match)}"
-                 f" (used slots {_percent(result.test_infill_acc_used)} / {_percent(result.test_perfect_match_used)})"
-                 f" | final ε {result.final_epsilon:.4g} τ {tau}")
-    return f"{line} | {result.train_seconds:.0f} s training | {result.out_dir}"
-
-
 def _run_train(cfg: Namespace) -> None:
     from psedual.results.records import values
     from psedual.train.trackers import RunTrackers
@@ -177,7 +157,9 @@ def _run_train(cfg: Namespace) -> None:
     finally:
         if trackers is not None:
             trackers.close(failed)
-    print(summary(result))
+    from psedual.results.records import result_line
+
+    print(result_line(result))
 
 
 # ---- tune ------------------------------------------------------------------------------------
@@ -315,7 +297,9 @@ def _run_test(cfg: Namespace) -> None:
     from psedual.train.test import TestConfig, test_run
 
     c = _build(TestConfig, cfg)
-    print(summary(test_run(c.run_dir, c.device, c.allow_changed_data).result))
+    from psedual.results.records import result_line
+
+    print(result_line(test_run(c.run_dir, c.device, c.allow_changed_data).result))
 
 
 def _solve_parser() -> ArgumentParser:
@@ -364,28 +348,6 @@ COMMANDS: dict[tuple[str, ...], Command] = {
     ("sweeps",): Command("the sweep files that ship with psedual: list them, or copy one out to edit",
                          _sweeps_parser, _run_sweeps),
 }
-
-
-_TYPE_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "text", "NoneType": "null"}
-
-
-def plain_error(text: str) -> str:
-    """jsonargparse's refusal of a value as one line in the commands' style: the option, the value
-    and what it takes, never a Python type's name (`--lr abc: expected a number`, `--solver gpt:
-    expected one of gts, dns, ...`). Other errors are returned on one line as they are."""
-    found = re.match(r'Parser key "([^"]+)":\s*(.*)', text, re.S)
-    if not found:
-        return " ".join(text.split())
-    key, rest = found.groups()
-    got = re.search(r"(?:Got value|Given value): (.*)", rest)
-    value = f" {got.group(1).strip()}" if got else ""
-    choices = re.search(r"Literal\[(.*?)\]", rest)
-    if choices:
-        what = "one of " + ", ".join(c.strip().strip("'\"") for c in choices.group(1).split(","))
-    else:
-        kinds = re.findall(r"Expected a <class '(\w+)'>", rest) or re.findall(r"<class '(\w+)'>", rest)
-        what = " or ".join(dict.fromkeys(_TYPE_WORDS.get(k, k) for k in kinds)) or " ".join(rest.split())
-    return f"--{key}{value}: expected {what}"
 
 
 _BOOLEAN_WORDS = {"true", "false", "yes", "no"}

@@ -330,3 +330,22 @@ def from_values(record: type[R], row: Mapping, prefix: str = "") -> R:
     """The record whose columns `row` holds (a column the row lacks, as an older table's, as null):
     what `values` wrote, read back into its type."""
     return record(**{f.name: row.get(prefix + f.name) for f in fields(record) if is_column(f)})
+
+
+def _percent(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.2f}%"
+
+
+def result_line(result: RunResult) -> str:
+    """One line of a run's result: accuracies (both expression definitions), infilling (all and
+    used slots), the final ε and τ, training time."""
+    line = (f"best epoch {result.best_epoch}: valid value {_percent(result.valid_value_acc)} "
+            f"expr {_percent(result.valid_expr_acc)} | test value {_percent(result.test_value_acc)} "
+            f"expr {_percent(result.test_expr_acc)} (by values, the paper's definition: "
+            f"{_percent(result.test_expr_acc_values)})")
+    if result.final_epsilon is not None:
+        tau = "unused" if result.final_tau is None else f"{result.final_tau:.4g}"
+        line += (f" | infilling {_percent(result.test_infill_acc)} perfect match {_percent(result.test_perfect_match)}"
+                 f" (used slots {_percent(result.test_infill_acc_used)} / {_percent(result.test_perfect_match_used)})"
+                 f" | final ε {result.final_epsilon:.4g} τ {tau}")
+    return f"{line} | {result.train_seconds:.0f} s training | {result.out_dir}"
