@@ -127,9 +127,10 @@ def data_flags(cell: str, pairs: list[tuple[dict, dict]], allowed: set[str]) -> 
     return flags
 
 
-ENVIRONMENT = ("env.torch", "env.cuda", "env.gpu")
+ENVIRONMENT = ("env.torch", "env.cuda", "env.gpu", "env.plm_commit")
 """The environment columns whose values, differing between a claim's arms, flag it: the kernels a
-run used (a GPU model, a CPU run: `cpu`), not the node or the device index it happened to get."""
+run used (a GPU model, a CPU run: `cpu`) and the encoder snapshot it read (the same hub id, another
+commit), not the node or the device index it happened to get."""
 
 
 def environment_flags(base_arm: str, treat: str, base: pl.DataFrame, other: pl.DataFrame) -> list[str]:

@@ -274,3 +274,9 @@ def test_arms_that_trained_in_different_environments_are_compared_and_flagged(tm
                                         _run("g0", "gcn", **{**env, "env.device": "cuda:1", "env.node": "x"})],
                   {"b0": p, "g0": p})
     assert not any(f.startswith("environment") for f in _build(tmp_path / "b").rows.row(0, named=True)["flags"])
+    # the same encoder id read at two hub commits (issue 49: the runs table records the commit)
+    _write_tables(tmp_path / "c", "c", [_run("b0", "base", **env, **{"env.plm_commit": "a" * 40}),
+                                        _run("g0", "gcn", **env, **{"env.plm_commit": "b" * 40})], {"b0": p, "g0": p})
+    assert [f for f in _build(tmp_path / "c").rows.row(0, named=True)["flags"] if f.startswith("environment")] == [
+        f"environment differs (not refused: trials take the nodes that are free): env.plm_commit: base ['{'a' * 40}'] "
+        f"vs gcn ['{'b' * 40}']"]

@@ -162,6 +162,10 @@ def test_a_hub_id_trains_solves_and_records_its_commit_offline(offline_cache, hf
                             text=True, timeout=600)
     assert tested.returncode == 0, tested.stderr[-3000:]
     assert f"{100 * result.test_value_acc:.1f}" in tested.stdout, tested.stdout
+    # the runs table's row carries the id (config) and the commit it resolved to (env.plm_commit)
+    from psedual.results.folder import RunFolder
+    row = RunFolder(out).metrics()
+    assert (row.config["model.plm"], row.environment.plm_commit) == ("tiny-org/tiny-bert", REVISION)
     capsys.readouterr()
     code = main(["train", "--solver", "bert_tree", "--model.plm", "tiny-org/absent", "--data.dataset", "mawps-single",
                  "--data.train_size", "32", "--epochs", "1", "--out", str(tmp_path / "absent")])

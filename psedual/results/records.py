@@ -247,6 +247,9 @@ class Environment:
     """That device's GPU model (`NVIDIA A10G`) when it is a GPU, else null."""
     node: str
     """The host name of the node it trained on (rank 0's, under DDP)."""
+    plm_commit: str | None = None
+    """The commit of the hub snapshot its pretrained encoder was read from (`model.plm` a hub id;
+    `encoder.json` in the run folder); null for a folder, the shipped MiniLM or no encoder."""
 
     def __post_init__(self) -> None:
         if self.device == "auto" or not self.device:
@@ -254,7 +257,7 @@ class Environment:
         if (self.gpu is not None) != self.device.startswith("cuda"):
             raise ValueError(f"env.gpu {self.gpu!r} with env.device {self.device!r}: a GPU's name goes with a CUDA "
                              "device and only with one")
-        empty = [f.name for f in fields(self) if f.name != "gpu" and not getattr(self, f.name)]
+        empty = [f.name for f in fields(self) if f.name not in ("gpu", "plm_commit") and not getattr(self, f.name)]
         if empty:
             raise ValueError(f"env: empty {', '.join(empty)} (say `none` where a package is absent)")
 

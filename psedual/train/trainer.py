@@ -21,7 +21,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -134,7 +134,8 @@ def _start_outputs(run: setup.Run, data_info: dict) -> None:
     # which encoder, and for a hub id which commit, it read
     encoder = hub.resolve(config.model.plm, download=False).record() if get_solver(config.solver).reads_subwords \
         else None
-    run.folder.start(config, data_info, environment(run.device), encoder)
+    run.folder.start(config, data_info, replace(environment(run.device), plm_commit=encoder and encoder["commit"]),
+                     encoder)
     if run.history:  # a resumed folder may predate per-epoch tables; the test reads this one
         run.folder.write_epochs([from_values(Epoch, row) for row in run.history])
 
