@@ -16,6 +16,7 @@ marker and the row records, which say what is an outcome (tests/test_analysis.py
     run_checks.py  each run against its own tables (predictions, epochs, replicate seeds)
     selection.py the one checked path from the runs table to one run per slot
     summaries.py infilling accuracy and the training-size curve
+    alone.py     each arm's accuracy alone beside the paper's (a Table 1 with no PseDual arm)
     learning.py  learning curves per arm, and where the arms stand by epoch
     presets.py   the paper's comparisons from parsed options (commands and report alike)
     report.py    Markdown / LaTeX tables, the training-size figure

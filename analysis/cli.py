@@ -1,6 +1,7 @@
 """`psedual analyze ...` (or `python -m analysis analyze ...`): paper tables, claims and the figure.
 
     psedual analyze table1  --experiment+ table1_mawps_small     # solver × {base, GRU, GCN}
+    psedual analyze table1  --experiment+ gts_5fold      # no PseDual arm: each arm alone, beside the paper
     psedual analyze table3  --experiment+ table3_fusion          # teacher forcing vs scheduled fusion
     psedual analyze infill  --experiment+ table1_mawps_small     # infilling accuracy, perfect match
     psedual analyze curve   --experiment+ figure1_sizes --png training_size.png
@@ -24,7 +25,7 @@ from dataclasses import fields
 
 from jsonargparse import ArgumentError, ArgumentParser, set_parsing_settings
 
-from analysis import exploratory, learning, paper, paper_report, presets, protocol, read, report, study
+from analysis import alone, exploratory, learning, paper, paper_report, presets, protocol, read, report, study
 from analysis.errors import ERRORS, one_line
 from analysis.options import (LIST_OPTIONS, AnalyzeOptions, CompareOptions, CurveOptions, InfillOptions,
                               OptunaOptions, ReportOptions, Table1Options, Table3Options)
@@ -34,7 +35,20 @@ set_parsing_settings(docstring_parse_attribute_docstrings=True)
 
 
 def _paper_table(args: Table1Options | Table3Options, command: str) -> None:
-    built, by = presets.paper_table(args, command, presets.runs(args))
+    runs = presets.runs(args)
+    if command == "table1" and not presets.treatments_present(runs, command):  # a reproduction: nothing to compare
+        notes: list[str] = []
+        by = list(dict.fromkeys(read.column(k, runs.columns) for k in ("data.dataset", "solver", *args.by)))
+        rows = alone.arms(runs, read.scan(args.root, "epochs", args.experiment),
+                          read.scan(args.root, "predictions", args.experiment), "variant", by, args.select_by, notes)
+        print(f"{presets.TITLES[command]} (experiments: {', '.join(args.experiment or ['all'])}): no PseDual arm in "
+              f"these runs, so nothing is compared; each arm's accuracy alone, beside the paper's\n")
+        print(alone.table(rows, args.format))
+        print("\nCI: Wilson over the pooled test problems for one seed, the t interval over seeds for several.")
+        for note in notes:
+            print(f"note: {note}")
+        return
+    built, by = presets.paper_table(args, command, runs)
     print(f"{presets.TITLES[command]} (experiments: {', '.join(args.experiment or ['all'])})\n")
     print(report.grid(built.rows, args.format, " / ".join(k for k in by if k != "data.dataset")))
     print()

@@ -58,6 +58,12 @@ def build(args: ClaimOptions, cmp: Comparison, runs: pl.DataFrame) -> claims_mod
     return built
 
 
+def treatments_present(runs: pl.DataFrame, command: str) -> bool:
+    """Whether `runs` hold any of a paper table's treatment arms."""
+    arm, _, treatments, _ = PRESETS[command]
+    return bool(set(treatments) & set(runs[read.column(arm, runs.columns)].drop_nulls().to_list()))
+
+
 def paper_table(args: ClaimOptions, command: str, runs: pl.DataFrame) -> tuple[claims_mod.Claims, tuple[str, ...]]:
     """A paper table's claims (`table1`, `table3`) and its cell columns."""
     arm, base, treatments, by = PRESETS[command]
