@@ -63,6 +63,9 @@ CLAIMS_SCHEMA = {
     # equivalence (issue 48; absent from older tables, which `load` still reads): the margin in points,
     # the TOST p (unadjusted and adjusted over the family), the posterior P(|Δ| < margin)
     "margin": pl.Float64, "p_tost": pl.Float64, "p_tost_adjusted": pl.Float64, "p_equivalent": pl.Float64,
+    # the controls (`psedual.control` other than none) either arm's runs hold, sorted and joined by ", ";
+    # null for none: a claim with a control is no comparison the paper made, so it takes no paper Δ
+    "controls": pl.String,
 }
 
 
@@ -313,6 +316,8 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
                            "methods; seed-to-seed variation is not measured")
             if warning:
                 flags.append(warning)
+            controls = sorted({str(c) for a in arms if arm_flags.CONTROL in arms[a].columns
+                               for c in arms[a][arm_flags.CONTROL].drop_nulls().to_list() if c != "none"})
             for metric in cmp.metrics:
                 row = _one(cmp, cell, metric, treat, seeds, folds, tables)
                 rows.append(row | {"cell": cell, "group": " / ".join(str(first[k]) for k in by if k != "data.dataset"),
@@ -320,7 +325,8 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
                                    "solver": ",".join(sorted(set(cell_runs["solver"].to_list()))),
                                    "arm": arm, "base_arm": cmp.base, "base_trials": trials["base"],
                                    "treatment_trials": trials["treat"], "flags": flags,
-                                   "base_budget": budgets[cmp.base], "treatment_budget": budgets[treat]})
+                                   "base_budget": budgets[cmp.base], "treatment_budget": budgets[treat],
+                                   "controls": ", ".join(controls) or None})
     if not rows:
         raise GuardrailError(f"nothing to compare: {'; '.join(notes) or 'no runs'}")
     adjusted = adjust([r["p"] for r in rows], cmp.correction)

@@ -85,8 +85,9 @@ def spread(row: dict) -> float | None:
 
 
 def target(numbers: pl.DataFrame, r: dict) -> tuple[float, str]:
-    """A claim's target Δ and where it comes from: the paper's Δ for the cell, else DEFAULT_TARGET."""
-    table = PAPER_TABLES.get((r["arm"], r["base_arm"]))
+    """A claim's target Δ and where it comes from: the paper's Δ for the cell, else DEFAULT_TARGET
+    (also for a claim whose arms hold a control: the paper compares no control with anything)."""
+    table = None if r.get("controls") else PAPER_TABLES.get((r["arm"], r["base_arm"]))
     if table is not None:
         encoder = None
         if table == "table3":  # the cell's variant: Table 3's rows are GCN's

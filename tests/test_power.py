@@ -103,3 +103,29 @@ def test_a_given_target_replaces_the_paper_s(tmp_path, capsys):
         assert abs(r["n_needed"] - _statsmodels_n(2.5 / r["delta_sd"])) <= 1
     assert analyze([*words, "--target_delta", "0"]) == 2
     assert "target_delta must be a nonzero Δ" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("control,controls,target", [("none", None, (pytest.approx(0.9), "paper")),
+                                                     ("other_problem", "other_problem", (1.0, "default"))])
+def test_a_control_against_base_takes_no_paper_delta(tmp_path, control, controls, target):
+    """The paper's Δ (GTS-GCN vs base on MAWPS, +0.9) is the target of PseDual-GCN against base, not of a
+    control against base (its infiller reads another problem's expression): the paper made no such
+    comparison, and the control study's report printed +0.9 beside it."""
+    from analysis import claims, read
+    from test_analysis import _pairs, _preds, _write_tables
+
+    rng = np.random.default_rng(4)
+    runs, preds = [], {}
+    for seed in range(3):
+        a, b = _pairs(rng, 200, 0.05, 0.08)
+        for variant, correct, ctl in (("base", a, None), ("gcn", b, control)):
+            runs.append({"trial": f"{variant}{seed}", "variant": variant, "solver": "gts", "seed": seed,
+                         "psedual.control": ctl})
+            preds[f"{variant}{seed}"] = _preds([f"mawps:{i}" for i in range(200)], correct)
+    _write_tables(tmp_path, "c", runs, preds)
+    built = claims.build(read.scan(str(tmp_path), "runs").collect(), read.scan(str(tmp_path), "epochs"),
+                         read.scan(str(tmp_path), "predictions"),
+                         claims.Comparison(family="t", treatments=("gcn",), n_resamples=200))
+    row = power.annotate(built.rows).row(0, named=True)
+    assert row["controls"] == controls
+    assert (row["target_delta"], row["target_from"]) == target
