@@ -99,9 +99,17 @@ def _arms(built, everything: pl.DataFrame) -> tuple[list[exploratory.Arm], list[
     found = [exploratory.Arm(names[t], t) for t in sets]
     rows = []
     for t, settings in sets.items():
-        acc = 100 * mine[t]["test_value_acc"]
+        # a seed's folds pooled: its test problems' accuracy over all folds (each fold's test split
+        # predicted by the model trained on the others), then mean ± sd over seeds
+        sized = mine[t]["n_test"].null_count() == 0  # tables before the column: the folds' plain mean
+        weight = pl.col("n_test") if sized else pl.lit(1.0)
+        seeds = mine[t].group_by("seed").agg(folds=pl.len(), acc=100 * (pl.col("test_value_acc") * weight).sum()
+                                             / weight.sum())
+        acc, folds = seeds["acc"], seeds["folds"].max()
         near = arms.near_teacher_forcing(names[t], mine[t])
-        rows.append([names[t], settings, str(mine[t].height), f"{acc.mean():.2f} ± {acc.std():.2f}",
+        rows.append([names[t], settings, f"{seeds.height}" + (f" × {folds} folds" if folds > 1 else "")
+                     + ("" if sized or folds == 1 else " (folds averaged: n_test not recorded)"),
+                     f"{acc.mean():.2f} ± {acc.std():.2f}",
                      f"{mine[t]['best_epoch'].mean():.1f}", f"{mine[t]['train_seconds'].mean():.0f}",
                      arms.final_epsilon(mine[t]) + (" **near teacher forcing**" if near else "")])
     curves, pairs, labels, standing = [], [], [], []
@@ -133,6 +141,16 @@ def _exploratory(found, claims: pl.DataFrame, everything: pl.DataFrame, args, by
     if not frames:
         return pl.DataFrame(), notes
     return exploratory.adjust_all(claims["p"].to_list(), pl.concat(frames, how="diagonal_relaxed")), notes
+
+
+def _fold_scores(claims: pl.DataFrame, labels: list[str]) -> str:
+    """Each claim's per-fold accuracies (mean over seeds), base → treatment: descriptive only."""
+    lines = ["Fold scores (test value accuracy, %, mean over seeds; descriptive only: each claim pools its seeds' "
+             "folds):"]
+    for r, name in zip(claims.iter_rows(named=True), labels):
+        lines.append(f"- {name}: " + ", ".join(f"fold {f}: {a:.2f} → {b:.2f}" for f, a, b in
+                                               zip(r["folds"], r["base_fold_acc"], r["treatment_fold_acc"])))
+    return "\n".join(lines)
 
 
 def _forest(claims: pl.DataFrame, labels: list[str], extra: pl.DataFrame, numbers, path: str, title: str) -> str:
@@ -195,7 +213,8 @@ def main() -> None:
                    f"- command: `python bench/study_report.py --space {args.space} --experiment {args.experiment} "
                    f"--root {args.root} --out {args.out}{wall}`"]),
         "## Arms (test value accuracy of each arm's kept checkpoint)",
-        report.render(["arm", "as its comparison names it", "seeds", "test value acc (%)", "best epoch (mean)",
+        report.render(["arm", "as its comparison names it", "seeds", "test value acc (%, folds pooled per seed)",
+                       "best epoch (mean)",
                        "train s (mean)", "ε at the last step"], arms_rows, "markdown"),
         "## Claims (planned)",
         report.render(header, body, "markdown"),
@@ -210,6 +229,7 @@ def main() -> None:
                    "adjusts over every claim of this study; the verdicts use the adjustment within each comparison, "
                    "as `analyze compare` does.",
                    *[f"- flag [{k}]: {f}" for f, k in numbered.items()]]),
+        *([_fold_scores(claims, labels)] if claims["folds"].list.len().max() > 1 else []),
         "## Exploratory: every pair of arms no comparison planned (no verdict)",
         (exploratory.table(extra) if not extra.is_empty() else "No unplanned pair.") + "\n\n" + "\n".join(
             [f"Each pair is built as a claim is (the same pairing, guardrails and tests), over the first setting "

@@ -147,3 +147,34 @@ def test_an_arm_s_final_epsilon_says_what_its_infiller_read():
     assert arms.final_epsilon(runs(**{"psedual.fusion": "scheduled", "psedual.control": "no_expression"})) == \
         "– (reads no expression)"
     assert arms.final_epsilon(runs(**{"psedual.fusion": "teacher_forcing"})) == "1 (teacher forcing)"
+
+
+def test_the_study_report_pools_each_seed_s_folds(tmp_path):
+    """converged_5fold.yaml (issue 49): 5 folds x 3 seeds per arm. The arms table gives each seed's
+    accuracy over its five folds' test problems (not 15 runs' mean and sd), and each claim its
+    per-fold figures beside the pooled claim."""
+    from test_analysis_checks import _preds, _write
+
+    runs = []
+    for seed in range(3):
+        for fold in range(5):
+            n = 100 + 20 * fold  # folds of different sizes: pooled is not the folds' mean
+            for variant, right in (("base", 60 + seed + fold), ("gcn", 62 + seed + 2 * fold)):
+                runs.append(({"trial": f"{variant}-s{seed}-f{fold}", "variant": variant, "seed": seed,
+                              "data.fold": fold, "train_seconds": 10.0, "final_epsilon": None if variant == "base"
+                              else 0.5, "psedual.fusion": None if variant == "base" else "scheduled"},
+                             _preds([f"mawps:{fold}-{i}" for i in range(n)], np.arange(n) < right)))
+    root = tmp_path / "results"
+    _write(root, runs, experiment="converged_5fold")
+    out = tmp_path / "report"
+    done = subprocess.run([sys.executable, "bench/study_report.py", "--space", "search_spaces/converged_5fold.yaml",
+                           "--experiment", "converged_5fold", "--root", str(root), "--out", str(out),
+                           "--resamples", "200"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = (out / "report.md").read_text()
+    sizes = [100 + 20 * f for f in range(5)]
+    base = [100 * sum(60 + s + f for f in range(5)) / sum(sizes) for s in range(3)]
+    assert f"| base | base | 3 × 5 folds | {np.mean(base):.2f} ± {np.std(base, ddof=1):.2f} |" in text, text[:3000]
+    folds = ", ".join(f"fold {f}: {100 * (61 + f) / n:.2f} → {100 * (63 + 2 * f) / n:.2f}"
+                      for f, n in enumerate(sizes))
+    assert f"- PseDual-GCN vs base: {folds}" in text, text
