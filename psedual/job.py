@@ -294,11 +294,18 @@ def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, v
         print(f"trial {row['trial']} failed: {row['error']}", flush=True)
     # a failed trial (its node lost, its retries spent) is one error row: the others are still
     # compared (the comparison skips it, saying so) and their claims written
-    for options in compare_options(spec, runs["variant"].unique().to_list(), storage, name):
-        print(f"\nIs the difference real? {command_line(options)}\n", flush=True)
-        from analysis.cli import run as analyze
+    from analysis.cli import run as analyze
 
+    planned = compare_options(spec, runs["variant"].unique().to_list(), storage, name)
+    for options in planned:
+        print(f"\nIs the difference real? {command_line(options)}\n", flush=True)
         analyze("compare", options)  # a refusal is one line naming the runs; the sweep itself succeeded
+    if not planned and set(runs["variant"].drop_nulls().to_list()) == {"base"}:
+        # a reproduction (the solver alone, as gts_mawps_5fold.yaml): its accuracy beside the paper's
+        from analysis.options import Table1Options
+
+        print(f"\nBeside the paper: psedual analyze table1 --root {storage} --experiment+ {name}\n", flush=True)
+        analyze("table1", Table1Options(root=storage, experiment=(name,)))
     return 1 if failed.height else 0
 
 

@@ -65,3 +65,29 @@ def test_a_seed_without_every_fold_is_left_out_and_named(tmp_path, capsys):
     assert "| 1 | 5 of 5 | 500 | 80.00 |" in out, out
     assert "note: data.dataset=mawps, solver=gts, variant=base: seed(s) [1] lack some of folds [0, 1, 2, 3, 4]: " \
            "left out" in out, out
+
+
+def test_the_job_prints_a_reproduction_beside_the_paper(tmp_path, monkeypatch, capsys):
+    """`python tune.py --space search_spaces/gts_mawps_5fold.yaml` plans no comparison (one arm): after its
+    runs table the job prints the pooled accuracy beside the paper's (the sweep and the tests stubbed
+    here by the tables they would write)."""
+    from pathlib import Path
+
+    import polars as pl
+
+    import psedual.tune.evaluate
+    import psedual.tune.sweep
+    import psedual.tune.trackers
+    from psedual.job import run_spec
+    from psedual.tune.space import load_spec
+
+    _folds(tmp_path, {0: [80, 82, 84, 86, 88]})
+    runs = pl.read_parquet(tmp_path / "runs" / "experiment=gts_5fold" / "*.parquet")
+    monkeypatch.setattr(psedual.tune.sweep, "run_sweep", lambda *a, **k: [])
+    monkeypatch.setattr(psedual.tune.evaluate, "collect", lambda *a, **k: runs)
+    monkeypatch.setattr(psedual.tune.trackers, "log_tested", lambda *a, **k: None)
+    spec = load_spec(Path(__file__).parent.parent / "search_spaces" / "gts_mawps_5fold.yaml")
+    assert run_spec(spec, "gts_5fold", False, str(tmp_path), None) == 0
+    out = capsys.readouterr().out
+    assert f"Beside the paper: psedual analyze table1 --root {tmp_path} --experiment+ gts_5fold" in out
+    assert "| data.dataset=mawps, solver=gts | base | 1 | 5 of 5 | 500 | 84.00 |" in out, out
