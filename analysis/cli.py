@@ -75,6 +75,9 @@ def _compare(args: CompareOptions) -> None:
         print(f"\nExploratory: each pair of treatments no comparison planned (no verdict; p adjusted by holm over all "
               f"{built.rows.height + extra.height} pairs, the claims above included):")
         print(exploratory.table(extra, args.format) if not extra.is_empty() else "none compared")
+        if not extra.is_empty():
+            notes = [*notes, f"{extra.height} exploratory row{'' if extra.height == 1 else 's'} written to "
+                     f"{exploratory.write(extra, args.root, cmp.family)}"]
         for note in notes:
             print(f"note: {note}")
     curve = presets.learning_curves(args, built, runs)

@@ -96,6 +96,15 @@ def adjust_all(planned: list[float | None], rows: pl.DataFrame, correction: str 
     return rows.with_columns(pl.Series("p_all", everything[len(planned):], dtype=pl.Float64))
 
 
+def write(rows: pl.DataFrame, root: str, family: str) -> str:
+    """The exploratory rows beside the planned claims, `<root>/claims/<family>_exploratory.parquet`,
+    so a Polars query of the claims sees them: their `family` and `verdict` say they are
+    exploratory, `p_all` is their p adjusted over every pair (their `p_adjusted` is their p:
+    no family of their own). Returns the path."""
+    name = f"{family}_exploratory"
+    return claims_mod.write(rows.with_columns(pl.lit(name).alias("family")), root, name)
+
+
 def table(rows: pl.DataFrame, fmt: str = "markdown") -> str:
     """The exploratory rows: comparison, seeds, each arm's score, Δ, its CI, the test's p, the p
     adjusted over all pairs, the second test's p, and the flags that say how the arms differ."""

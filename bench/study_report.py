@@ -181,6 +181,8 @@ def main() -> None:
     numbers = paper.load()
     found, arms_rows, curve, pairs, by_arm, labels, standing = _arms(built, everything)
     extra, skipped = _exploratory(found, claims, everything, args, built[0][0].cells)
+    if not extra.is_empty():  # queryable beside the planned claims, marked exploratory
+        exploratory.write(extra, args.root, args.experiment)
     figure = learning.figure(curve, str(out / "learning.png"), f"{args.experiment}: validation value accuracy by "
                              f"epoch, mean over seeds (band ± 1 sd); under each panel Δ vs its reference", pairs)
     plot = _forest(claims, labels, extra, numbers, str(out / "forest.png"),

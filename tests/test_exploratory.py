@@ -14,7 +14,7 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from analysis import exploratory, read
+from analysis import exploratory, read, report
 from analysis.cli import main as analyze
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,6 +79,17 @@ def test_compare_prints_its_unplanned_pair(tmp_path, capsys):
            "pairs" in out
     line = next(x for x in out.splitlines() if "PseDual-GCN vs PseDual-GRU" in x)
     assert "| +0.73 |" in line and "| 0.0698 |" in line and "variant, psedual.expression_encoder" in line
+    # written beside the planned claims, marked so: a Polars query of the claims sees it for what it is
+    from analysis import claims
+
+    path = tmp_path / "results" / "claims" / "compare_converged_exploratory.parquet"
+    assert f"note: 1 exploratory row written to {path}" in out
+    stored = claims.load(str(tmp_path / "results"))
+    mine = stored.filter(pl.col("family") == "compare_converged_exploratory").row(0, named=True)
+    assert (mine["verdict"], mine["treatment_arm"], mine["base_arm"]) == (exploratory.VERDICT, "gcn", "gru")
+    assert round(mine["delta"], 2) == 0.73 and round(mine["p"], 4) == 0.0698
+    assert mine["p_all"] > mine["p"] and f"| {report.p_value(mine['p_all'])} |" in line  # as printed
+    assert stored.filter(pl.col("family") == "compare_converged")["verdict"].to_list() != [exploratory.VERDICT] * 2
 
 
 def test_the_study_report_shows_decisions_the_exploratory_signal_and_its_figures(tmp_path):
