@@ -148,8 +148,7 @@ def _fold_scores(claims: pl.DataFrame, labels: list[str]) -> str:
     lines = ["Fold scores (test value accuracy, %, mean over seeds; descriptive only: each claim pools its seeds' "
              "folds):"]
     for r, name in zip(claims.iter_rows(named=True), labels):
-        lines.append(f"- {name}: " + ", ".join(f"fold {f}: {a:.2f} → {b:.2f}" for f, a, b in
-                                               zip(r["folds"], r["base_fold_acc"], r["treatment_fold_acc"])))
+        lines.append(f"- {name}: {report.fold_line(r)}")
     return "\n".join(lines)
 
 
