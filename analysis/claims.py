@@ -351,9 +351,11 @@ def file_name(name: str) -> str:
     return f"{truncated(name, NAME_MAX - len('.parquet') - len(digest) - 1)}-{digest}.parquet"
 
 
-def write(claims: pl.DataFrame, root: str, name: str) -> str:
-    """Write the claim rows to <root>/claims/<name>.parquet (`file_name`) atomically; returns the path."""
-    path = f"{root.rstrip('/')}/claims/{file_name(name)}"
+def write(claims: pl.DataFrame, root: str, name: str, folder: str = "claims") -> str:
+    """Write the claim rows to <root>/<folder>/<name>.parquet (`file_name`) atomically; returns the path.
+    One folder, one table: a Polars glob over it (`pl.read_parquet(".../claims/*.parquet")`) needs
+    every file's columns the same, so rows of another shape take another folder."""
+    path = f"{root.rstrip('/')}/{folder}/{file_name(name)}"
     write_parquet(claims.to_arrow(), path)
     return path
 

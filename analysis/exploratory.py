@@ -97,12 +97,12 @@ def adjust_all(planned: list[float | None], rows: pl.DataFrame, correction: str 
 
 
 def write(rows: pl.DataFrame, root: str, family: str) -> str:
-    """The exploratory rows beside the planned claims, `<root>/claims/<family>_exploratory.parquet`,
-    so a Polars query of the claims sees them: their `family` and `verdict` say they are
-    exploratory, `p_all` is their p adjusted over every pair (their `p_adjusted` is their p:
-    no family of their own). Returns the path."""
-    name = f"{family}_exploratory"
-    return claims_mod.write(rows.with_columns(pl.lit(name).alias("family")), root, name)
+    """The exploratory rows in their own table, `<root>/exploratory/<family>.parquet`: not beside the
+    planned claims, whose columns they do not share (`comparison`, `p_all`; no power), so that a
+    Polars glob over `<root>/claims` still reads. Their `family` is the planned claims' and their
+    `verdict` says they are exploratory; `p_all` is their p adjusted over every pair (their
+    `p_adjusted` is their p: no family of their own). Returns the path."""
+    return claims_mod.write(rows.with_columns(pl.lit(family).alias("family")), root, family, "exploratory")
 
 
 def table(rows: pl.DataFrame, fmt: str = "markdown") -> str:

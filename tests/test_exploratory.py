@@ -79,17 +79,16 @@ def test_compare_prints_its_unplanned_pair(tmp_path, capsys):
            "pairs" in out
     line = next(x for x in out.splitlines() if "PseDual-GCN vs PseDual-GRU" in x)
     assert "| +0.73 |" in line and "| 0.0698 |" in line and "variant, psedual.expression_encoder" in line
-    # written beside the planned claims, marked so: a Polars query of the claims sees it for what it is
-    from analysis import claims
-
-    path = tmp_path / "results" / "claims" / "compare_converged_exploratory.parquet"
+    # written in a table of its own, marked so; the claims folder keeps one shape, so a glob over it reads
+    path = tmp_path / "results" / "exploratory" / "compare_converged.parquet"
     assert f"note: 1 exploratory row written to {path}" in out
-    stored = claims.load(str(tmp_path / "results"))
-    mine = stored.filter(pl.col("family") == "compare_converged_exploratory").row(0, named=True)
+    mine = pl.read_parquet(path).row(0, named=True)
     assert (mine["verdict"], mine["treatment_arm"], mine["base_arm"]) == (exploratory.VERDICT, "gcn", "gru")
+    assert mine["family"] == "compare_converged"
     assert round(mine["delta"], 2) == 0.73 and round(mine["p"], 4) == 0.0698
     assert mine["p_all"] > mine["p"] and f"| {report.p_value(mine['p_all'])} |" in line  # as printed
-    assert stored.filter(pl.col("family") == "compare_converged")["verdict"].to_list() != [exploratory.VERDICT] * 2
+    stored = pl.read_parquet(tmp_path / "results" / "claims" / "*.parquet")
+    assert stored.height == 2 and exploratory.VERDICT not in stored["verdict"].to_list()
 
 
 def test_the_study_report_shows_decisions_the_exploratory_signal_and_its_figures(tmp_path):
@@ -144,6 +143,8 @@ def test_the_study_report_reads_any_grid_study(tmp_path):
                         if x.startswith("| PseDual-GCN")]
     assert len(exploratory_rows) == 10 - 5  # ten pairs of five arms, five of them planned
     assert "over all 10 pairs of arms" in text and "not significant" not in text
+    assert pl.read_parquet(root / "exploratory" / "control.parquet").height == 5  # in a table of their own
+    assert pl.read_parquet(root / "claims" / "*.parquet").height == 5  # the planned claims, one shape
 
 
 def test_an_arm_s_final_epsilon_says_what_its_infiller_read():
