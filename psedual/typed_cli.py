@@ -159,7 +159,7 @@ def _run_train(cfg: Namespace) -> None:
             trackers.close(failed)
     from psedual.results.records import result_line
 
-    print(result_line(result))
+    print(result_line(result, config.psedual.control if config.psedual is not None else None))
 
 
 # ---- tune ------------------------------------------------------------------------------------
@@ -299,7 +299,8 @@ def _run_test(cfg: Namespace) -> None:
     c = _build(TestConfig, cfg)
     from psedual.results.records import result_line
 
-    print(result_line(test_run(c.run_dir, c.device, c.allow_changed_data).result))
+    tested = test_run(c.run_dir, c.device, c.allow_changed_data)
+    print(result_line(tested.result, tested.config.psedual.control if tested.config.psedual is not None else None))
 
 
 def _solve_parser() -> ArgumentParser:

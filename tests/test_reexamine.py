@@ -511,6 +511,13 @@ def test_the_no_expression_control_reads_no_expression_and_teaches_only_used_or_
         assert (out.logits[b, :, n:S] < -1e8).all()  # slots past the problem's numbers are no candidates
     assert out.tau is None
     assert regime(PseDualConfig(control="no_expression"), 23, 80).startswith("control no_expression: the infiller reads")
+    # and `psedual train`'s result line names ε and τ unused (it printed the schedule's last ε, 0.5, as if it mixed)
+    from psedual.results.records import RunResult, result_line
+
+    run = RunResult(3, 0.5, 0.4, 0.5, 0.4, 0.45, 0.8, 0.6, 0.9, 0.7, 0.5, 0.5, 12.0, "run")
+    assert "final ε 0.5 τ 0.5" in result_line(run) and "infilling 80.00%" in result_line(run)
+    line = result_line(run, "no_expression")
+    assert "ε" in line and "final ε" not in line and "infilling 80.00%" in line
     # its test-time infilling reads no expression either: another problem's gold shown changes nothing
     with inference(solver), inference(control):
         own = control.infill_gold(solver, batch)

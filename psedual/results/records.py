@@ -339,9 +339,11 @@ def _percent(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.2f}%"
 
 
-def result_line(result: RunResult) -> str:
+def result_line(result: RunResult, control: str | None = None) -> str:
     """One line of a run's result: accuracies (both expression definitions), infilling (all and
-    used slots), the final ε and τ, training time."""
+    used slots), the final ε and τ, training time. `control` is the run's `psedual.control`: under
+    `no_expression` the infiller reads no expression, so ε and τ (which mix and sample one) are
+    named unused, not printed as if they had shaped the run."""
     line = (f"best epoch {result.best_epoch}: valid value {_percent(result.valid_value_acc)} "
             f"expr {_percent(result.valid_expr_acc)} | test value {_percent(result.test_value_acc)} "
             f"expr {_percent(result.test_expr_acc)} (by values, the paper's definition: "
@@ -350,5 +352,6 @@ def result_line(result: RunResult) -> str:
         tau = "unused" if result.final_tau is None else f"{result.final_tau:.4g}"
         line += (f" | infilling {_percent(result.test_infill_acc)} perfect match {_percent(result.test_perfect_match)}"
                  f" (used slots {_percent(result.test_infill_acc_used)} / {_percent(result.test_perfect_match_used)})"
-                 f" | final ε {result.final_epsilon:.4g} τ {tau}")
+                 + (" | ε, τ unused (control no_expression: the infiller reads no expression)"
+                    if control == "no_expression" else f" | final ε {result.final_epsilon:.4g} τ {tau}"))
     return f"{line} | {result.train_seconds:.0f} s training | {result.out_dir}"
