@@ -209,6 +209,30 @@ def test_alignment_keeps_every_number_slot_in_chinese(datasets, tmp_path):
     assert len(ids) > len(p.tokens) + 2  # multi-character words took several subwords
 
 
+def test_a_byte_level_bpe_reads_each_word_as_it_reads_running_text(datasets, minilm_tokenizer):
+    """RoBERTa's tokenizer (byte-level BPE, a tiny one trained here) spells a word after a space
+    ('Ġapples') otherwise than alone ('apples'): the aligner gives each word its leading space, so a
+    problem's subwords are those of its running text (it tokenized each word alone before). A
+    WordPiece tokenizer takes no space."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import RobertaTokenizerFast
+
+    problems = datasets("mawps").problems
+    special = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator((" ".join(p.tokens) for p in problems), vocab_size=600, special_tokens=special,
+                            show_progress=False)
+    tok = RobertaTokenizerFast(tokenizer_object=bpe._tokenizer, bos_token="<s>", eos_token="</s>", sep_token="</s>",
+                               cls_token="<s>", unk_token="<unk>", pad_token="<pad>", mask_token="<mask>")
+    aligner = WordAligner(tok)
+    assert (aligner.prefix, WordAligner(minilm_tokenizer).prefix) == (" ", "")
+    assert _check_alignment(aligner, problems) == len(problems)
+    for p in problems[:200]:
+        words = tuple(w if w != NUM_TOKEN else "7" for w in p.tokens)
+        assert aligner(words, p.id)[0] == tok(" " + " ".join(words))["input_ids"], p.id
+    assert aligner(("apples",))[0] != tok("apples")["input_ids"]  # alone, another spelling
+
+
 def test_too_long_a_problem_is_named_not_truncated(minilm_tokenizer):
     aligner = WordAligner(minilm_tokenizer)
     with pytest.raises(ValueError, match="mawps:x: 602 subwords, more than the encoder's 512 positions"):

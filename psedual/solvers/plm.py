@@ -45,6 +45,14 @@ class WordAligner:
         self.tokenizer = tokenizer
         self.pieces: dict[str, list[int]] = {NUM_TOKEN: [tokenizer.mask_token_id]}
         """Each distinct word's subwords, tokenized once."""
+        # A byte-level BPE (RoBERTa's, GPT-2's) spells a word after a space with other subwords
+        # ('Ġapples') than a word that opens the text ('app', 'les'): pretrained on running text, it
+        # reads nearly every word in its spaced form, so a word tokenized alone would be out of its
+        # pretraining. Such a tokenizer gets each word with its leading space, as its own
+        # is_split_into_words/add_prefix_space does and RE-Deduction's authors advise; a WordPiece or
+        # SentencePiece tokenizer spells both alike and is left as it is.
+        self.prefix = " " if self._ids(" the") != self._ids("the") else ""
+        """What goes before each word before it is tokenized: a space for a space-sensitive tokenizer."""
         # the tokenizer's limit, and the model's position embeddings where it has fewer (a
         # tokenizer without a limit says 1e30)
         self.max_length = min(getattr(tokenizer, "model_max_length", 512) or 512, positions or 100_000, 100_000)
@@ -55,13 +63,16 @@ class WordAligner:
         ids, first = [tok.cls_token_id], []
         for word in words:
             if word not in self.pieces:
-                self.pieces[word] = tok(word, add_special_tokens=False)["input_ids"] or [tok.unk_token_id]
+                self.pieces[word] = self._ids(self.prefix + word) or [tok.unk_token_id]
             first.append(len(ids))
             ids += self.pieces[word]
         ids.append(tok.sep_token_id)
         if len(ids) > self.max_length:
             raise ValueError(f"{problem_id}: {len(ids)} subwords, more than the encoder's {self.max_length} positions")
         return ids, first
+
+    def _ids(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
 def _aligner(path: Path) -> WordAligner:
