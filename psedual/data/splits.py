@@ -99,12 +99,17 @@ def _content(problem: Problem) -> tuple[str, tuple[str, ...]]:
     return " ".join(words).casefold(), problem.prefix
 
 
-def leaked(splits: Splits) -> dict[str, int]:
-    """Valid and test problems whose normalised text and gold also occur in the training split
-    (under another id: ids are unique): what a solver may have learnt by heart."""
+def leaked_ids(splits: Splits) -> dict[str, frozenset[str]]:
+    """The ids of the valid and test problems whose normalised text and gold also occur in the
+    training split (under another id: ids are unique): what a solver may have learnt by heart."""
     seen = {_content(p) for p in splits.train}
-    return {name: sum(_content(p) in seen for p in problems)
+    return {name: frozenset(p.id for p in problems if _content(p) in seen)
             for name, problems in (("valid", splits.valid), ("test", splits.test))}
+
+
+def leaked(splits: Splits) -> dict[str, int]:
+    """How many valid and test problems `leaked_ids` finds."""
+    return {name: len(ids) for name, ids in leaked_ids(splits).items()}
 
 
 OUTSIDE_VOCABULARY = "uses a constant outside the vocabulary"
