@@ -14,6 +14,7 @@ every problem once), the value accuracy of each part with Wilson 95% intervals.
 from __future__ import annotations
 
 import argparse
+import functools
 from dataclasses import fields
 
 import polars as pl
@@ -28,11 +29,23 @@ from psedual.data.splits import leaked_ids, split_dataset
 def repeated(run: dict) -> frozenset[str]:
     """The test ids of `run` (a runs-table row) that repeat a problem of its training split."""
     data = DataConfig(**{f.name: run[f"data.{f.name}"] for f in fields(DataConfig) if f"data.{f.name}" in run})
-    ids = leaked_ids(split_dataset(load_dataset(data.dataset, data.data_root, data.user_path), data))["test"]
+    ids = leaked_ids(split_dataset(_dataset(data.dataset, data.data_root, data.user_path), data))["test"]
     if run.get("data_test_leaked") is not None and len(ids) != run["data_test_leaked"]:
         raise SystemExit(f"run {run['trial']}: {len(ids)} repeated test problems rebuilt, its table says "
                          f"{run['data_test_leaked']}: the data changed since it ran")
     return ids
+
+
+@functools.cache
+def _dataset(name: str, root: str | None, user_path: str | None):
+    """Each dataset read once: every run of a 5-fold study reads the same one."""
+    return load_dataset(name, root, user_path)
+
+
+def _cells(rows: pl.DataFrame) -> str:
+    """All, repeated and new problems' cells of a table row."""
+    return " | ".join(_cell(rows.filter(keep)["value_correct"])
+                      for keep in (pl.lit(True), pl.col("repeated"), ~pl.col("repeated")))
 
 
 def _cell(right: pl.Series) -> str:
@@ -63,14 +76,11 @@ def main() -> None:
           f"[Wilson 95% CI] (problems)\n")
     print("| run | fold | all | repeats a training problem | repeats none |\n|---|---|---|---|---|")
     for (trial, fold), rows in table.group_by("trial", "fold", maintain_order=True):
-        print(f"| {trial} | {fold} | {_cell(rows['value_correct'])} | "
-              f"{_cell(rows.filter(pl.col('repeated'))['value_correct'])} | "
-              f"{_cell(rows.filter(~pl.col('repeated'))['value_correct'])} |")
+        print(f"| {trial} | {fold} | {_cells(rows)} |")
     # pooled per arm and seed: one seed's folds predict every problem once (out of fold)
     for (variant, seed), rows in table.group_by("variant", "seed", maintain_order=True):
-        print(f"| pooled: {variant}, seed {seed} | {', '.join(str(f) for f in rows['fold'].unique(maintain_order=True))}"
-              f" | {_cell(rows['value_correct'])} | {_cell(rows.filter(pl.col('repeated'))['value_correct'])} | "
-              f"{_cell(rows.filter(~pl.col('repeated'))['value_correct'])} |")
+        folds = ", ".join(str(f) for f in rows["fold"].unique(maintain_order=True))
+        print(f"| pooled: {variant}, seed {seed} | {folds} | {_cells(rows)} |")
 
 
 if __name__ == "__main__":
