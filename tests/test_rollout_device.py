@@ -1,0 +1,147 @@
+"""The tree solvers' sampled rollout (GTS, Graph2Tree, BertTree): what a seeded PseDual step samples,
+its losses and its gradients, pinned against the rollout as it was when the pin was taken (issue 59:
+the rollout moved from per-token host reads with Python goal stacks to stacks held as tensors).
+
+Two steps of Adam on 16 MAWPS problems, every expression sampled (fusion `predicted`), one thread.
+The fingerprint of a step: the sampled ids (each problem's, on the host), the solver's and the
+infiller's losses, and two numbers per step from the gradients of every parameter (their global
+norm and their dot with a fixed pseudo-random vector, which moves if any one gradient moves).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+
+import pytest
+import torch
+
+from psedual.reexamine import PseDualConfig, Reexaminer
+from psedual.reexamine.schedules import Clock
+from psedual.solvers import get_solver
+from psedual.solvers.batch import collate
+from psedual.solvers.config import SolverConfig
+from psedual.train.trainer import StepLoss, train_step
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+SMALL = SolverConfig(embedding_size=32, hidden_size=64, layers=1, dropout=0.0)
+
+
+def fingerprint(name, mawps, vocab, dropout: float, steps: int = 2) -> list[dict]:
+    """Each step's sampled ids (a digest and the total length), losses and gradient numbers."""
+    torch.manual_seed(0)
+    config = replace(SMALL, dropout=dropout)
+    solver = get_solver(name)(vocab, config)
+    reexaminer = Reexaminer(vocab, config, PseDualConfig(expression_encoder="gcn", fusion="predicted"))
+    step = StepLoss(solver, reexaminer, 1.0)
+    opt = torch.optim.Adam(step.parameters(), 1e-3)
+    batch = collate(mawps.train[:16], vocab)
+    sampled = []
+    rollout = solver.rollout
+
+    def recording(*args, **kwargs):
+        r = rollout(*args, **kwargs)
+        sampled.append([[t for t in row if t >= 0] for row in r.tokens.tolist()])
+        return r
+
+    solver.rollout = recording
+    g = torch.Generator().manual_seed(1)
+    probe = {n: torch.randn(p.shape, generator=g) for n, p in step.named_parameters()}
+    out = []
+    for i in range(steps):
+        result = train_step(step, opt, batch, Clock(i, steps, 1))
+        grads = {n: p.grad for n, p in step.named_parameters() if p.grad is not None}
+        ids = sampled[-1]
+        out.append({"ids": hashlib.sha256(repr(ids).encode()).hexdigest()[:16], "length": sum(map(len, ids)),
+                    "loss": result.loss.item(), "infill": result.infill_loss.item(),
+                    "grad_norm": torch.sqrt(sum((g.double() ** 2).sum() for g in grads.values())).item(),
+                    "grad_dot": sum((g.double() * probe[n].double()).sum() for n, g in grads.items()).item()})
+    return out
+
+
+def _check(got: list[dict], pinned: list[dict]) -> None:
+    for g, p in zip(got, pinned, strict=True):
+        assert (g["ids"], g["length"]) == (p["ids"], p["length"]), (g, p)
+        for key in ("loss", "infill", "grad_norm", "grad_dot"):
+            assert g[key] == pytest.approx(p[key], rel=1e-6, abs=1e-9), (key, g, p)
+
+
+PINNED = {
+    ("gts", 0.0): [{"ids": "f21963d187f19dcf", "length": 46, "loss": 3.4970169067382812, "infill": 1.1189689636230469,
+                    "grad_norm": 1.1523922013165975, "grad_dot": 1.2479464753311589},
+                   {"ids": "a694eb495e293227", "length": 38, "loss": 3.382607936859131, "infill": 1.0875283479690552,
+                    "grad_norm": 1.1204345974778362, "grad_dot": 1.0794608871697884}],
+    ("gts", 0.5): [{"ids": "bd4ea1b9f7596257", "length": 88, "loss": 3.5308003425598145, "infill": 1.1261334419250488,
+                    "grad_norm": 1.078371916610847, "grad_dot": 1.2251754924143934},
+                   {"ids": "2ec143cb7135eee3", "length": 62, "loss": 3.4700615406036377, "infill": 1.112642765045166,
+                    "grad_norm": 1.0289360088318225, "grad_dot": 1.4139582874229242}],
+    ("graph2tree", 0.0): [{"ids": "636b4388851eb2e3", "length": 50, "loss": 3.787142753601074,
+                           "infill": 1.1438285112380981, "grad_norm": 3.8652959163097678,
+                           "grad_dot": 2.116048644576791},
+                          {"ids": "d3d4348958140536", "length": 72, "loss": 3.4427382946014404,
+                           "infill": 1.1342391967773438, "grad_norm": 3.2454464906105716,
+                           "grad_dot": 1.7888891928638486}],
+    ("graph2tree", 0.5): [{"ids": "5060766893706f64", "length": 66, "loss": 3.7632641792297363,
+                           "infill": 1.1295673847198486, "grad_norm": 2.9054174018815906,
+                           "grad_dot": 0.22712734686006641},
+                          {"ids": "fd685a725b99e9f7", "length": 40, "loss": 3.5138893127441406,
+                           "infill": 1.122458577156067, "grad_norm": 2.574990023348306,
+                           "grad_dot": -1.2283209597542328}],
+}
+"""Two PseDual steps' fingerprints (see `fingerprint`), by solver and dropout."""
+
+
+@pytest.mark.parametrize("name", ["gts", "graph2tree"])
+@pytest.mark.parametrize("dropout", [0.0, 0.5])
+def test_sample_losses_and_gradients_of_two_steps_are_the_pinned_ones(mawps, vocab, name, dropout):
+    _check(fingerprint(name, mawps, vocab, dropout), PINNED[name, dropout])
+
+
+def deep_rollout(name, mawps, vocab, dropout: float) -> dict:
+    """A rollout biased towards operators (deep trees: long merge chains and stacks), in training
+    mode, and the gradients of a fixed weighing of its rows."""
+    from psedual.reexamine.module import GumbelNoise
+
+    torch.manual_seed(0)
+    solver = get_solver(name)(vocab, replace(SMALL, dropout=dropout))
+    reexaminer = Reexaminer(vocab, SMALL, PseDualConfig(fusion="predicted"))
+    batch = collate(mawps.train[:12], vocab)
+    V, n_ops, max_length = len(vocab.output_tokens), len(vocab.operators), 17
+    noise = GumbelNoise([p.id for p in batch.problems], max_length, V, torch.device("cpu"))
+    plain = reexaminer._pick(0.5, noise)
+    bias = torch.where(torch.arange(V) < n_ops, 2.0, 0.0)
+
+    def pick(scores, rows, position):
+        return plain(scores + bias, rows, position)
+
+    r = solver.rollout(batch, solver.encode(batch), pick, max_length)
+    g = torch.Generator().manual_seed(2)
+    (r.choices * torch.randn(r.choices.shape, generator=g)).sum().backward()
+    ids = [[t for t in row if t >= 0] for row in r.tokens.tolist()]
+    assert r.ids is None or r.ids == ids
+    grads = [p.grad for p in solver.parameters() if p.grad is not None]
+    return {"ids": hashlib.sha256(repr(ids).encode()).hexdigest()[:16], "length": sum(map(len, ids)),
+            "longest": max(map(len, ids)), "choices": r.choices.double().sum().item(),
+            "grad_norm": torch.sqrt(sum((g.double() ** 2).sum() for g in grads)).item()}
+
+
+DEEP = {
+    ("gts", 0.0): {"ids": "f6ff890952b670ad", "length": 140, "longest": 17, "choices": 140.0,
+                   "grad_norm": 11.653179276350318},
+    ("gts", 0.5): {"ids": "7d8034133e937c19", "length": 140, "longest": 17, "choices": 140.0,
+                   "grad_norm": 20.05734598159844},
+    ("graph2tree", 0.0): {"ids": "dc9ad13d30d76c9e", "length": 158, "longest": 17, "choices": 158.0,
+                          "grad_norm": 33.31949998120907},
+    ("graph2tree", 0.5): {"ids": "991b393f9dba83e2", "length": 158, "longest": 17, "choices": 158.0,
+                          "grad_norm": 51.16563337590369},
+}
+"""`deep_rollout`'s numbers, by solver and dropout."""
+
+
+@pytest.mark.parametrize("name", ["gts", "graph2tree"])
+@pytest.mark.parametrize("dropout", [0.0, 0.5])
+def test_a_deep_rollout_and_its_gradients_are_the_pinned_ones(mawps, vocab, name, dropout):
+    got, pinned = deep_rollout(name, mawps, vocab, dropout), DEEP[name, dropout]
+    assert {k: got[k] for k in ("ids", "length", "longest")} == {k: pinned[k] for k in ("ids", "length", "longest")}
+    assert got["choices"] == pinned["choices"]
+    assert got["grad_norm"] == pytest.approx(pinned["grad_norm"], rel=1e-6)
