@@ -26,7 +26,9 @@ class DataConfig:
     subset_seed: int = 0
     """Seed of the order that `train_size` subsets are taken from."""
     valid_fraction: float = 0.1
-    """Share of the training pool carved out for validation where the source has no validation split."""
+    """Share of the training pool carved out for validation where the source has no validation split;
+    0 carves none (the published GTS and Graph2Tree protocols train on every training problem):
+    such a run has no validation set, so it keeps its last epoch (`--selection last`)."""
     min_constant_count: int = 5
     """A constant is in the solver's vocabulary if at least this many training problems use it."""
     drop_inconsistent: bool = False
@@ -49,7 +51,7 @@ class DataConfig:
             raise ValueError(f"the {self.dataset} dataset needs user_path: {spec.user_path}")
         if self.train_size is not None and self.train_size < 1:
             raise ValueError(f"train_size must be positive, got {self.train_size}")
-        if not 0.0 < self.valid_fraction < 1.0:
-            raise ValueError(f"valid_fraction must be in (0, 1), got {self.valid_fraction}")
+        if not 0.0 <= self.valid_fraction < 1.0:
+            raise ValueError(f"valid_fraction must be in [0, 1) (0: no carve-out), got {self.valid_fraction}")
         if self.min_constant_count < 1:
             raise ValueError(f"min_constant_count must be at least 1, got {self.min_constant_count}")

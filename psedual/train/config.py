@@ -10,17 +10,19 @@ from typing import Literal, get_args, get_origin, get_type_hints
 from psedual.data.config import DataConfig
 from psedual.reexamine.config import BASE, PseDualConfig, check_variant
 from psedual.solvers import SolverName, get_solver
-from psedual.solvers.config import SolverConfig
+from psedual.solvers.config import PROBLEM_VECTOR_SOLVERS, SolverConfig
 
 
 Device = Literal["auto", "cpu", "cuda"]
 Precision = Literal["fp32", "bf16"]
 LRSchedule = Literal["step", "linear"]
 Optimizer = Literal["adam", "adamw"]
+Selection = Literal["best", "last"]
 DEVICES = get_args(Device)
 PRECISIONS = get_args(Precision)
 LR_SCHEDULES = get_args(LRSchedule)
 OPTIMIZERS = get_args(Optimizer)
+SELECTIONS = get_args(Selection)
 VARIANT_KEY = "psedual.expression_encoder"
 """Set through `variant`, never directly: two keys for one choice could disagree."""
 
@@ -77,6 +79,11 @@ class TrainConfig:
     """Words seen fewer times in training are UNK."""
     beam_size: int = 5
     """Beam width for validation and test decoding."""
+    selection: Selection = "best"
+    """Which epoch's checkpoint is tested: `best`, the first with the highest validation value
+    accuracy (`psedual.results.best`); `last`, the last epoch's (the published GTS and Graph2Tree
+    protocol; with `--data.valid_fraction 0`, the only choice: there is nothing to select on).
+    Never the test fold."""
     seed: int = 0
     """Seeds initialisation, shuffling and dropout."""
     threads: int = 0
@@ -106,6 +113,11 @@ class TrainConfig:
         for name, ok, valid in checks:
             if not ok:
                 raise ValueError(f"{name} must be {valid}, got {getattr(self, name):g}")
+        if self.selection not in SELECTIONS:
+            raise ValueError(f"unknown selection {self.selection!r}; valid: {', '.join(SELECTIONS)}")
+        if self.model.problem_vector != "final_state" and self.solver not in PROBLEM_VECTOR_SOLVERS:
+            raise ValueError(f"model.problem_vector {self.model.problem_vector!r} is read by "
+                             f"{', '.join(PROBLEM_VECTOR_SOLVERS)} only, not {self.solver}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
         if self.lr_schedule not in LR_SCHEDULES:

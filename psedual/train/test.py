@@ -19,7 +19,7 @@ import torch
 from psedual.metrics import (expression_accuracy, expression_correct, expression_correct_values, infilling_accuracy,
                              perfect_match_ratio, value_accuracy, value_correct)
 from psedual.reexamine import Reexaminer, schedules
-from psedual.results.best import best_epoch
+from psedual.results.best import kept_epoch
 from psedual.results.folder import BEST, TEST_NEEDS, RunFolder
 from psedual.results.records import Prediction, RunCost, RunResult, values
 from psedual.results.row import Tested
@@ -114,7 +114,7 @@ def evaluate_run(out_dir: str | Path, device: torch.device | str | None = None, 
     changed = check_identity(folder, data_info, allow_changed_data)
     train_set, valid_set, test_set, vocab = sets(config, splits, data_info)
     epochs = folder.epochs()
-    best = best_epoch(values(e) for e in epochs)  # the epoch training kept in best.pt
+    best = kept_epoch((values(e) for e in epochs), config.selection)  # the epoch training kept in best.pt
     model = checkpoint.build_model(best_state, best_path, config.solver, vocab).to(device)
     decoded = evaluate_scored(model, test_set, vocab, config.beam_size, config.batch_size, device)
     predicted, unscored = [pred for pred, _ in decoded], [why for _, why in decoded]

@@ -1,4 +1,5 @@
-"""Train one solver on one dataset view, validate every epoch, test the best checkpoint once.
+"""Train one solver on one dataset view, validate every epoch, test the kept checkpoint once (the
+best validation epoch's, or with `selection: last` the last epoch's).
 
 One training step, read top to bottom in this file: `_train` runs the epochs; `_train_epoch`
 runs one epoch's batches in its seeded order; `train_step` takes one optimiser step on a batch;
@@ -31,7 +32,7 @@ from psedual.data.stats import summary_text
 from psedual.reexamine import Reexaminer, schedules
 from psedual.reexamine.module import Infill
 from psedual.reexamine.schedules import Clock
-from psedual.results.best import best_epoch
+from psedual.results.best import kept_epoch
 from psedual.results.folder import BEST, LAST, RunFolder
 from psedual.results.records import Epoch, RunResult, from_values
 from psedual.solvers import get_solver, hub
@@ -80,6 +81,9 @@ def _train(config: TrainConfig, folder: RunFolder, resume: bool, stop_after_epoc
     # data and vocabulary (from the training split only)
     splits, data_info = view(config)
     train_set, valid_set, _, vocab = sets(config, splits, data_info)
+    if not valid_set and config.selection == "best":
+        raise ValueError(f"{config.data.dataset}: no validation problems (data.valid_fraction "
+                         f"{config.data.valid_fraction:g}), so no best epoch: pass --selection last")
     if rank == 0:  # what was read, skipped and left out, before any time is spent on it
         print(summary_text(data_info), file=sys.stderr, flush=True)
     # model, optimiser and schedules; then, resuming, their state from last.pt
@@ -259,8 +263,11 @@ def optimise(loss: torch.Tensor, opt: torch.optim.Optimizer, clip_grad_norm: flo
 
 
 def _validate(run: setup.Run) -> tuple[float, float]:
-    """Validation value and expression accuracy (decoding split over the ranks)."""
+    """Validation value and expression accuracy (decoding split over the ranks); NaN for a run
+    without a validation set (`data.valid_fraction` 0), which keeps its last epoch."""
     config = run.config
+    if not run.valid_set:
+        return float("nan"), float("nan")
     return accuracies(evaluate(run.model, run.valid_set, run.vocab, config.beam_size, config.batch_size, run.device,
                                run.rank, run.world_size), run.valid_set)
 
@@ -269,17 +276,18 @@ def _checkpoint(run: setup.Run, on_epoch: EpochHook | None) -> None:
     """After an epoch: best.pt if it is the best so far, then last.pt and epochs.parquet (rank 0
     writes them), then the `on_epoch` hook."""
     config, folder, row = run.config, run.folder, run.history[-1]
-    kept = best_epoch(run.history)
+    kept = kept_epoch(run.history, config.selection)
     # every rank's RNG states (dropout draws differ between ranks), gathered for rank 0 to save
     rngs = gather((torch.get_rng_state(), torch.cuda.get_rng_state(run.device) if run.device.type == "cuda" else None),
                   run.world_size)
     if run.main:
         weights = {**checkpoint.model_state(run.model), "config": asdict(config),
                    "reexaminer": run.reexaminer.state_dict() if run.reexaminer is not None else None}
-        if kept["epoch"] == row["epoch"]:  # the best so far
+        if kept["epoch"] == row["epoch"]:  # the best so far (with `selection: last`, every epoch)
             checkpoint.save(folder.file(BEST), weights)
-        print(f"epoch {row['epoch']}/{config.epochs} loss {row['train_loss']:.4f} valid value "
-              f"{100 * row['valid_value_acc']:.1f}% expr {100 * row['valid_expr_acc']:.1f}% ({row['seconds']:.1f} s)",
+        valid = (f"valid value {100 * row['valid_value_acc']:.1f}% expr {100 * row['valid_expr_acc']:.1f}%"
+                 if run.valid_set else "no validation set")
+        print(f"epoch {row['epoch']}/{config.epochs} loss {row['train_loss']:.4f} {valid} ({row['seconds']:.1f} s)",
               file=sys.stderr, flush=True)
         checkpoint.save(folder.file(LAST), {**weights, "optimizer": run.opt.state_dict(),
                                             "scheduler": run.sched.state_dict(), **checkpoint.rng_fields(rngs),
