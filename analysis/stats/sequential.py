@@ -317,7 +317,7 @@ def check_margin(margin: float, target: float | None = None, target_from: str = 
         raise ValueError(f"margin {margin:g} {UNIT} is refused: below {MARGIN_FLOOR:g} points no seed budget "
                          f"could show it{hint}")
     if target is not None and math.isfinite(target) and margin >= abs(target):
-        return f"±{_points(margin)} includes {target_from}'s {target:+g}: this does not test it"
+        return f"±{_points(margin)} includes {target_from} {target:+g}: this does not test it"
     return None
 
 
@@ -450,7 +450,7 @@ def _verdict(design: SequentialDesign, look: int, seeds: int, d: Decisions, marg
                      else f"{inside} at look {look} of {of} ({seeds} seeds; "
                           f"{SPENDING[design.spending].label} spending, {one} a half)")
     if bool(d.below_target[()]):
-        below = f"smaller than {target_from}'s {target:+g} {UNIT}"
+        below = f"smaller than {target_from} {target:+g} {UNIT}"
         found.append(f"{below} ({one})" if found else
                      f"{below} at look {look} of {of} ({seeds} seeds; {SPENDING[design.spending].label} spending, {one})")
     if not found:
@@ -469,7 +469,7 @@ def decide(design: SequentialDesign, diffs, look_index: int, margin: float | Non
     base, points of accuracy) so far, flat or one array per look, exactly the look's planned seed
     count (`design.with_seeds` analyses a look that fell short); `margin` in points (None: the
     `default_margin` for the target); `target` the Δ the claim is tested against (None: no
-    below-target test), named `target_from` in the verdict (e.g. "the paper")."""
+    below-target test), named `target_from` in the verdict (e.g. "the paper's")."""
     if not 0 <= look_index < len(design.looks):
         raise ValueError(f"look_index {look_index} outside 0..{len(design.looks) - 1} (the design has {len(design.looks)} looks)")
     if target is not None and not math.isfinite(target):
