@@ -228,16 +228,21 @@ def normal_boundaries(seeds: Sequence[int], cumulative: np.ndarray, two_sided: b
     return np.array(boundaries)
 
 
-def null_t(seeds: Sequence[int], paths: int, rng: np.random.Generator) -> np.ndarray:
+def null_t(seeds: Sequence[int], paths: int, seed: int) -> np.ndarray:
     """Paired t statistics (paths × looks) of `paths` null studies with normal differences, at each
     look's seed count, drawn from their exact joint law without drawing each seed: a look's new
-    seeds add a normal sum and an independent chi-square within-sum of squares."""
+    seeds add a normal sum and an independent chi-square within-sum of squares. Each look draws
+    from its own stream (`seed`, look), so re-planning later looks leaves earlier looks' draws, and
+    so their boundaries, as they were."""
     n = np.asarray(seeds, float)
     added = np.diff(n, prepend=0.0)
-    sums = rng.standard_normal((paths, n.size)) * np.sqrt(added)
-    within = np.zeros_like(sums)
-    grown = added > 1
-    within[:, grown] = rng.chisquare(added[grown] - 1, size=(paths, int(grown.sum())))
+    sums = np.empty((paths, n.size))
+    within = np.zeros((paths, n.size))
+    for k, size in enumerate(added):
+        rng = np.random.default_rng([seed, k])
+        sums[:, k] = rng.standard_normal(paths) * math.sqrt(size)
+        if size > 1:
+            within[:, k] = rng.chisquare(size - 1, paths)
     total = np.cumsum(sums, axis=1)
     squares = np.cumsum(within + sums**2 / added, axis=1) - total**2 / n
     return total / np.sqrt(n * squares / (n - 1))
@@ -273,7 +278,7 @@ def boundaries(design: SequentialDesign) -> Boundaries:
     side_one = spent(design, design.alpha_one_sided)
     z_two = normal_boundaries(design.looks, side_two, two_sided=True)
     z_one = normal_boundaries(design.looks, side_one, two_sided=False)
-    t = null_t(design.looks, design.calibration_paths, np.random.default_rng(design.calibration_seed))
+    t = null_t(design.looks, design.calibration_paths, design.calibration_seed)
     return Boundaries(
         seeds=seeds, fraction=seeds / seeds[-1], spent_two_sided=2.0 * side_two, spent_one_sided=side_one,
         z_two_sided=z_two, z_one_sided=z_one,
@@ -286,7 +291,7 @@ def calibration(design: SequentialDesign, paths: int = 400_000, seed: int = 1) -
     nominal level at each look's degrees of freedom, and the calibrated t), the cumulative null
     crossing rate by each look on a fresh simulation (`paths` studies, `seed`), beside the α spent."""
     b = boundaries(design)
-    t = null_t(design.looks, paths, np.random.default_rng(seed))
+    t = null_t(design.looks, paths, seed)
     nominal_two = stats.t.isf(stats.norm.sf(b.z_two_sided), b.seeds - 1)
     nominal_one = stats.t.isf(stats.norm.sf(b.z_one_sided), b.seeds - 1)
     out = {"seeds": b.seeds, "spent_two_sided": b.spent_two_sided, "spent_one_sided": b.spent_one_sided}
@@ -416,6 +421,13 @@ class Look:
     """a decision the design stops on was reached: the study stops here"""
     verdict: str
     """e.g. "better at look 3 of 6 (16 seeds; O'Brien–Fleming spending, two-sided α 0.05)" """
+
+    def row(self, claim: str) -> dict:
+        """The look as a row of a looks table, under `claim`'s name (flat: the intervals in two columns)."""
+        row = {"claim": claim, **dataclasses.asdict(self)}
+        row["ci_low"], row["ci_high"] = row.pop("ci")
+        row["equivalence_low"], row["equivalence_high"] = row.pop("equivalence_ci")
+        return row
 
     def __post_init__(self) -> None:
         if not 1 <= self.look <= self.of:
@@ -560,3 +572,48 @@ def simulate(design: SequentialDesign, diffs: np.ndarray, margin: float | None =
         seeds[stopping], look[stopping] = n, k + 1
         running &= ~found.stop
     return Outcomes(seeds=seeds, look=look, **ever)
+
+
+@dataclass(frozen=True)
+class Operating:
+    """A design's operating characteristics at one true Δ and sd, by simulation (for a plan)."""
+
+    delta: float
+    """the true Δ simulated, in points of accuracy"""
+    sd: float
+    """the sd of a seed difference simulated, in points of accuracy"""
+    studies: int
+    """simulated studies"""
+    better: float
+    """P(better reached)"""
+    worse: float
+    """P(worse reached)"""
+    equivalent: float
+    """P(equivalent reached)"""
+    below_target: float
+    """P(smaller than the target reached)"""
+    undecided: float
+    """P(no stopping decision by the last look)"""
+    expected_seeds: float
+    """mean seed pairs run"""
+    expected_seeds_se: float
+    """its Monte Carlo standard error"""
+    max_seeds: int
+    """the most seed pairs the design runs (its last look)"""
+
+
+def operating(design: SequentialDesign, delta: float, sd: float, margin: float | None = None,
+              target: float | None = None, studies: int = 20_000, seed: int = 0) -> Operating:
+    """Simulate `studies` studies with normal seed differences (mean `delta`, sd `sd`) through the
+    design: the probabilities of each decision and the expected seeds (what a plan prints beside
+    the fixed design; multiply by trial-hours for its cost)."""
+    if not (math.isfinite(sd) and sd > 0):
+        raise ValueError(f"sd {sd!r} must be a positive number of {UNIT}")
+    x = np.random.default_rng(seed).normal(delta, sd, (studies, design.looks[-1]))
+    out = simulate(design, x, margin, target)
+    return Operating(
+        delta=float(delta), sd=float(sd), studies=studies, better=float(out.better.mean()),
+        worse=float(out.worse.mean()), equivalent=float(out.equivalent.mean()),
+        below_target=float(out.below_target.mean()), undecided=float(1.0 - out.decided.mean()),
+        expected_seeds=float(out.seeds.mean()), expected_seeds_se=float(out.seeds.std(ddof=1) / math.sqrt(studies)),
+        max_seeds=design.looks[-1])
