@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 
 from psedual.data.files import DataFileError
+from psedual.option_errors import ConfigFileError, check_config_files, refusal
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,47 +38,29 @@ def parse(command, args: list[str]):
     from psedual.typed_cli import flags
 
     parser = command.parser()
+    check_config_files(args, parser.prog, parser._option_string_actions)
     args = flags(args, parser._option_string_actions)
     if command.defaults is not None:
         # a first pass for what the defaults depend on (without --print_config, which would print and
-        # exit), then the command line again over them: what it gives overrides them
-        defaults = command.defaults(parser.parse_args([a for a in args if not a.startswith("--print_config")]))
+        # exit; unchecked, so that a required option such as train's --out, which --print_config
+        # does without, is not asked for yet), then the command line again over them: what it gives
+        # overrides them, and that pass checks everything
+        defaults = command.defaults(parser.parse_args([a for a in args if not a.startswith("--print_config")],
+                                                      _skip_validation=True))
         if defaults:
             parser.set_defaults(defaults)
     return parser.parse_args(args)
-
-
-_TYPE_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "text", "NoneType": "null"}
-
-
-def plain_error(text: str) -> str:
-    """jsonargparse's refusal of a value as one line in the commands' style: the option, the value
-    and what it takes, never a Python type's name (`--lr abc: expected a number`, `--solver gpt:
-    expected one of gts, dns, ...`). Other errors are returned on one line as they are."""
-    found = re.match(r'Parser key "([^"]+)":\s*(.*)', text, re.S)
-    if not found:
-        return " ".join(text.split())
-    key, rest = found.groups()
-    got = re.search(r"(?:Got value|Given value): (.*)", rest)
-    value = f" {got.group(1).strip()}" if got else ""
-    choices = re.search(r"Literal\[(.*?)\]", rest)
-    if choices:
-        what = "one of " + ", ".join(c.strip().strip("'\"") for c in choices.group(1).split(","))
-    else:
-        kinds = re.findall(r"Expected a <class '(\w+)'>", rest) or re.findall(r"<class '(\w+)'>", rest)
-        what = " or ".join(dict.fromkeys(_TYPE_WORDS.get(k, k) for k in kinds)) or " ".join(rest.split())
-    return f"--{key}{value}: expected {what}"
 
 
 def _typed(words: tuple[str, ...], command, argv: list[str]) -> int:
     """Run a command whose parser jsonargparse generates from a typed config."""
     from jsonargparse import ArgumentError
 
+    said = f"psedual {' '.join(words)}"
     try:
         cfg = parse(command, argv[len(words):])
-    except ArgumentError as err:
-        print(f"psedual {' '.join(words)}: error: {plain_error(str(err))}\n(psedual {' '.join(words)} --help "
-              "lists the options)", file=sys.stderr)
+    except (ArgumentError, ConfigFileError) as err:
+        print(f"{said}: error: {refusal(str(err), said)}", file=sys.stderr)
         return 2
     return command.run(cfg) or 0
 
@@ -97,8 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["analyze"]:
         from analysis.cli import main as analyze
+        from psedual.job import study_plan  # `analyze study` reads a sweep file: analysis never imports sweep code
 
-        return analyze(argv)
+        return analyze(argv, planner=study_plan)
     typed = find(argv)
     if not typed:
         build_parser().parse_args(argv)  # `psedual --help`, or an unknown command's usage error

@@ -310,10 +310,13 @@ def _solve_parser() -> ArgumentParser:
 
 
 def _run_solve(cfg: Namespace) -> None:
-    from psedual.train.solve import SolveConfig, solve
+    from psedual.train.solve import SolveConfig, checkpoint_file, solve
 
     c = _build(SolveConfig, cfg)
-    infix, answer = solve(c.checkpoint, c.text, beam_size=c.beam_size)
+    path = checkpoint_file(c.checkpoint)
+    if str(path) != c.checkpoint:  # on stderr: stdout is the answer alone
+        print(f"psedual solve: {c.checkpoint} is a run folder: solving with its {path}", file=sys.stderr)
+    infix, answer = solve(path, c.text, beam_size=c.beam_size)
     print(f"{infix} = {answer}")
 
 

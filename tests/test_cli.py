@@ -4,12 +4,15 @@ with its docstring and choices, settable, and readable from a YAML file with ove
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import types
 import typing
 from dataclasses import fields
 from pathlib import Path
 
 import pytest
+import yaml
 
 from analysis.cli import COMMANDS as ANALYZE
 from analysis.cli import parse as analyze_parse
@@ -32,7 +35,8 @@ from psedual.typed_cli import COMMANDS, _train_config, flags
 
 # Non-default values that every check in the configs accepts; the rest are derived from the type.
 SPECIAL = {"data.dataset": "mawps", "data.fold": 3, "model.plm": "/tmp/a-plm-folder", "data.data_root": "/tmp/d",
-           "data.user_path": "/tmp/u"}
+           "data.user_path": "/tmp/u", "solver": "graph2tree"}
+# graph2tree: a solver that reads model.problem_vector's other value (`published`: gts and graph2tree only)
 
 
 def _other_value(key: str, annotation: object, default: object) -> object:
@@ -265,6 +269,60 @@ def test_a_printed_config_loads_back_and_the_default_data_needs_no_fold(tmp_path
     assert (config.data.dataset, config.data.fold) == ("mawps", 0)
     config = _train_config(parser.parse_args(["--data.dataset", "svamp", "--out", "x"]))
     assert config.data.fold is None
+
+
+def _psedual(*args: str, cwd: Path, stdout=None) -> subprocess.CompletedProcess:
+    """The installed `psedual` (the one beside this interpreter), run as a user runs it."""
+    return subprocess.run([str(Path(sys.executable).parent / "psedual"), *args], cwd=cwd, text=True,
+                          stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+
+
+def test_the_readmes_config_round_trip_runs_through_the_command(tmp_path):
+    """`psedual train --print_config --variant gcn > run.yaml`, then `--config run.yaml` with overrides:
+    the first exited 2 ("required: out", the recipe's first pass asked for it) and left run.yaml empty."""
+    with (tmp_path / "run.yaml").open("w") as out:
+        printed = _psedual("train", "--print_config", "--variant", "gcn", cwd=tmp_path, stdout=out)
+    assert printed.returncode == 0 and printed.stderr == "", printed.stderr
+    text = (tmp_path / "run.yaml").read_text()
+    assert "variant: gcn" in text and "fold: null" in text and "hidden_size: 512" in text
+    again = _psedual("train", "--config", "run.yaml", "--lr", "0.002", "--epochs", "5", "--out", "runs/mine",
+                     "--print_config", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    loaded = yaml.safe_load(again.stdout)
+    assert (loaded["lr"], loaded["epochs"], loaded["out"], loaded["variant"]) == (0.002, 5, "runs/mine", "gcn")
+    assert {k: v for k, v in loaded.items() if k not in ("lr", "epochs", "out")} == \
+        {k: v for k, v in yaml.safe_load(text).items() if k not in ("lr", "epochs", "out")}
+
+
+
+def test_a_recipe_prints_its_config_without_an_out(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["train", "--recipe", "dns", "--solver", "dns", "--print_config"])
+    assert done.value.code == 0
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert (printed["solver"], printed["recipe"], printed["out"]) == ("dns", "dns", None)
+
+
+@pytest.mark.parametrize("text, says", [
+    ("", "the file is empty (`psedual train --print_config > run.yaml` writes one with every option)"),
+    ("# nothing\n", "holds only comments, no options (`psedual train --print_config > run.yaml` writes one with "
+                    "every option)"),
+    ("lr: [0.1\n", "not YAML at line 2: expected ',' or ']', but got '<stream end>'"),
+    ("- lr\n- 0.1\n", "holds a list, not `option: value` lines (`psedual train --print_config > run.yaml` writes "
+                      "one with every option)"),
+    ("lr: 0.1\ndata:\n  fodl: 2\n", "psedual train has no option data.fodl (nearest: data.fold) (psedual train "
+                                    "--help lists the options)"),
+    (None, "no such file (`psedual train --print_config > run.yaml` writes one with every option)"),
+])
+def test_a_config_file_that_gives_no_options_is_named_with_what_is_wrong(tmp_path, monkeypatch, capsys, text, says):
+    """An empty run.yaml read `Unexpected config:` and nothing more."""
+    if text is not None:
+        (tmp_path / "run.yaml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "--config", "run.yaml", "--out", "x"]) == 2
+    assert capsys.readouterr().err == f"psedual train: error: --config run.yaml: {says}\n"
+    assert main(["solve", "--config", "run.yaml", "Tom has 5 apples."]) == 2  # every command checks its file
+    assert capsys.readouterr().err.startswith("psedual solve: error: --config run.yaml: ")
 
 
 def test_the_sweep_files_ship_with_the_package_and_copy_out(tmp_path, monkeypatch, capsys):

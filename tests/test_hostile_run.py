@@ -121,14 +121,30 @@ def test_a_checkpoint_without_its_reexaminer_is_one_line(run, capsys):
 
 
 @pytest.mark.parametrize(("what", "make", "says"), [
-    ("a folder", lambda p: p.mkdir(), "is a folder, not a checkpoint file"),
+    ("a folder", lambda p: p.mkdir(), "a folder with no best.pt: give a checkpoint file, or a run folder "
+                                      "`psedual train ... --out {path}` has trained"),
     ("a dangling link", lambda p: p.symlink_to(p.parent / "nowhere.pt"), "is a dangling symbolic link"),
 ])
 def test_solve_names_what_the_checkpoint_path_is(tmp_path, capsys, what, make, says):
     path = tmp_path / "best.pt"
     make(path)
     assert main(["solve", "--checkpoint", str(path), TEXT]) == 2
-    assert capsys.readouterr().err == f"psedual: error: {path}: {says}\n"
+    assert capsys.readouterr().err == f"psedual: error: {path}: {says.format(path=path)}\n"
+
+
+def test_solve_takes_a_run_folder_and_says_which_checkpoint(run, capsys):
+    """`psedual solve --checkpoint runs/gts`: the folder `psedual train --out` wrote is solved with its
+    best.pt, said on stderr (stdout stays the answer alone); without one, what would write it."""
+    assert main(["solve", "--checkpoint", str(run / "best.pt"), TEXT]) == 0
+    answer = capsys.readouterr().out
+    assert main(["solve", "--checkpoint", str(run), TEXT]) == 0
+    said = capsys.readouterr()
+    assert said.out == answer and said.err == f"psedual solve: {run} is a run folder: solving with its {run / 'best.pt'}\n"
+    (run / "best.pt").unlink()
+    assert main(["solve", "--checkpoint", str(run), TEXT]) == 2
+    assert capsys.readouterr().err == (f"psedual: error: {run}: a folder with no best.pt (it holds last.pt: `psedual "
+                                       f"train ... --out {run} --resume` finishes it): give a checkpoint file, or a run "
+                                       f"folder `psedual train ... --out {run}` has trained\n")
 
 
 def test_a_tilde_in_the_data_and_cache_variables_means_home_everywhere(tmp_path, monkeypatch, capsys):

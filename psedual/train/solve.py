@@ -10,6 +10,7 @@ from psedual.data.expr import infix_with_numbers
 from psedual.data.numbers import canonical, parse_number, quote
 from psedual.data.record import Problem
 from psedual.data.value import try_evaluate
+from psedual.results.folder import BEST, LAST
 from psedual.solvers.batch import collate
 from psedual.train import checkpoint
 
@@ -21,7 +22,7 @@ class SolveConfig:
     text: str
     """The problem, as plain text with its numbers written out."""
     checkpoint: str
-    """A run's `best.pt`."""
+    """A run's `best.pt`, or its run folder (the folder `psedual train --out` wrote: its `best.pt`)."""
     beam_size: int = 5
     """Beam width of the decoder."""
 
@@ -30,9 +31,23 @@ class SolveConfig:
             raise ValueError(f"beam_size must be at least 1, got {self.beam_size}")
 
 
+def checkpoint_file(path: str | Path) -> Path:
+    """The checkpoint `path` names: a run folder's `best.pt`, or the file itself. A folder without
+    one is refused, saying what would write it."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    if (path / BEST).is_file():
+        return path / BEST
+    began = " (it holds last.pt: `psedual train ... --out {0} --resume` finishes it)".format(path) \
+        if (path / LAST).is_file() else ""
+    raise checkpoint.CheckpointError(f"{path}: a folder with no {BEST}{began}: give a checkpoint file, or a run "
+                                     f"folder `psedual train ... --out {path}` has trained")
+
+
 def solve(checkpoint_path: str | Path, text: str, beam_size: int = 5) -> tuple[str, str]:
     """(readable infix over the problem's numbers, answer or 'invalid')."""
-    path = Path(checkpoint_path)
+    path = checkpoint_file(checkpoint_path)
     model = checkpoint.build_model(checkpoint.load(path), path)
     language = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in text) else "en"
     tokens, num_pos, texts = text_tokens(text, language)
