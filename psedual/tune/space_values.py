@@ -10,14 +10,12 @@ value is stays the config's own check, which lists the valid ones.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from psedual.reexamine.config import VARIANTS
 from psedual.train.config import VARIANT_KEY, TrainConfig
+from psedual.tune.spec_types import SweepSpec
 from psedual.tune.value_types import fits, problem, words
-
-if TYPE_CHECKING:
-    from psedual.tune.space import SweepSpec
 
 FIELDS = {**{k: v for k, v in TrainConfig.field_hints().items() if k != VARIANT_KEY}, "variant": Literal[VARIANTS]}
 """Each dotted key a sweep file may set, with its field's annotation (`variant` in place of the

@@ -14,6 +14,8 @@ import dataclasses
 import math
 import re
 import types
+from collections.abc import Iterable
+from difflib import get_close_matches
 from typing import Literal, Union, get_args, get_origin, get_type_hints
 
 SHOWN = 60
@@ -96,6 +98,21 @@ def _exponent_hint(value: object, annotation: object) -> str:
     mantissa = mantissa if "." in mantissa else f"{mantissa}.0"
     exponent = exponent if exponent[0] in "+-" else f"+{exponent}"
     return f" (YAML reads {value.strip()} as a string: write {mantissa}e{exponent})"
+
+
+def unknown(names: Iterable[object], valid: Iterable[str], what: str = "key") -> str:
+    """`unknown key 'lrr'; did you mean lr? The other valid keys: ...`: the valid names nearest each
+    unknown one first, then the rest, in `valid`'s order. Without a near one: `unknown key 'x';
+    valid: ...`."""
+    names, valid = sorted(map(str, names)), list(valid)
+    # a typo is near its word (difflib); a part of a name is inside it (`cpus` in cpus_per_worker)
+    near = list(dict.fromkeys(m for n in names for m in [*get_close_matches(n, valid, n=3, cutoff=0.6),
+                                                         *[v for v in valid if len(n) >= 3 and n in v][:3]]))
+    said = f"unknown {what}{'s' if len(names) > 1 else ''} {', '.join(map(repr, names))}"
+    if not near:
+        return f"{said}; valid: {', '.join(valid)}"
+    rest = [v for v in valid if v not in near]
+    return f"{said}; did you mean {' or '.join(near)}? The other valid {what}s: {', '.join(rest)}"
 
 
 def dataclass_problems(cls: type, values: dict) -> list[str]:
