@@ -167,6 +167,8 @@ COMMANDS: dict[str, tuple[type, Callable[..., None]]] = {
     "optuna": (OptunaOptions, _optuna),
 }
 """Each `analyze` command: its options (`analysis.options`) and what it runs."""
+SWEEP_READERS: tuple[str, ...] = ()
+"""The commands that read a sweep file: `run` hands them the planner `psedual analyze` passes."""
 
 
 def parser() -> ArgumentParser:
@@ -196,8 +198,9 @@ def parse(words: list[str]) -> tuple[str, AnalyzeOptions]:
     return cfg.command, options(**{f.name: cfg[cfg.command][f.name] for f in fields(options)})
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run `analyze COMMAND OPTIONS` (`python -m analysis analyze ...`, or `psedual analyze ...`)."""
+def main(argv: list[str] | None = None, planner: Callable | None = None) -> int:
+    """Run `analyze COMMAND OPTIONS` (`python -m analysis analyze ...`, or `psedual analyze ...`,
+    which passes the `planner` that reads a sweep file's comparisons: `psedual.job.study_plan`)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] != ["analyze"]:
         print(f"usage: python -m analysis analyze {{{','.join(COMMANDS)}}} ...", file=sys.stderr)
@@ -212,14 +215,17 @@ def main(argv: list[str] | None = None) -> int:
     except ERRORS as err:
         print(f"psedual analyze: error: {one_line(err)}", file=sys.stderr)
         return 2
-    return run(command, options)
+    return run(command, options, planner)
 
 
-def run(command: str, options: AnalyzeOptions) -> int:
+def run(command: str, options: AnalyzeOptions, planner: Callable | None = None) -> int:
     """Run one command on its typed options, as `main` does once it has parsed them (the main job
     calls this with the comparisons it builds); a refusal is one line on stderr, and 2."""
     try:
-        COMMANDS[command][1](options)
+        if command in SWEEP_READERS:
+            COMMANDS[command][1](options, planner)
+        else:
+            COMMANDS[command][1](options)
     except ERRORS as err:
         print(f"psedual analyze: error: {one_line(err)}", file=sys.stderr)
         return 2

@@ -372,6 +372,15 @@ def compare_options(spec, variants: list[str], storage: str, name: str) -> list[
             for p in comparisons(spec, variants, name)]
 
 
+def study_plan(space: str, storage: str, name: str) -> list[CompareOptions]:
+    """The comparisons a finished study's sweep file plans, as `compare_options` gave its job (over
+    the variants the file names): what `psedual analyze study` reports (`analysis.study_report`)."""
+    from psedual.tune.space import arm_values, load_spec
+
+    spec = load_spec(space)
+    return compare_options(spec, arm_values(spec, "variant"), storage, name)
+
+
 def command_line(options: CompareOptions) -> str:
     """The `psedual analyze compare` command that reruns a comparison of `compare_options`."""
     words = ["psedual", "analyze", "compare", "--root", options.root,
