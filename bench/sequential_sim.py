@@ -71,6 +71,12 @@ def naive(x: np.ndarray, looks, margin: float | None) -> tuple[np.ndarray, np.nd
     return reached, seeds
 
 
+def header(columns: str) -> None:
+    """A Markdown table's header row and its rule (`columns` is the header row, `| a | b |`)."""
+    print(columns)
+    print("|" + "---|" * (columns.count("|") - 1))
+
+
 def rate(hits: np.ndarray) -> str:
     p = float(np.mean(hits))
     return f"{100 * p:6.2f}% ± {100 * math.sqrt(p * (1 - p) / hits.size):.2f}"
@@ -98,9 +104,8 @@ def calibration_table(design: sq.SequentialDesign) -> None:
     print(f"\n(0) calibration, {design.describe()}")
     print("    boundaries: normal z (gsDesign recursion), the z's nominal level at the look's df, t calibrated "
           "by simulation; cumulative null crossing rate of each on 400,000 fresh null studies (MC se about 0.03%)")
-    print("| look | seeds | α spent (2-sided) | z | nominal t | t | cum. rate z | nominal | t "
-          "| α spent (1-sided) | z | t | cum. rate z | t |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    header("| look | seeds | α spent (2-sided) | z | nominal t | t | cum. rate z | nominal | t "
+           "| α spent (1-sided) | z | t | cum. rate z | t |")
     nominal = stats.t.isf(stats.norm.sf(b.z_two_sided), b.seeds - 1)
     for k, n in enumerate(design.looks):
         print(f"| {k + 1} | {n} | {b.spent_two_sided[k]:.4f} | {b.z_two_sided[k]:.3f} | {nominal[k]:.3f} | "
@@ -133,9 +138,8 @@ def main(argv=None) -> None:
 
     print("\n(a) Δ = 0, normal differences: P(better or worse), nominal 5%; the worst case stops on the difference "
           "test alone (every look open to it), the full rule on any decision (target, margin as above)")
-    print("| design | sequential, worst case | expected seeds | sequential, full rule | expected seeds | "
-          "naive repeated looks (paired t at 0.05) | fixed look |")
-    print("|---|---|---|---|---|---|---|")
+    header("| design | sequential, worst case | expected seeds | sequential, full rule | expected seeds | "
+           "naive repeated looks (paired t at 0.05) | fixed look |")
     x = draw(rng, n, 40, 0.0, "normal")
     for name, design in designs.items():
         alone = sq.simulate(only(design, "difference"), x, margin, TARGET)
@@ -150,9 +154,8 @@ def main(argv=None) -> None:
 
     print("\n(b) Δ = margin: P(equivalent), nominal 5% (true Δ +1, margin ±1, no target test); worst case: stops "
           "on equivalence alone; full rule: on difference or equivalence")
-    print("| design | sequential, worst case | sequential, full rule | naive repeated TOST at 0.05 | "
-          "fixed TOST at the last look |")
-    print("|---|---|---|---|---|")
+    header("| design | sequential, worst case | sequential, full rule | naive repeated TOST at 0.05 | "
+           "fixed TOST at the last look |")
     x = draw(rng, n, 40, 1.0, "normal")
     for name, design in designs.items():
         alone = sq.simulate(only(design, "equivalence"), x, 1.0, None)
@@ -169,9 +172,8 @@ def main(argv=None) -> None:
 
     print(f"\n(c) power and expected seeds, beside the fixed design of the same power (target {TARGET:+g}, "
           f"margin ±{margin:g}, sd {SD})")
-    print("| design | true Δ | decision | sequential power | expected seeds | fixed design of that power | "
-          "expected / fixed |")
-    print("|---|---|---|---|---|---|---|")
+    header("| design | true Δ | decision | sequential power | expected seeds | fixed design of that power | "
+           "expected / fixed |")
     at_target, at_zero = draw(rng, n, 40, TARGET, "normal"), draw(rng, n, 40, 0.0, "normal")
     for name in ("issue looks, O'Brien–Fleming", "first 6, step 4, max 40", "issue looks, Pocock"):
         design = designs[name]
@@ -194,9 +196,8 @@ def main(argv=None) -> None:
 
     print("\n(d) heavy tails and a collapsed seed, issue looks, O'Brien–Fleming (nominal 5%; rates in the worst case, "
           "power under the full rule)")
-    print("| differences | P(better or worse), Δ = 0 | naive | P(equivalent ±1), Δ = +1 | naive | "
-          f"P(better), Δ = {TARGET:+g} | expected seeds at {TARGET:+g} |")
-    print("|---|---|---|---|---|---|---|")
+    header("| differences | P(better or worse), Δ = 0 | naive | P(equivalent ±1), Δ = +1 | naive | "
+           f"P(better), Δ = {TARGET:+g} | expected seeds at {TARGET:+g} |")
     for tails, label in (("normal", "normal"), ("t3", "t, 3 df, sd 1.3"),
                          ("collapsed", f"normal, one pair at {COLLAPSE:+g}")):
         null, edge, effect = (draw(rng, n, 40, delta, tails) for delta in (0.0, 1.0, TARGET))

@@ -309,7 +309,7 @@ def _points(x: float) -> str:
 def check_margin(margin: float, target: float | None = None, target_from: str = "the target") -> str | None:
     """Refuse, in one line naming the unit, a margin no user could mean; return the note a verdict
     carries where the margin cannot test the target (None where it can or there is no target)."""
-    if isinstance(margin, bool) or not isinstance(margin, (int, float, np.floating)) or not math.isfinite(margin):
+    if isinstance(margin, bool) or not isinstance(margin, (int, float, np.integer, np.floating)) or not math.isfinite(margin):
         raise ValueError(f"margin {margin!r} is not a finite number of {UNIT}")
     if margin <= 0:
         raise ValueError(f"margin {margin:g} {UNIT} must be above 0: it is the half-width of the equivalence band ±margin")
