@@ -195,6 +195,47 @@ class OptunaOptions:
             raise ValueError(f"bad experiment name {self.experiment!r}")
 
 
+@dataclass(frozen=True, kw_only=True)
+class StudyOptions:
+    """A grid study's report: its arms, planned claims, unplanned pairs, forest plot and learning curves."""
+
+    space: str
+    """The sweep file the study ran: its `compare:` entries are the planned comparisons."""
+    experiment: str
+    """The study's experiment."""
+    root: str = DEFAULT_ROOT
+    """Results storage: a folder or any URI Polars reads (the exploratory pairs are written beside its claims)."""
+    out: str
+    """Folder for report.md, forest.png and learning.png."""
+    wall: str = ""
+    """The job's wall time as it printed it ('50 trials in 3712 s'): the runs table does not record
+    first start to last end; empty: not given."""
+    resamples: int = 10_000
+    """Bootstrap and permutation resamples."""
+
+    def __post_init__(self) -> None:
+        if not self.experiment or "/" in self.experiment:
+            raise ValueError(f"bad experiment name {self.experiment!r}")
+        if not self.space or not self.out:
+            raise ValueError(f"space and out must be given (got space {self.space!r}, out {self.out!r})")
+        if self.resamples < 1:
+            raise ValueError(f"resamples must be a positive count; got {self.resamples}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LeakageOptions:
+    """How much of a test score is memory: accuracy on test problems that repeat a training problem, and the rest."""
+
+    root: str = DEFAULT_ROOT
+    """Results storage: a folder or any URI Polars reads (its runs and predictions tables)."""
+    experiment: str
+    """The experiment whose runs are split."""
+
+    def __post_init__(self) -> None:
+        if not self.experiment or "/" in self.experiment:
+            raise ValueError(f"bad experiment name {self.experiment!r}")
+
+
 LIST_OPTIONS = tuple(dict.fromkeys(f.name for options in (CompareOptions, CurveOptions, InfillOptions, ReportOptions,
                                                              Table1Options, Table3Options)
                                        for f in fields(options) if f.type == "Names"))
