@@ -56,13 +56,15 @@ def test_no_validation_set_needs_selection_last(tmp_path):
         train(config, tmp_path)
 
 
+PUBLISHED = replace(TINY, data=replace(TINY.data, valid_fraction=0.0), selection="last",
+                    model=replace(TINY.model, problem_vector="published"))
+"""The three published settings together: no carve-out, last epoch, published read."""
+
+
 @pytest.fixture(scope="module")
 def published(tmp_path_factory):
-    """The three published settings together: no carve-out, last epoch, published read."""
     out = tmp_path_factory.mktemp("published")
-    config = replace(TINY, data=replace(TINY.data, valid_fraction=0.0), selection="last",
-                     model=replace(TINY.model, problem_vector="published"))
-    return train(config, out), out
+    return train(PUBLISHED, out), out
 
 
 def test_a_published_protocol_run_tests_its_last_epoch_without_validation(published):
@@ -97,3 +99,15 @@ def test_selection_last_with_a_validation_set_keeps_the_last_epoch(tmp_path):
     epochs = pl.read_parquet(tmp_path / "epochs.parquet")
     assert result.best_epoch == 3
     assert result.valid_value_acc == pytest.approx(epochs["valid_value_acc"][2])
+
+
+def test_a_published_protocol_run_resumes_to_the_same_numbers(published, tmp_path):
+    """What the fold-0 runs of issue 58 rely on across sessions: stopped after an epoch and resumed
+    (`--resume`), a run without validation ends as the uninterrupted one did."""
+    whole, out = published
+    assert train(PUBLISHED, tmp_path, stop_after_epoch=1) is None
+    resumed = train(PUBLISHED, tmp_path, resume=True)
+    same = dict(out_dir="", train_seconds=0, valid_value_acc=0.0, valid_expr_acc=0.0)  # NaN: no validation set
+    assert replace(resumed, **same) == replace(whole, **same)
+    assert resumed.valid_value_acc != resumed.valid_value_acc  # NaN
+    assert pl.read_parquet(tmp_path / "predictions.parquet").equals(pl.read_parquet(out / "predictions.parquet"))
