@@ -25,10 +25,14 @@ from dataclasses import fields
 
 from jsonargparse import ArgumentError, ArgumentParser, set_parsing_settings
 
-from analysis import alone, exploratory, learning, paper, paper_report, presets, protocol, read, report, study
+from analysis import paper_report, presets
+from analysis.checks import protocol
+from analysis.claims import exploratory
 from analysis.errors import ERRORS, one_line
 from analysis.options import (LIST_OPTIONS, AnalyzeOptions, CompareOptions, CurveOptions, InfillOptions,
                               OptunaOptions, ReportOptions, Table1Options, Table3Options)
+from analysis.report import alone, learning, report
+from analysis.tables import paper, read, trials
 
 # The help of each option is the docstring under its field.
 set_parsing_settings(docstring_parse_attribute_docstrings=True)
@@ -139,18 +143,18 @@ def _report(args: ReportOptions) -> None:
 def _optuna(args: OptunaOptions) -> None:
     from pathlib import Path
 
-    opened = study.load(args.root, args.experiment)
+    opened = trials.load(args.root, args.experiment)
     complete = [t for t in opened.trials if t.state.name == "COMPLETE"]
     print(f"study {opened.study_name!r}: {len(opened.trials)} trials, {len(complete)} complete; "
           f"best: trial {opened.best_trial.number} ({opened.best_trial.user_attrs.get('trial', '-')}), "
           f"{opened.best_value:.4f}")
     print("\nbest per arm (the searcher's objective: each trial's best validation value accuracy)")
-    for row in study.best_per_arm(opened):
+    for row in trials.best_per_arm(opened):
         params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row["params"].items())
         print(f"  {row['arm']:<6} trial {row['number']:>3} ({row['trial']}): {row['value']:.4f}  {params}")
     out = Path(args.out) if args.out else (Path(args.root) / args.experiment if "://" not in args.root
                                            else Path(f"optuna-{args.experiment}"))
-    written, skipped = study.plots(opened, out)
+    written, skipped = trials.plots(opened, out)
     for path in written:
         print(f"figure: {path}")
     for line in skipped:

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Literal, Union, get_args
 
-from analysis.claims import METRICS
-from analysis.equivalence import DEFAULT_MARGIN
-from analysis.multiple import METHODS, Correction
-from analysis.report import FORMATS, Format
+from analysis.claims.claims import METRICS
+from analysis.stats.equivalence import DEFAULT_MARGIN
+from analysis.stats.multiple import METHODS, Correction
+from analysis.tables.text import FORMATS, Format
 from psedual.reexamine.config import BASE
-from psedual.storage import DEFAULT_ROOT
 from psedual.results.best import SELECT_BY
+from psedual.storage import DEFAULT_ROOT
 
 Slots = Literal["all", "used"]
 Names = Union[str, Sequence[str]]

@@ -20,9 +20,12 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis import forest, guardrails, learning, paper, presets, protocol, read, report, selection
+from analysis import presets
+from analysis.checks import guardrails, protocol, selection
 from analysis.errors import ERRORS, one_line
 from analysis.options import ReportOptions
+from analysis.report import forest, learning, report
+from analysis.tables import paper, read, text
 from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
 
 PARTS = {"table1": "Table 1", "table3": "Table 3", "figure1": "Figure 1", "table2": "Table 2"}
@@ -32,7 +35,7 @@ COMPLETED = "completed"
 FIGURE = "figure1.png"
 LEARNING = "learning_{part}.png"
 FOREST = "forest_{part}.png"
-"""each claims part's forest plot (`analysis.forest`), in the report's folder"""
+"""each claims part's forest plot (`analysis.report.forest`), in the report's folder"""
 """each claims part's learning curves, in the report's folder"""
 
 
@@ -109,15 +112,15 @@ class Report:
             arm_rows.append((r["treatment_arm"], r["treatment"], r["treatment_sd"], delta))
             for arm, acc, sd, d in arm_rows:
                 figure = self.published(table, r["dataset"], r["solver"], arm, r["metric"], encoder)
-                body.append([r["dataset"], r["group"], r["metric"], report.label(arm), str(r["n_seeds"]),
-                             report.score(acc, sd), d, protocol.beside(figure, differ)])
+                body.append([r["dataset"], r["group"], r["metric"], text.label(arm), str(r["n_seeds"]),
+                             text.score(acc, sd), d, protocol.beside(figure, differ)])
             pair = [self.published(table, r["dataset"], r["solver"], a, r["metric"], encoder)
                     for a in (r["base_arm"], r["treatment_arm"])]
             beside.append(" → ".join(pair) if set(pair) == {"–"} else protocol.beside(" → ".join(pair), differ))
         group = " / ".join(k for k in by if k != "data.dataset")
         header = ["dataset", group, "metric", rows["arm"][0], "seeds", "ours (%)",
-                  f"Δ vs {report.label(rows['base_arm'][0])}", "paper (%)"]
-        parts = [report.render(header, body, "markdown"),
+                  f"Δ vs {text.label(rows['base_arm'][0])}", "paper (%)"]
+        parts = [text.render(header, body, "markdown"),
                  report.claim_lines(rows, "markdown", {"paper": beside})]
         if rows["folds"].list.len().max() > 1:
             parts.append("```\n" + report.fold_scores(rows).rstrip() + "\n```")
@@ -262,7 +265,7 @@ def write(args: ReportOptions) -> Path:
     for table in paper.TABLES:
         if table not in recorded:
             rep.missing.append(f"paper {table}: no published figure: "
-                               f"{paper.NO_FIGURES.get(table, 'none in analysis/paper_numbers.csv')}")
+                               f"{paper.NO_FIGURES.get(table, 'none in analysis/tables/paper_numbers.csv')}")
     path = out / "report.md"
     path.write_text(_document(args, name, present, runs, rep), encoding="utf-8")
     return path
@@ -300,8 +303,8 @@ def _document(args: ReportOptions, name: str, present: dict[str, str], runs: dic
               f"(correction {args.correction}, {args.resamples} resamples, RNG seed {args.rng_seed}, one trial per "
               f"slot by {args.select_by})",
               "- paper: Bin et al., Solving Math Word Problems with Reexamination (arXiv 2310.09590); all 159 figures "
-              "of its Tables 1-4 are in analysis/paper_numbers.csv (made from shared/paper/figures.csv by "
-              "`python -m analysis.paper --sync`). Beside our base: the authors' rerun without PseDual, then the "
+              "of its Tables 1-4 are in analysis/tables/paper_numbers.csv (made from shared/paper/figures.csv by "
+              "`python -m analysis.tables.paper --sync`). Beside our base: the authors' rerun without PseDual, then the "
               "solver's own paper (`own paper`); beside GRU and GCN: the paper's GRU and GCN rows; `PseDual` "
               "(Table 4): the paper's row, its encoder not stated; `GCN` (Table 3): the paper's row is GCN's, ours "
               "another encoder; `by values`: the paper's expression accuracy beside our strict one; `ChatGPT` "

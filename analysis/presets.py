@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis import claims as claims_mod
-from analysis import learning, left_out, power, read, report, summaries
-from analysis.claims import Comparison
+from analysis.claims import claims as claims_mod
+from analysis.claims import left_out
+from analysis.claims.claims import Comparison
 from analysis.options import AnalyzeOptions, ClaimOptions
+from analysis.report import learning, report, summaries
+from analysis.stats import power
+from analysis.tables import read
 from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
 
 # (arm column, base, treatments, cells) of the paper's comparisons

@@ -19,8 +19,8 @@ from dataclasses import fields
 
 import polars as pl
 
-from analysis import read
-from analysis.stats import proportion_ci
+from analysis.stats.stats import proportion_ci
+from analysis.tables import read
 from psedual.data.cache import load_dataset
 from psedual.data.config import DataConfig
 from psedual.data.splits import leaked_ids, split_dataset

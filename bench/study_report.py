@@ -33,9 +33,13 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis import arms, exploratory, forest, learning, multiple, paper, power, presets, read, report
-from analysis.guardrails import GuardrailError
+from analysis import presets
+from analysis.checks.guardrails import GuardrailError
+from analysis.claims import arms, exploratory
 from analysis.options import CompareOptions
+from analysis.report import forest, learning, report
+from analysis.stats import multiple, power
+from analysis.tables import paper, read, text
 from psedual.job import comparisons
 from psedual.tune.space import arm_values, load_spec
 
@@ -57,11 +61,11 @@ def _arm_name(p, arm: str) -> str:
     """A study-wide arm name: the comparison's arm value, with what its `where` fixes (a base
     solver's name alone: it has no PseDual settings)."""
     if p.arm == "variant" and arm == "base":
-        return report.label(arm)
+        return text.label(arm)
     fixed = ", ".join(f"{k.removeprefix('psedual.')} {v.split('|')[-1]}" for k, v in
                       (w.split("=", 1) for w in p.where))
     # a value reads as its label (PseDual-GCN, teacher forcing); one without a label with its key (control none)
-    shown = report.label(arm) if p.arm == "variant" or arm in report.ARM_LABELS else \
+    shown = text.label(arm) if p.arm == "variant" or arm in text.ARM_LABELS else \
         f"{p.arm.removeprefix('psedual.')} {arm}"
     return f"{shown} ({fixed})" if fixed else shown
 
@@ -156,7 +160,7 @@ def _forest(claims: pl.DataFrame, labels: list[str], extra: pl.DataFrame, number
     rows = forest.planned_rows(claims, numbers, labels)
     for r in extra.iter_rows(named=True):
         rows.append(forest.Row(r["comparison"], r["delta"], r["ci_low"], r["ci_high"], None, forest.EXPLORATORY,
-                               f"p {report.p_value(r['p'])}; Holm over all pairs {report.p_value(r['p_all'])}"))
+                               f"p {text.p_value(r['p'])}; Holm over all pairs {text.p_value(r['p_all'])}"))
     return forest.figure(rows, path, title)
 
 
@@ -193,9 +197,9 @@ def main() -> None:
         got = power.target(numbers, r)
         ci = f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]" if r["ci_low"] is not None else "–"
         body.append([f"{name} ({r['arm']})",
-                     str(r["n_seeds"]), report.score(r["base"], r["base_sd"]),
-                     report.score(r["treatment"], r["treatment_sd"]), f"{r['delta']:+.2f}", ci,
-                     report.p_value(r["p"]), report.p_value(r["p_adjusted"]), report.p_value(r["p_study"]),
+                     str(r["n_seeds"]), text.score(r["base"], r["base_sd"]),
+                     text.score(r["treatment"], r["treatment_sd"]), f"{r['delta']:+.2f}", ci,
+                     text.p_value(r["p"]), text.p_value(r["p_adjusted"]), text.p_value(r["p_study"]),
                      report.tost_cell(r), report.within_cell(r), power.line(r),
                      f"{got[0]:+.1f}" if got[1] == "paper" else "–", r["verdict"],
                      ", ".join(f"[{numbered[_flag(f)]}]" for f in r["flags"]) or "–"])
@@ -214,11 +218,11 @@ def main() -> None:
                    f"- command: `python bench/study_report.py --space {args.space} --experiment {args.experiment} "
                    f"--root {args.root} --out {args.out}{wall}`"]),
         "## Arms (test value accuracy of each arm's kept checkpoint)",
-        report.render(["arm", "as its comparison names it", "seeds", "test value acc (%, folds pooled per seed)",
+        text.render(["arm", "as its comparison names it", "seeds", "test value acc (%, folds pooled per seed)",
                        "best epoch (mean)",
                        "train s (mean)", "ε at the last step"], arms_rows, "markdown"),
         "## Claims (planned)",
-        report.render(header, body, "markdown"),
+        text.render(header, body, "markdown"),
         "\n".join(["Δ = treatment − base in points, paired over seeds (paired t-test over seeds; CI: its t interval). "
                    "TOST: two one-sided paired t-tests that |Δ| < m at the comparison's margin m (statsmodels' "
                    "ttost_paired), its p and, in brackets, Holm-adjusted within its comparison; P(|Δ| < m): the "

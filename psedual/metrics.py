@@ -7,7 +7,7 @@ the expressions are equal after each slot is replaced by its number). Infilling 
 and perfect match likewise: over every masked slot (a slot the expression does not use
 must be filled "unused"; the paper's Table 4 "Acc", "over all the masked numbers in the
 dataset"), or over the slots the gold expression uses. Plain Python over problems and predictions (no torch), so the
-trainer and `psedual llm` share them; `analysis/summaries.py` applies the same definitions to
+trainer and `psedual llm` share them; `analysis/report/summaries.py` applies the same definitions to
 the predictions table.
 
 Value accuracy compares a predicted expression's value, over the problem's

@@ -2,12 +2,12 @@
 target Δ needs (a sweep file's `seeds_for`).
 
 Each comparison of the sweep (its `compare` entries, or every PseDual variant against base) is a
-paired t-test over seeds, and a TOST at its equivalence margin (`analysis.equivalence`); their
+paired t-test over seeds, and a TOST at its equivalence margin (`analysis.stats.equivalence`); their
 power depends on the sd of the per-seed Δ, which no sweep knows before it runs. The plan takes that
 sd from an earlier experiment's runs of the same comparison (`--plan_from EXPERIMENT`: the runs
 table's test value accuracy, paired by seed, folds averaged), or as stated (`--plan_sd`, or
 `seeds_for.sd` in the file), and gives per comparison (named by its arms and its `where`) the seeds
-the sweep has, the smallest Δ they detect (80% power, two-sided 0.05: `analysis.power`,
+the sweep has, the smallest Δ they detect (80% power, two-sided 0.05: `analysis.stats.power`,
 statsmodels), the seeds the target Δ needs (the paper's for the cell, else 1 point), the seeds at
 which the TOST shows equivalence within ±margin if the true Δ is 0, and so the seeds that decide
 the comparison either way (significant if Δ is the target, equivalent if it is 0), at the level the
@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis import equivalence, paper, power, read
-from analysis.report import label
+from analysis.stats import equivalence, power
+from analysis.tables import paper, read
+from analysis.tables.text import label
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ def observed(storage: str, experiment: str, where: list[str], arm: str, base: st
 
 def target(spec, arm: str, base: str, treatment: str) -> tuple[float, str]:
     """The paper's Δ for the sweep's cell where it publishes both arms (value accuracy), else 1
-    point: `analysis.power.target` on the sweep's fixed dataset and solver."""
+    point: `analysis.stats.power.target` on the sweep's fixed dataset and solver."""
     row = {"arm": arm, "base_arm": base, "treatment_arm": treatment, "metric": "value", "group": treatment,
            "dataset": spec.fixed.get("data.dataset", ""), "solver": spec.fixed.get("solver", "")}
     return power.target(paper.load(), row)

@@ -21,7 +21,7 @@ from crafted_runs import COMPARE, Case, N, seeds
 from test_analysis_checks import _effect, _ids, _preds, _write
 
 SEEDS = 6
-"""Seeds of each crafted claim: enough for a `better` (analysis.stats.MIN_SEEDS)."""
+"""Seeds of each crafted claim: enough for a `better` (analysis.stats.stats.MIN_SEEDS)."""
 
 
 def crossed(values: dict[str, tuple[list, list]], experiments: tuple[list[str], list[str]] | None = None

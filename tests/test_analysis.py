@@ -13,8 +13,10 @@ import polars as pl
 import pytest
 from scipy import stats as sps
 
-from analysis import claims, equivalence, multiple, power, read, stats
+from analysis.claims import claims
 from analysis.cli import main as analyze
+from analysis.stats import equivalence, multiple, power, stats
+from analysis.tables import read
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -216,7 +218,7 @@ def test_claims_pool_folds_and_detect_a_planted_effect(tmp_path):
     # one seed of trained arms: these two models differ, which says nothing yet of the methods
     assert r["verdict"] == "inconclusive (1 seed)"
     assert r["delta"] == pytest.approx(100 * (r["only_treatment"] - r["only_base"]) / 1000)
-    from analysis import report
+    from analysis.report import report
 
     assert len(re.findall(r"fold \d: \d+\.\d\d → \d+\.\d\d", report.fold_scores(rows))) == 5
     assert not any("folds" in f for f in r["flags"])  # all five MAWPS folds: the protocol
@@ -376,7 +378,7 @@ def test_analysis_imports_neither_torch_nor_ray_and_of_psedual_only_its_registri
     registries = ("psedual", "psedual.reexamine", "psedual.reexamine.config", "psedual.data", "psedual.atomic",
                   "psedual.storage", "psedual.results", "psedual.results.best", "psedual.results.records",
                   "psedual.results.row")
-    code = ("import sys, analysis.cli, analysis.summaries; "
+    code = ("import sys, analysis.cli, analysis.report.summaries; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'ray') or "
             f"(m.split('.')[0] == 'psedual' and m not in {registries!r} and not m.startswith('psedual.data.'))]; "
             "assert not bad, bad")
@@ -395,7 +397,7 @@ def test_infill_summary_known_answer(tmp_path, capsys):
                          schema_overrides={"infill_predicted": pl.List(pl.Int32), "infill_gold": pl.List(pl.Int32)})
     _write_tables(tmp_path, "x", [{"trial": "g0", "variant": "gcn", "solver": "gts", "seed": 0,
                                    "test_infill_acc": 3 / 5}], {"g0": preds})
-    from analysis import summaries
+    from analysis.report import summaries
 
     row = summaries.infill(read.scan(str(tmp_path), "runs").collect(), read.scan(str(tmp_path), "epochs"),
                            read.scan(str(tmp_path), "predictions"),
@@ -455,7 +457,7 @@ def test_tables_written_by_older_versions_read_with_newer_ones(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from analysis.read import scan
+    from analysis.tables.read import scan
 
     for name, cols in (("old", {"trial": ["a"], "lr": [0.1]}), ("new", {"trial": ["b"], "lr": [0.2], "device": ["auto"]})):
         (tmp_path / "runs" / f"experiment={name}").mkdir(parents=True)

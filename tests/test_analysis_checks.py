@@ -10,8 +10,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from analysis import claims, read, summaries
+from analysis.claims import claims
 from analysis.cli import main as analyze
+from analysis.report import summaries
+from analysis.tables import read
 from psedual.data.identity import split_hash
 from psedual.reexamine.config import EXPRESSION_ENCODERS
 from psedual.results import tables
@@ -47,7 +49,7 @@ def _write(root: Path, runs: list[tuple[dict, list[dict]]], experiment: str = "x
     them; the run's defaults are those of a finished trial, its data identity that of its rows, its
     epochs table its validation score at epoch 1 and a lower one at epoch 2 (or `epochs[trial]`)."""
     for run, preds in runs:
-        # a PseDual run's config names its expression encoder, as the variant does (analysis.labels)
+        # a PseDual run's config names its expression encoder, as the variant does (analysis.checks.labels)
         encoder = {"psedual.expression_encoder": run["variant"]} if run.get("variant") in EXPRESSION_ENCODERS else {}
         row = {"status": "completed", "solver": "gts", "seed": 0, "data.dataset": "mawps", "data.fold": 0,
                "epochs": 10, "lr": 0.001, "code_version": "v1", "best_epoch": 1, "valid_value_acc": 0.5,

@@ -9,8 +9,11 @@ import polars as pl
 import pytest
 from scipy import stats as sps
 
-from analysis import claims, read, report, stats, summaries
+from analysis.claims import claims
 from analysis.cli import main as analyze
+from analysis.report import report, summaries
+from analysis.stats import stats
+from analysis.tables import read, text
 from test_analysis import _build, _pairs, _preds, _write_tables
 
 
@@ -183,7 +186,7 @@ def test_tiny_paired_tables_give_no_interval_and_no_scipy_error():
 
 
 def test_p_values_never_print_as_zero_and_flags_sit_on_their_claim(tmp_path, capsys):
-    assert report.p_value(0.0) == "< 1e-300" and report.p_value(0.01234) == "0.0123" and report.p_value(None) == "–"
+    assert text.p_value(0.0) == "< 1e-300" and text.p_value(0.01234) == "0.0123" and text.p_value(None) == "–"
     _confounded(tmp_path, epochs=80)
     assert analyze(["analyze", "compare", "--root", str(tmp_path), "--treatment+", "gcn", "--allow_diff+", "epochs",
                     "--resamples", "200"]) == 0
@@ -236,7 +239,7 @@ def test_seeds_by_folds_of_unequal_size_pool_examples(tmp_path, capsys):
 def test_claims_on_runs_with_leakage_or_changed_data_are_flagged():
     """Issue 37: a test split that overlaps training (other ids), or a run tested on data changed
     since it trained (`psedual test --allow_changed_data`), flags the claim."""
-    from analysis.guardrails import data_flags
+    from analysis.checks.guardrails import data_flags
 
     def run(trial, leaked=None, changed=None):
         return {"experiment": "x", "trial": trial, "data_train_hash": "a", "data_test_hash": "b",

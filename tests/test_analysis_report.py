@@ -10,8 +10,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from analysis import paper
 from analysis.cli import main as analyze
+from analysis.tables import paper
 from psedual.data.expr import UNUSED
 from psedual.results import tables
 from psedual.solvers import SOLVERS
@@ -254,10 +254,10 @@ def test_the_paper_numbers_file():
 
 
 @pytest.mark.skipif(not paper.SOURCE.exists(), reason=f"the paper's figures.csv is not beside this checkout "
-                    f"({paper.SOURCE}): nothing to keep analysis/paper_numbers.csv equal to")
+                    f"({paper.SOURCE}): nothing to keep analysis/tables/paper_numbers.csv equal to")
 def test_the_paper_numbers_are_made_from_the_paper_s_figures(tmp_path, capsys):
     source = pl.read_csv(paper.SOURCE)
-    assert paper.PATH.read_text() == paper.render(paper.from_source())  # `python -m analysis.paper --sync` made it
+    assert paper.PATH.read_text() == paper.render(paper.from_source())  # `python -m analysis.tables.paper --sync` made it
     assert paper.main(["--check"]) == 0
     # every figure of the paper is found for the cell of ours it belongs beside
     for r in source.iter_rows(named=True):

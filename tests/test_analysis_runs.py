@@ -12,8 +12,12 @@ import polars as pl
 import pytest
 
 import crafted_runs as crafted
-from analysis import claims, guardrails, read, stats, summaries
+from analysis.checks import guardrails
+from analysis.claims import claims
 from analysis.cli import main as analyze
+from analysis.report import summaries
+from analysis.stats import stats
+from analysis.tables import read
 from crafted_runs import N, seeds
 from test_analysis_checks import GOLD, WRONG, _build, _effect, _ids, _preds, _write
 

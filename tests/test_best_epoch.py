@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from analysis.selection import _selection_flags
+from analysis.checks.selection import _selection_flags
 from psedual.results.best import best_epoch
 
 # epochs 2 and 4 tie on the highest validation value accuracy; rows out of epoch order

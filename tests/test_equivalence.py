@@ -11,8 +11,10 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.weightstats import ttost_paired
 
-from analysis import claims, equivalence, read, verdicts
+from analysis.claims import claims, verdicts
 from analysis.cli import main as analyze
+from analysis.stats import equivalence
+from analysis.tables import read
 from test_exploratory import _linked
 
 CONVERGED = Path(__file__).resolve().parents[1] / "docs" / "converged" / "results"

@@ -14,7 +14,9 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from analysis import exploratory, read, report
+from analysis.claims import exploratory
+from analysis.tables import read
+from analysis.tables.text import p_value
 from analysis.cli import main as analyze
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +88,7 @@ def test_compare_prints_its_unplanned_pair(tmp_path, capsys):
     assert (mine["verdict"], mine["treatment_arm"], mine["base_arm"]) == (exploratory.VERDICT, "gcn", "gru")
     assert mine["family"] == "compare_converged"
     assert round(mine["delta"], 2) == 0.73 and round(mine["p"], 4) == 0.0698
-    assert mine["p_all"] > mine["p"] and f"| {report.p_value(mine['p_all'])} |" in line  # as printed
+    assert mine["p_all"] > mine["p"] and f"| {p_value(mine['p_all'])} |" in line  # as printed
     stored = pl.read_parquet(tmp_path / "results" / "claims" / "*.parquet")
     assert stored.height == 2 and exploratory.VERDICT not in stored["verdict"].to_list()
 
@@ -150,7 +152,7 @@ def test_the_study_report_reads_any_grid_study(tmp_path):
 def test_an_arm_s_final_epsilon_says_what_its_infiller_read():
     """ε mixes the gold and predicted expressions' keys: an arm that reads no expression has none to
     report (it read 0.500 before, like scheduled fusion), teacher forcing is 1 by definition."""
-    from analysis import arms
+    from analysis.claims import arms
 
     def runs(**cols):
         return pl.DataFrame({"final_epsilon": [0.5, 0.5], **{k: [v, v] for k, v in cols.items()}})

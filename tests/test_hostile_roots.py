@@ -53,7 +53,7 @@ def test_a_damaged_file_of_another_experiment_does_not_stop_this_one(tmp_path, c
 
 def test_types_that_widen_are_still_read_together(tmp_path):
     # a column written as int64 by one writer and as double by another is one number column
-    from analysis import read
+    from analysis.tables import read
 
     crafted.retyped("seed", "double")(tmp_path)
     seeds_read = read.scan(str(tmp_path), "runs").collect()["seed"].to_list()

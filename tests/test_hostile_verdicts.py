@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 
 import crafted_claims as crafted
-from analysis import multiple, stats
 from analysis.cli import main as analyze
+from analysis.stats import multiple, stats
 
 CASES = {c.name: c for c in crafted.CASES}
 

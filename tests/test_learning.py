@@ -1,4 +1,4 @@
-"""Learning curves per arm (analysis/learning.py): known answers of the curves and of the sentences
+"""Learning curves per arm (analysis/report/learning.py): known answers of the curves and of the sentences
 that read them, and the commands that print them (compare, curve --over epoch)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from analysis import learning
 from analysis.cli import main as analyze
+from analysis.report import learning
 from test_analysis import _pairs, _preds, _write_tables
 
 
@@ -74,7 +74,7 @@ def test_curves_mean_and_sd_over_seeds_folds_averaged_first(tmp_path, capsys):
     # gcn − base = −6 + 2(e − 1): behind at epochs 1-3, level at 4, ahead at 5-6
     assert "data.dataset=mawps, solver=gts: PseDual-GCN vs base: PseDual-GCN ahead from epoch 5 (before it: base ahead at 3, " \
            "level at 1 of 4 epochs); Δ +4.00 points at epoch 6" in out
-    from analysis import read
+    from analysis.tables import read
 
     claims_rows = pl.read_parquet(tmp_path / "claims" / "compare_all.parquet")
     curve = learning.curves(claims_rows, read.scan(str(tmp_path), "runs").collect(),

@@ -1,4 +1,4 @@
-"""Power on every claim (`analysis.power`): the MDE and the seeds needed are statsmodels' for the
+"""Power on every claim (`analysis.stats.power`): the MDE and the seeds needed are statsmodels' for the
 claim's own test and n, from the observed spread of its paired differences, and every claim
 command prints them."""
 
@@ -12,8 +12,9 @@ import polars as pl
 import pytest
 from statsmodels.stats.power import TTestPower
 
-from analysis import paper, power
 from analysis.cli import main as analyze
+from analysis.stats import power
+from analysis.tables import paper
 from test_analysis_report import _figure1
 
 
@@ -64,7 +65,7 @@ def test_each_claim_gets_its_own_test_s_power_and_target():
     assert seeds["mde"] == pytest.approx(2.0 * TTestPower().solve_power(nobs=4, alpha=0.05, power=0.8))
     assert (seeds["target_delta"], seeds["target_from"]) == (pytest.approx(0.9), "paper")
     assert abs(seeds["n_needed"] - _statsmodels_n(0.9 / 2.0)) <= 1 and seeds["needed_unit"] == "seeds"
-    # the verdict is the claim's own (analysis.verdicts): the power columns stand beside it
+    # the verdict is the claim's own (analysis.claims.verdicts): the power columns stand beside it
     assert [r["verdict"] for r in out] == rows["verdict"].to_list()
     # one seed: the examples are the unit, their spread from the discordant pairs; a verdict of
     # better is left as it is
@@ -111,7 +112,8 @@ def test_a_control_against_base_takes_no_paper_delta(tmp_path, control, controls
     """The paper's Δ (GTS-GCN vs base on MAWPS, +0.9) is the target of PseDual-GCN against base, not of a
     control against base (its infiller reads another problem's expression): the paper made no such
     comparison, and the control study's report printed +0.9 beside it."""
-    from analysis import claims, read
+    from analysis.claims import claims
+    from analysis.tables import read
     from test_analysis import _pairs, _preds, _write_tables
 
     rng = np.random.default_rng(4)

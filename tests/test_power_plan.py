@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from statsmodels.stats.power import TTestPower
 
-from analysis import equivalence
+from analysis.stats import equivalence
 from psedual import power_plan
 from psedual.cli import main
 from psedual.job import command_line, compare_options

@@ -1,4 +1,4 @@
-"""The paper's protocol as analysis/protocol.py holds it (issue 52, item 6): the published recipes'
+"""The paper's protocol as analysis/checks/protocol.py holds it (issue 52, item 6): the published recipes'
 epochs and the benchmarks' test split sizes, which analysis cannot import (the recipes import the
 solvers and torch; the sizes need the data) and keeps here, equal to the package's."""
 
@@ -9,7 +9,7 @@ from collections import Counter
 import polars as pl
 import pytest
 
-from analysis import protocol
+from analysis.checks import protocol
 from psedual.data.registry import DATASETS
 from psedual.train.recipes import RECIPES
 

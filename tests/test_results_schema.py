@@ -9,9 +9,9 @@ from typing import Literal, Optional
 import pyarrow as pa
 import pytest
 
-from psedual.results import tables
+from analysis.checks import guardrails
 from psedual.results import folder, records, row, schema
-from analysis import guardrails
+from psedual.results import tables
 from psedual.train.config import TrainConfig
 
 

@@ -248,7 +248,7 @@ def test_with_remote_storage_the_study_is_kept_on_the_driver_copied_at_the_end_a
     # a file:// URI takes the remote path (pyarrow's filesystem, no local appends), as s3:// does
     import optuna
 
-    from analysis import study as analysis_study
+    from analysis.tables import trials as analysis_trials
     from psedual.tune import study
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -264,7 +264,7 @@ def test_with_remote_storage_the_study_is_kept_on_the_driver_copied_at_the_end_a
     local.unlink()  # another driver resumes: it fetches the storage's copy, and the study goes on
     resumed = optuna.load_study(study_name="exp", storage=study.journal(storage, "exp"))
     assert [t.value for t in resumed.trials] == [0.5] and local.exists()
-    assert analysis_study.load(storage, "exp").best_value == 0.5  # analyze optuna reads the storage's copy
+    assert analysis_trials.load(storage, "exp").best_value == 0.5  # analyze optuna reads the storage's copy
 
 
 STUDY_SWEEP = """\

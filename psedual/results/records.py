@@ -13,7 +13,7 @@ marked `COMPARED` or `ARM`: `psedual analyze` compares only the config and those
 arms of a claim (`psedual.results.row.NOT_COMPARED`), so a new outcome field is never compared
 as if it were config. The environment (`env.*`) is not compared either: the trials of one sweep
 land on whichever node is free, and two arms that differ only in the GPU or the patch release
-they happened to get are still one comparison (`analysis.guardrails.environment_flags` says so
+they happened to get are still one comparison (`analysis.checks.guardrails.environment_flags` says so
 on the claim instead). This module imports neither torch nor the config, so the analysis reads it.
 """
 

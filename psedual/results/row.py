@@ -100,7 +100,7 @@ RUN_RECORDS = records_of(RunsRow)
 
 def not_compared(records: tuple[tuple[type, str], ...] = RUN_RECORDS) -> frozenset[str]:
     """The runs columns a claim's arms need not share: every field of `records` not marked
-    `COMPARED` or `ARM` (outcomes; the data identity, which `analysis.guardrails` checks pair by
+    `COMPARED` or `ARM` (outcomes; the data identity, which `analysis.checks.guardrails` checks pair by
     pair; paths; the environment), and `EXECUTION`."""
     return frozenset({prefix + f.name for record, prefix in records for f in fields(record)
                       if is_column(f) and not f.metadata.get("compared")} | set(EXECUTION))

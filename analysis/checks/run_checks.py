@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis.guardrails import SHOWN_IDS, GuardrailError, non_finite, run_name
+from analysis.checks.guardrails import SHOWN_IDS, GuardrailError, non_finite, run_name
 from psedual.data.expr import SLOT
 from psedual.data.identity import split_hash
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis.guardrails import GuardrailError, non_finite, run_name
+from analysis.checks.guardrails import GuardrailError, non_finite, run_name
 
 MIN_RUNS = 3
 """An arm this large whose every run scores on validation what it scores on test was validated on

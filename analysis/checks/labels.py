@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis.guardrails import GuardrailError, run_name
+from analysis.checks.guardrails import GuardrailError, run_name
 from psedual.reexamine.config import EXPRESSION_ENCODERS
 
 LABEL = "variant"

@@ -2,71 +2,20 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
-from typing import Literal, get_args
 
 import polars as pl
 
-from analysis.power import line as power_line
-from analysis.stats import MIN_SEEDS, MIN_TEST_EXAMPLES
-from analysis.verdicts import says_differ
-from psedual.reexamine.config import VARIANT_LABELS
-
-Format = Literal["markdown", "latex"]
-FORMATS = get_args(Format)
-ARM_LABELS = {**VARIANT_LABELS,
-              "teacher_forcing": "teacher forcing", "scheduled": "scheduled fusion", "predicted": "predicted only",
-              "horizon": "ε horizon (ours)", "epoch": "ε per epoch (published)",
-              "other_problem": "another problem's expression", "no_expression": "no expression"}
-
-
-def label(arm: str) -> str:
-    return ARM_LABELS.get(arm, arm)
-
-
-def mark(p_adjusted: float | None) -> str:
-    if p_adjusted is None or math.isnan(p_adjusted):
-        return ""
-    return "**" if p_adjusted < 0.01 else "*" if p_adjusted < 0.05 else ""
+from analysis.claims.verdicts import says_differ
+from analysis.stats.power import line as power_line
+from analysis.stats.stats import MIN_SEEDS, MIN_TEST_EXAMPLES
+from analysis.tables.text import label, mark, p_value, render, score
 
 
 def claim_mark(row: dict) -> str:
     """A claim's significance mark (`mark`), only where its verdict says the arms differ
     (`verdicts.says_differ`): a p below 0.05 over 20 test examples is no finding to star."""
     return mark(row["p_adjusted"]) if says_differ(row.get("verdict")) else ""
-
-
-def p_value(p: float | None) -> str:
-    """A p-value for reading: 3 significant digits, and never a bare 0 (an exact p that small
-    underflows: say how small instead)."""
-    if p is None:
-        return "–"
-    return "< 1e-300" if p == 0 else f"{p:.3g}"
-
-
-def score(mean: float, sd: float | None) -> str:
-    return f"{mean:.2f}" if sd is None else f"{mean:.2f} ± {sd:.2f}"
-
-
-def render(header: list[str], body: list[list[str]], fmt: str) -> str:
-    """A table as Markdown (pipes) or LaTeX (booktabs)."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; valid: {', '.join(FORMATS)}")
-    if fmt == "markdown":
-        lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-        return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in body])
-
-    def tex(cell: str) -> str:
-        for a, b in (("\\", r"\textbackslash{}"), ("_", r"\_"), ("%", r"\%"), ("&", r"\&"), ("#", r"\#"),
-                     ("±", r"$\pm$"), ("Δ", r"$\Delta$"), ("−", "$-$")):
-            cell = cell.replace(a, b)
-        return cell
-
-    lines = [r"\begin{tabular}{" + "l" * 2 + "r" * (len(header) - 2) + "}", r"\toprule",
-             " & ".join(tex(h) for h in header) + r" \\", r"\midrule"]
-    lines += [" & ".join(tex(c) for c in row) + r" \\" for row in body]
-    return "\n".join(lines + [r"\bottomrule", r"\end{tabular}"])
 
 
 def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
@@ -106,7 +55,7 @@ def claim_lines(claims: pl.DataFrame, fmt: str, extra: dict[str, list[str]] | No
     """The claim rows themselves: one line per claim with n, Δ, CI, test and p (and `extra`
     columns, one value per claim, before the verdict)."""
     extra = dict(extra or {})
-    if "mde" in claims.columns:  # the power columns (`analysis.power`), where the claims carry them
+    if "mde" in claims.columns:  # the power columns (`analysis.stats.power`), where the claims carry them
         extra = {"MDE; n for target Δ": [power_line(r) for r in claims.iter_rows(named=True)], **extra}
     header = ["cell", "metric", "comparison", "n ex", "seeds", "base", "treatment", "Δ", "95% CI", "test", "p",
               "p adj", "TOST p (adj)", "P(|Δ| < m)", "second test", "discordant", "trials", *extra, "verdict", "flags"]

@@ -19,11 +19,12 @@ from itertools import combinations
 
 import polars as pl
 
-from analysis import claims as claims_mod
-from analysis import guardrails, report
-from analysis.guardrails import GuardrailError
-from analysis.multiple import adjust
-from analysis.selection import FOLD, SEED
+from analysis.checks import guardrails
+from analysis.checks.guardrails import GuardrailError
+from analysis.checks.selection import FOLD, SEED
+from analysis.claims import claims as claims_mod
+from analysis.stats.multiple import adjust
+from analysis.tables import text
 
 VERDICT = "exploratory (no verdict)"
 PREFERRED = "variant"
@@ -113,14 +114,14 @@ def table(rows: pl.DataFrame, fmt: str = "markdown") -> str:
     body = []
     for r in rows.iter_rows(named=True):
         ci = "–" if r["ci_low"] is None else f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]"
-        second = "–" if r["p_secondary"] is None else f"{r['test_secondary']} p {report.p_value(r['p_secondary'])}"
+        second = "–" if r["p_secondary"] is None else f"{r['test_secondary']} p {text.p_value(r['p_secondary'])}"
         # 'config differs (allowed by --allow_diff): COLUMN: ...': the other settings the arms differ in
         also = [f.split(": ", 2)[1] for f in r["flags"] if f.startswith("config differs")]
-        body.append([r["comparison"], str(r["n_seeds"]), report.score(r["base"], r["base_sd"]),
-                     report.score(r["treatment"], r["treatment_sd"]), f"{r['delta']:+.2f}", ci,
-                     report.p_value(r["p"]), report.p_value(r["p_all"]), second,
+        body.append([r["comparison"], str(r["n_seeds"]), text.score(r["base"], r["base_sd"]),
+                     text.score(r["treatment"], r["treatment_sd"]), f"{r['delta']:+.2f}", ci,
+                     text.p_value(r["p"]), text.p_value(r["p_all"]), second,
                      ", ".join([r["arm"], *also])])
-    return report.render(header, body, fmt)
+    return text.render(header, body, fmt)
 
 
 def among_treatments(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, planned: pl.DataFrame,
@@ -131,7 +132,7 @@ def among_treatments(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.L
     frames, notes = [], []
     for cell in planned["cell"].unique(maintain_order=True).to_list():
         mine = planned.filter(pl.col("cell") == cell).unique("treatment_arm", maintain_order=True)
-        found = [Arm(report.label(r["treatment_arm"]), frozenset(r["treatment_trials"]))
+        found = [Arm(text.label(r["treatment_arm"]), frozenset(r["treatment_trials"]))
                  for r in mine.iter_rows(named=True)]
         for base, treat in combinations(found, 2):
             try:

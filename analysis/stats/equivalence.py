@@ -11,7 +11,7 @@ as true of 3 noisy seeds as of 30 tight ones. Each claim therefore also carries
   (detecting the observed Δ, statsmodels' `TTestPower`) or the TOST (showing |Δ| < margin if the
   true Δ is the observed one, `tost_power`) reaches 80% power, whichever needs fewer.
 The unit is the seed over several seeds (the per-seed Δ) and the test example over one seed (the
-per-example difference, +100, 0 or −100 points: the large-sample form, as `analysis.power`).
+per-example difference, +100, 0 or −100 points: the large-sample form, as `analysis.stats.power`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import numpy as np
 from scipy import stats
 from statsmodels.stats.weightstats import ttost_paired
 
-from analysis import power
-from analysis.stats import no_spread
+from analysis.stats import power
+from analysis.stats.stats import no_spread
 
 DEFAULT_MARGIN = 1.0
 """the equivalence margin in points where none is given (a sweep's `compare: margin`, `--margin`)"""
@@ -130,11 +130,11 @@ class Decision:
 
 def to_decide(delta: float, sd: float | None, margin: float, alpha: float) -> Decision:
     """The units that would decide the claim either way: the fewer of the difference test's
-    (`analysis.power.n_needed` for the observed Δ) and the TOST's (`tost_n`), both at the observed
+    (`analysis.stats.power.n_needed` for the observed Δ) and the TOST's (`tost_n`), both at the observed
     Δ and spread and at level `alpha`."""
     if sd is None or not sd > 0:
         return Decision(None, None)
-    # the difference test's count is analysis.power's, with the observed Δ as its target
+    # the difference test's count is analysis.stats.power's, with the observed Δ as its target
     difference = power.n_needed(delta, sd, alpha) if delta else None
     options = [(n, by) for n, by in ((difference, "difference"), (tost_n(delta, sd, margin, alpha), "equivalence"))
                if n is not None and n <= MAX_N]

@@ -20,7 +20,7 @@ import warnings
 import polars as pl
 from statsmodels.stats.power import TTestPower
 
-from analysis import paper
+from analysis.tables import paper
 
 POWER = 0.8
 ALPHA = 0.05
@@ -103,7 +103,7 @@ def annotate(claims: pl.DataFrame, numbers: pl.DataFrame | None = None,
              target_delta: float | None = None) -> pl.DataFrame:
     """The claim rows with their MDE, target Δ (`target_delta` where given, else `target`), the n
     that detects it and its unit (seeds, or examples for one seed). The verdict is the claim's own
-    (`analysis.verdicts`: an undecided one already says what would decide it)."""
+    (`analysis.claims.verdicts`: an undecided one already says what would decide it)."""
     numbers = paper.load() if numbers is None else numbers
     out = []
     for r in claims.iter_rows(named=True):

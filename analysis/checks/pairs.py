@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis.guardrails import GuardrailError, run_name
+from analysis.checks.guardrails import GuardrailError, run_name
 
 VALIDATION = ("n_valid",)
 """What the paired runs record of their validation split, compared pair by pair where both have one."""

@@ -23,9 +23,9 @@ of a claim at worst (α over the family's size), never fewer than the guardrail'
 
 from __future__ import annotations
 
-from analysis.equivalence import MAX_N, to_decide
-from analysis.power import spread
-from analysis.stats import MIN_SEEDS, MIN_TEST_EXAMPLES
+from analysis.stats.equivalence import MAX_N, to_decide
+from analysis.stats.power import spread
+from analysis.stats.stats import MIN_SEEDS, MIN_TEST_EXAMPLES
 
 
 DIFFERENCE = ("better", "worse")

@@ -29,14 +29,15 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from analysis import arms as arm_flags
-from analysis import guardrails, pairs, read, validation
-from analysis.equivalence import DEFAULT_MARGIN, equivalence
-from analysis.guardrails import SHOWN_IDS, GuardrailError
-from analysis.multiple import METHODS, adjust
-from analysis.selection import FOLD, SEED, cell_label, select
-from analysis.stats import across_seeds, no_spread, paired, seed_warning
-from analysis.verdicts import verdict
+from analysis.checks import guardrails, pairs, validation
+from analysis.checks.guardrails import SHOWN_IDS, GuardrailError
+from analysis.checks.selection import FOLD, SEED, cell_label, select
+from analysis.claims import arms as arm_flags
+from analysis.claims.verdicts import verdict
+from analysis.stats.equivalence import DEFAULT_MARGIN, equivalence
+from analysis.stats.multiple import METHODS, adjust
+from analysis.stats.stats import across_seeds, no_spread, paired, seed_warning
+from analysis.tables import read
 from psedual.atomic import NAME_MAX, truncated, write_parquet
 from psedual.data.registry import DATASETS
 from psedual.reexamine.config import EXPRESSION_ENCODERS
@@ -59,7 +60,7 @@ CLAIMS_SCHEMA = {
     "treatment_fold_acc": pl.List(pl.Float64), "base_trials": pl.List(pl.String),
     "treatment_trials": pl.List(pl.String), "base_budget": pl.Int64, "treatment_budget": pl.Int64,
     "verdict": pl.String, "flags": pl.List(pl.String),
-    "delta_sd": pl.Float64,  # sd (ddof 1) of the per-seed Δ, several seeds: the spread analysis.power reads
+    "delta_sd": pl.Float64,  # sd (ddof 1) of the per-seed Δ, several seeds: the spread analysis.stats.power reads
     # equivalence (issue 48; absent from older tables, which `load` still reads): the margin in points,
     # the TOST p (unadjusted and adjusted over the family), the posterior P(|Δ| < margin)
     "margin": pl.Float64, "p_tost": pl.Float64, "p_tost_adjusted": pl.Float64, "p_equivalent": pl.Float64,

@@ -4,8 +4,8 @@
 `paper_numbers.csv` is made from the paper's own transcription, `../shared/paper/figures.csv` (all
 159 figures of its Tables 1-4, one row each, read from `paper.tex`), by
 
-    python -m analysis.paper --sync      # rewrite paper_numbers.csv from ../shared/paper/figures.csv
-    python -m analysis.paper --check     # exit 1 if they differ (tests/test_analysis_report.py does this)
+    python -m analysis.tables.paper --sync      # rewrite paper_numbers.csv from ../shared/paper/figures.csv
+    python -m analysis.tables.paper --check     # exit 1 if they differ (tests/test_analysis_report.py does this)
 
 so the package carries the figures where `shared/` is not beside the checkout. The sync only renames
 the paper's rows into this platform's names (`NAMES`): Table 1's `reproduced` rows (the authors' rerun
@@ -186,8 +186,8 @@ def delta(numbers: pl.DataFrame, table: str, dataset: str, solver: str, base: st
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m analysis.paper --sync|--check [--source FIGURES_CSV]`."""
-    cli = argparse.ArgumentParser(prog="python -m analysis.paper", description=__doc__,
+    """`python -m analysis.tables.paper --sync|--check [--source FIGURES_CSV]`."""
+    cli = argparse.ArgumentParser(prog="python -m analysis.tables.paper", description=__doc__,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     what = cli.add_mutually_exclusive_group(required=True)
     what.add_argument("--sync", action="store_true", help=f"rewrite {PATH.name} from the paper's figures.csv")
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         made = render(from_source(args.source))
     except ValueError as err:
-        print(f"python -m analysis.paper: error: {err}", file=sys.stderr)
+        print(f"python -m analysis.tables.paper: error: {err}", file=sys.stderr)
         return 2
     if args.sync:
         PATH.write_text(made, encoding="utf-8")
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PATH}: {made.count(chr(10)) - 1} figures from {args.source}")
         return 0
     if PATH.read_text(encoding="utf-8") != made:
-        print(f"{PATH} differs from {args.source}: run python -m analysis.paper --sync", file=sys.stderr)
+        print(f"{PATH} differs from {args.source}: run python -m analysis.tables.paper --sync", file=sys.stderr)
         return 1
     print(f"{PATH}: the same {made.count(chr(10)) - 1} figures as {args.source}")
     return 0

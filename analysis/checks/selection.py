@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis import guardrails, labels, read, run_checks, validation
-from analysis.guardrails import GuardrailError
+from analysis.checks import guardrails, labels, run_checks, validation
+from analysis.checks.guardrails import GuardrailError
+from analysis.tables import read
 from psedual.results.best import best_epoch
 
 

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from analysis import paper, read, selection
-from analysis.report import render
-from analysis.selection import FOLD, SEED, cell_label
-from analysis.stats import percent_ci, proportion_ci
+from analysis.checks import selection
+from analysis.checks.selection import FOLD, SEED, cell_label
+from analysis.stats.stats import percent_ci, proportion_ci
+from analysis.tables import paper, read
+from analysis.tables.text import render
 from psedual.data.registry import DATASETS
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis import read
-from analysis.report import label, render
-from analysis.selection import SEED
+from analysis.checks.selection import SEED
+from analysis.tables import read
+from analysis.tables.text import label, render
 from psedual.reexamine.config import BASE
 
 METRIC = "valid_value_acc"

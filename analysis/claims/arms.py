@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis import guardrails, report
-from analysis.selection import FOLD, SEED
+from analysis.checks import guardrails
+from analysis.checks.selection import FOLD, SEED
+from analysis.tables import text
 from psedual.reexamine.config import NEAR_TEACHER_FORCING as WARN_ABOVE
 
 FUSION = "psedual.fusion"
@@ -64,7 +65,7 @@ def short_names(runs: dict[str, pl.DataFrame]) -> dict[str, str]:
     out = {}
     for key, mine in runs.items():
         variant = str(mine["variant"][0])
-        parts = [report.label(variant)]
+        parts = [text.label(variant)]
         for col in varying:
             values = mine[col].drop_nulls().unique().to_list()
             others = [v for f in frames for v in f[col].drop_nulls().unique().to_list()]
@@ -72,7 +73,7 @@ def short_names(runs: dict[str, pl.DataFrame]) -> dict[str, str]:
                 continue
             usual = max(set(others), key=others.count)  # the study's usual value of this setting
             if values[0] != usual:
-                shown = report.label(str(values[0]))
+                shown = text.label(str(values[0]))
                 parts.append(shown if shown != str(values[0]) else f"{col.removeprefix('psedual.')} {values[0]}")
         out[key] = ", ".join(parts)
     return out

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from analysis import guardrails, read
-from analysis.guardrails import GuardrailError
-from analysis.report import claim_mark
-from analysis.selection import FOLD, SEED, cell_label, select
-from analysis.stats import percent_ci, proportion_ci, ratio_ci
+from analysis.checks import guardrails
+from analysis.checks.guardrails import GuardrailError
+from analysis.checks.selection import FOLD, SEED, cell_label, select
+from analysis.report.report import claim_mark
+from analysis.stats.stats import percent_ci, proportion_ci, ratio_ci
+from analysis.tables import read
 from psedual.data.expr import UNUSED
 from psedual.reexamine.config import EXPRESSION_ENCODERS
 from psedual.results.best import SELECT_BY

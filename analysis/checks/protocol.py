@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis.selection import FOLD, SEED
+from analysis.checks.selection import FOLD, SEED
 from psedual.data.registry import DATASETS
 
 ANY = "*"

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis import guardrails, read
-from analysis.claims import Comparison, cell_columns
-from analysis.selection import FOLD, SEED, cell_label
+from analysis.checks import guardrails
+from analysis.checks.selection import FOLD, SEED, cell_label
+from analysis.claims.claims import Comparison, cell_columns
+from analysis.tables import read
 
 SHOWN = 5
 """Runs named per arm before `...`."""

@@ -16,7 +16,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow as pa
 
-from analysis.table_files import read_schemas, table_files, union_schema
+from analysis.tables.table_files import read_schemas, table_files, union_schema
 from psedual.storage import TABLES
 
 KEY = ("experiment", "trial")

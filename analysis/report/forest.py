@@ -1,7 +1,7 @@
 """A report's claims as one forest plot: each claim's Δ with its 95% CI, the paper's Δ beside it where
 the paper has one, the equivalence margin shaded, and each verdict written beside its row.
 
-Planned claims are filled markers; exploratory pairs (`analysis.exploratory`, no verdict) hollow
+Planned claims are filled markers; exploratory pairs (`analysis.claims.exploratory`, no verdict) hollow
 grey ones below a rule, so a signal nobody planned is seen without reading as a claim.
 """
 
@@ -11,7 +11,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis import power, report
+from analysis.report import report
+from analysis.stats import power
+from analysis.tables import text
 
 PLANNED, EXPLORATORY = "planned", "exploratory"
 
@@ -48,13 +50,13 @@ class Row:
 
 def planned_rows(claims, numbers, labels: list[str] | None = None) -> list[Row]:
     """A claims frame's rows as forest rows: each claim's Δ, CI, margin and verdict, the paper's Δ
-    beside it where the paper publishes one (`analysis.power.target`), named by `labels` where
+    beside it where the paper publishes one (`analysis.stats.power.target`), named by `labels` where
     given, else by its arms and (where the claims span several cells) its cell's group."""
     several = claims["cell"].n_unique() > 1
     out = []
     for i, r in enumerate(claims.iter_rows(named=True)):
         got = power.target(numbers, r)
-        name = f"{report.label(r['treatment_arm'])} vs {report.label(r['base_arm'])}"
+        name = f"{text.label(r['treatment_arm'])} vs {text.label(r['base_arm'])}"
         where = " / ".join(x for x in (r["dataset"], r["group"]) if x)
         name = labels[i] if labels else f"{where}: {name}" if several else name
         out.append(Row(name, r["delta"], r["ci_low"], r["ci_high"], r.get("margin"), PLANNED, r["verdict"],
