@@ -68,7 +68,7 @@ gpu-carry: install
 # Are pyproject.toml's lower bounds true? A scratch venv with every direct dependency at the lowest
 # version its range allows (uv's lowest-direct), torch pinned to torch==$(TORCH_VERSION) CPU (its lowest
 # allowed release would be a CUDA build of gigabytes), then a short train, the smoke sweep and
-# `analyze compare` (bench/lowest_deps.py; about 15 min on 2 cores, most of it downloads).
+# `analyze compare` (tools/lowest_deps.py; about 15 min on 2 cores, most of it downloads).
 lowest: install
 	$(FETCH) mawps
-	$(BIN)/python bench/lowest_deps.py
+	$(BIN)/python tools/lowest_deps.py

@@ -529,7 +529,7 @@ def test_scrambling_the_gold_costs_a_trained_default_infiller_20_points(mawps, v
     """A goal of issue 41: on the default the infiller needs the expression. (That it cannot read
     names is `test_default_keys_do_not_change_when_the_quantities_are_renamed`; a named infiller
     trained like this one also learns the structure of so small a set, so this test alone would
-    not tell them apart: bench/infill_probe.py on real runs does, docs/psedual.md.)"""
+    not tell them apart: tools/infill_probe.py on real runs does, docs/psedual.md.)"""
     import random
 
     from psedual.reexamine.probe import scrambled

@@ -239,7 +239,7 @@ def test_run_folders_join_the_result_tables_and_the_analysis(finished, finished_
 
 
 def test_the_infill_probe_scores_a_finished_run_as_its_metrics_do(finished_psedual):
-    """bench/infill_probe.py's numbers: from the gold, the run's own test metrics; the rule with no
+    """tools/infill_probe.py's numbers: from the gold, the run's own test metrics; the rule with no
     model and the scrambled gold beside them (issue 41)."""
     from psedual.train.probe import probe_run
 

@@ -3,7 +3,7 @@
 `probe_run(RUN_DIR)` loads the run's kept checkpoint (best.pt) and its test split, and scores the
 infiller from the gold expression as the run's metrics do, then from the same gold scrambled,
 beside the rule with no model. An infiller that reads the expression loses accuracy when it is
-scrambled; one that reads slot names does not (`bench/infill_probe.py` prints the table).
+scrambled; one that reads slot names does not (`tools/infill_probe.py` prints the table).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ re-solve fixes); 15% wrong with a refilling that agrees; 10% unusable (prose, nu
 the problem, empty), drawn per problem from a hash of its id. It shows the plumbing and the
 analysis on real problem texts, not any model's accuracy.
 
-Usage: python bench/llm_fake_svamp.py [--work /tmp/llm-fake]
+Usage: python tools/llm_fake_svamp.py [--work /tmp/llm-fake]
 """
 
 from __future__ import annotations

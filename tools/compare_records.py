@@ -2,7 +2,7 @@
 benchmarks (no cache) with the `psedual` package of two checkouts, each in its own process,
 and compares every kept record field by field (by id), the skips and the notes.
 
-    python bench/compare_records.py OLD_CHECKOUT [NEW_CHECKOUT]    # NEW defaults to this one
+    python tools/compare_records.py OLD_CHECKOUT [NEW_CHECKOUT]    # NEW defaults to this one
 
 OLD_CHECKOUT is a folder holding a `psedual` package (`git worktree add` or `git archive REV
 psedual | tar -x -C DIR`). The data root is the one the loaders find ($PSEDUAL_DATA, ...).

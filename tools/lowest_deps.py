@@ -12,7 +12,7 @@ release from PyPI would be a CUDA build that pulls gigabytes of NVIDIA libraries
 lower bound (torch>=2.4) is not checked here. Everything else comes from the package registry.
 
 Prints each stage with its time and the versions installed; exits 1 at the first stage that
-fails, with its last output lines. Usage: .venv/bin/python bench/lowest_deps.py [--work DIR]
+fails, with its last output lines. Usage: .venv/bin/python tools/lowest_deps.py [--work DIR]
 [--extras test,track] [--keep]
 """
 

@@ -1,6 +1,6 @@
 """Does a trained infiller read the expression, or the quantities' names? (issue 41)
 
-    .venv/bin/python bench/infill_probe.py RUN_DIR [RUN_DIR ...]
+    .venv/bin/python tools/infill_probe.py RUN_DIR [RUN_DIR ...]
 
 For each PseDual run folder (from `psedual train` or a sweep's trial), prints its infilling on the
 test split from the gold expression and from the gold scrambled (operators redrawn, leaves

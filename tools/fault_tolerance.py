@@ -6,7 +6,7 @@
 2. Driver killed: `tune.py` is SIGKILLed while its 4-trial grid runs; `tune.py --resume`
    must finish it with every trial in the tables exactly once.
 
-Usage: python bench/fault_tolerance.py [--work DIR]
+Usage: python tools/fault_tolerance.py [--work DIR]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 import polars as pl
 
 ROOT = Path(__file__).resolve().parent.parent
-TINY = """# python bench/fault_tolerance.py   (tiny grid for the fault-tolerance check)
+TINY = """# python tools/fault_tolerance.py   (tiny grid for the fault-tolerance check)
 name: {name}
 mode: grid
 fixed:
@@ -48,12 +48,12 @@ resources:
 """
 KILL_AFTER_EPOCH = "PSEDUAL_BENCH_KILL_WORKER_AFTER_EPOCH"
 """`<epoch>:<marker file>`: rank 0 kills its own process right after reporting that epoch, once
-(the marker file records that it did). Read by `_install_kill`, in the bench's workers only."""
+(the marker file records that it did). Read by `_install_kill`, in this script's workers only."""
 METRICS = ["valid_value_acc", "valid_expr_acc", "best_epoch", "test_value_acc", "test_expr_acc", "test_infill_acc"]
 
 
 def _install_kill() -> None:
-    """Ray's worker setup hook: in each worker process of this bench's Ray, wrap `ray.train.report`
+    """Ray's worker setup hook: in each worker process of this script's Ray, wrap `ray.train.report`
     so that rank 0 dies after reporting the epoch `KILL_AFTER_EPOCH` names (its checkpoint is stored
     by then). The fault lives here, not in the trial code the sweeps run."""
     import ray.train
