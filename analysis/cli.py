@@ -29,6 +29,7 @@ from analysis import paper_report, presets
 from analysis.checks import protocol
 from analysis.claims import exploratory
 from analysis.errors import ERRORS, one_line
+from psedual.option_errors import check_config_files, refusal
 from analysis.options import (LIST_OPTIONS, AnalyzeOptions, CompareOptions, CurveOptions, InfillOptions,
                               OptunaOptions, ReportOptions, Table1Options, Table3Options)
 from analysis.report import alone, learning, report
@@ -175,6 +176,12 @@ SWEEP_READERS: tuple[str, ...] = ()
 """The commands that read a sweep file: `run` hands them the planner `psedual analyze` passes."""
 
 
+TAKES = {"margin": "a number of accuracy points, e.g. 1"}
+"""An option's own words for what it takes, said when a value is refused instead of its type's."""
+
+LIST_HINT = "a list option takes `--key+ VALUE`, repeated to add more, or `--key '[A, B]'`"
+
+
 def parser() -> ArgumentParser:
     """`psedual analyze`'s parser: a sub-command per `COMMANDS` entry, its options generated from
     its config's fields."""
@@ -197,7 +204,11 @@ def parse(words: list[str]) -> tuple[str, AnalyzeOptions]:
     for key in LIST_OPTIONS:  # the last of two plain values would win, silently
         if words.count(f"--{key}") > 1:
             raise ValueError(f"--{key} given twice: add more with --{key}+ VALUE, or give --{key} '[A, B]'")
-    cfg = parser().parse_args(words)
+    top = parser()
+    if words[:1] and words[0] in COMMANDS:  # a --config file that gives no options is named with what is wrong
+        check_config_files(words[1:], f"psedual analyze {words[0]}",
+                           top._subcommands_action.choices[words[0]]._option_string_actions)
+    cfg = top.parse_args(words)
     options = COMMANDS[cfg.command][0]
     return cfg.command, options(**{f.name: cfg[cfg.command][f.name] for f in fields(options)})
 
@@ -213,8 +224,9 @@ def main(argv: list[str] | None = None, planner: Callable | None = None) -> int:
         command, options = parse(argv[1:])
     except ArgumentError as err:
         said = f"psedual analyze {argv[1]}" if argv[1:2] and argv[1] in COMMANDS else "psedual analyze"
-        print(f"{said}: error: {err}\n({said} --help lists the options; a list option takes `--key+ VALUE`, "
-              f"repeated to add more, or `--key '[A, B]'`)", file=sys.stderr)
+        line = refusal(str(err), said, TAKES)
+        listed = any(line.startswith((f"--{key} ", f"--{key}:")) for key in LIST_OPTIONS)
+        print(f"{said}: error: {line}" + (f" ({LIST_HINT})" if listed else ""), file=sys.stderr)
         return 2
     except ERRORS as err:
         print(f"psedual analyze: error: {one_line(err)}", file=sys.stderr)
