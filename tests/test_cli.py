@@ -256,6 +256,21 @@ def test_analyze_refuses_a_dashed_name_a_list_option_given_twice_and_a_bad_choic
         InfillOptions(format="html")
 
 
+def test_a_refused_value_is_one_line_naming_the_option_the_value_and_what_it_takes(tmp_path, capsys):
+    """`--margin 1%` printed three lines: jsonargparse's `Parser key "margin":`, `Expected a <class
+    'float'>`, and a hint about list options."""
+    assert main(["analyze", "compare", "--root", str(tmp_path), "--margin", "1%"]) == 2
+    assert capsys.readouterr().err == ("psedual analyze compare: error: --margin 1%: expected a number of accuracy "
+                                       "points, e.g. 1\n")
+    assert main(["analyze", "compare", "--root", str(tmp_path), "--resamples", "many"]) == 2
+    assert capsys.readouterr().err == "psedual analyze compare: error: --resamples many: expected an integer\n"
+    assert main(["train", "--lr", "abc", "--out", "x"]) == 2
+    assert capsys.readouterr().err == "psedual train: error: --lr abc: expected a number\n"
+    assert main(["analyze", "compare", "--nope", "1"]) == 2  # an option it lacks: where the options are listed
+    assert capsys.readouterr().err == ("psedual analyze compare: error: unrecognized arguments: --nope 1 "
+                                       "(psedual analyze compare --help lists the options)\n")
+
+
 def test_a_printed_config_loads_back_and_the_default_data_needs_no_fold(tmp_path, capsys):
     parser = COMMANDS[("train",)].parser()
     with pytest.raises(SystemExit):
