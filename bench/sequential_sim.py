@@ -37,6 +37,10 @@ SD = 1.3
 """sd of a seed difference in points: the control study's (PseDual-GCN vs base, 16 seeds, about 1.3-2.0)"""
 TARGET = 0.9
 """the paper's MAWPS Δ for PseDual-GCN"""
+CONTROL_SD = 1.918
+"""sd of the 16 seed differences of the control study's open claim, PseDual-GCN (scheduled fusion) vs base"""
+CONTROL_DELTA = 0.173
+"""its mean Δ in points (docs/control: +0.17 [-0.85, +1.20])"""
 COLLAPSE = -40.0
 """a collapsed seed: the treatment run of one pair scores about 40 points below its base"""
 
@@ -112,6 +116,22 @@ def calibration_table(design: sq.SequentialDesign) -> None:
               f"{b.t_two_sided[k]:.3f} | {100 * c['z_two_sided'][k]:.2f}% | {100 * c['nominal_two_sided'][k]:.2f}% | "
               f"{100 * c['t_two_sided'][k]:.2f}% | {b.spent_one_sided[k]:.4f} | {b.z_one_sided[k]:.3f} | "
               f"{b.t_one_sided[k]:.3f} | {100 * c['z_one_sided'][k]:.2f}% | {100 * c['t_one_sided'][k]:.2f}% |")
+
+
+def plan(margin: float) -> None:
+    """(e) The open claim of the control study continued: its 16 seeds counted as look 1, then every
+    4 seeds to 40, at that claim's own sd; each true Δ's decisions and expected seeds (`operating`)."""
+    design = sq.SequentialDesign.from_rule(first=6, step=4, max_seeds=40, taken=(16,))
+    print(f"\n(e) the control study's PseDual-GCN vs base continued: {design.describe()}; sd {CONTROL_SD} "
+          f"(its 16 seeds), target {TARGET:+g}, margin ±{margin:g}; 20,000 studies a Δ")
+    header("| true Δ | better | worse | equivalent | smaller than the target | undecided at 40 | expected seeds |")
+    for delta in (0.0, CONTROL_DELTA, TARGET):
+        o = sq.operating(design, delta, CONTROL_SD, margin, TARGET, studies=20_000, seed=58)
+        print(f"| {delta:+.2f} | {100 * o.better:.1f}% | {100 * o.worse:.1f}% | {100 * o.equivalent:.1f}% | "
+              f"{100 * o.below_target:.1f}% | {100 * o.undecided:.1f}% | {o.expected_seeds:.1f} ± "
+              f"{o.expected_seeds_se:.2f} |")
+    print(f"fixed design: the paired t needs {n_needed(TARGET, CONTROL_SD)} seeds for 80% power at {TARGET:+g}; "
+          f"the TOST at ±{margin:g} needs {tost_n(0.0, CONTROL_SD, margin, 0.05)} at Δ 0 (80%)")
 
 
 def main(argv=None) -> None:
@@ -207,6 +227,7 @@ def main(argv=None) -> None:
         print(f"| {label} | {rate(a.better | a.worse)} | {rate(naive(null, ISSUE_LOOKS, None)[0])} | "
               f"{rate(b.equivalent)} | {rate(naive(edge, ISSUE_LOOKS, 1.0)[0])} | {rate(c.better)} | "
               f"{mean_seeds(c.seeds)} |")
+    plan(margin)
     print("a collapsed seed makes every test conservative (its sd swamps the mean: t near ±1) and costs the power "
           "to detect the target; heavy tails (t, 3 df) keep the rates at or below nominal")
     print(f"\nwall time {time.perf_counter() - start:.1f} s")

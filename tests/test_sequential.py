@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 from scipy import stats
 
 from analysis.stats import sequential as sq
 
 ISSUE_LOOKS = (6, 10, 16, 24, 32, 40)
+CONTROL = Path(__file__).resolve().parents[1] / "docs" / "control" / "results"
 
 # gsDesign (R), gsDesign(k = 5, test.type = 1, alpha = 0.025, sfu = sfLDOF): upper bounds of five
 # equally spaced looks, the Lan-DeMets O'Brien-Fleming-type design's published z values
@@ -241,3 +244,22 @@ def test_operating_characteristics_for_a_plan(issue):
     assert at_target.expected_seeds == pytest.approx(25.9, abs=0.6) and at_target.max_seeds == 40
     with pytest.raises(ValueError, match="sd 0 must be a positive number of points of accuracy"):
         sq.operating(issue, 0.9, 0, studies=100)
+
+
+def test_the_control_studys_open_claim_at_its_taken_look():
+    """PseDual-GCN (scheduled fusion, no control) vs base over the control study's 16 seeds, the look
+    already taken, as look 1 of 16, 20, ..., 40: the claims table's Δ, and undecided with a repeated
+    interval wider than the fixed one ([-0.85, +1.20])."""
+    runs = pl.read_parquet(str(CONTROL / "runs" / "experiment=control" / "*.parquet"))
+    base = runs.filter(pl.col("variant") == "base").select("seed", "test_value_acc")
+    gcn = runs.filter((pl.col("variant") == "gcn") & (pl.col("psedual.fusion") == "scheduled")
+                      & (pl.col("psedual.control") == "none")).select("seed", "test_value_acc")
+    pairs = base.join(gcn, on="seed", suffix="_gcn").sort("seed")
+    diffs = 100 * (pairs["test_value_acc_gcn"] - pairs["test_value_acc"]).to_numpy()
+    claim = pl.read_parquet(CONTROL / "claims" / "compare_control_variant_2.parquet").row(0, named=True)
+    design = sq.SequentialDesign.from_rule(first=6, step=4, max_seeds=40, taken=(16,))
+    look = sq.decide(design, diffs, 0, target=0.9, target_from="the paper's")
+    assert look.seeds == 16 and look.delta == pytest.approx(claim["delta"], abs=1e-9)
+    assert look.verdict == "undecided at look 1 of 7 (16 seeds): the next look at 20 seeds"
+    assert look.ci[0] < claim["ci_low"] and look.ci[1] > claim["ci_high"]
+    assert look.margin == pytest.approx(0.45)
