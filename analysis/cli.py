@@ -9,6 +9,8 @@
     psedual analyze compare --experiment+ default --arm variant --base base --treatment+ gcn --by+ solver
     psedual analyze report  --experiment+ paper-small --out report/  # Tables 1-4, Figure 1, the paper's figures
     psedual analyze optuna  --experiment optuna      # an Optuna sweep's study: plots, best trials per arm
+    psedual analyze study   --space search_spaces/converged.yaml --experiment converged --out docs/converged
+    psedual analyze leakage --experiment gts_5fold   # test problems that repeat a training problem, apart
 
 Every command reads <root>/{runs,epochs,predictions}; the claim commands print the claim rows and
 write them to <root>/claims/<name>.parquet. Each command's options are its typed config's fields
@@ -25,13 +27,14 @@ from dataclasses import fields
 
 from jsonargparse import ArgumentError, ArgumentParser, set_parsing_settings
 
-from analysis import paper_report, presets
+from analysis import leakage, paper_report, presets, study_report
 from analysis.checks import protocol
 from analysis.claims import exploratory
 from analysis.errors import ERRORS, one_line
 from psedual.option_errors import check_config_files, refusal
 from analysis.options import (LIST_OPTIONS, AnalyzeOptions, CompareOptions, CurveOptions, InfillOptions,
-                              OptunaOptions, ReportOptions, Table1Options, Table3Options)
+                              LeakageOptions, OptunaOptions, ReportOptions, StudyOptions, Table1Options,
+                              Table3Options)
 from analysis.report import alone, learning, report
 from analysis.tables import paper, read, trials
 
@@ -162,6 +165,15 @@ def _optuna(args: OptunaOptions) -> None:
         print(f"no figure {line}")
 
 
+def _study(args: StudyOptions, planner: study_report.Plan | None = None) -> None:
+    if planner is None:  # the sweep file is read above analysis, which never imports the sweep code
+        raise ValueError("analyze study reads its sweep file with psedual's sweep loader: run it as "
+                         "`psedual analyze study ...`")
+    path = study_report.write(args, planner)
+    print(path.read_text(encoding="utf-8"))
+    print(f"report: {path}")
+
+
 COMMANDS: dict[str, tuple[type, Callable[..., None]]] = {
     "table1": (Table1Options, lambda o: _paper_table(o, "table1")),
     "table3": (Table3Options, lambda o: _paper_table(o, "table3")),
@@ -170,9 +182,11 @@ COMMANDS: dict[str, tuple[type, Callable[..., None]]] = {
     "curve": (CurveOptions, _curve),
     "report": (ReportOptions, _report),
     "optuna": (OptunaOptions, _optuna),
+    "study": (StudyOptions, _study),
+    "leakage": (LeakageOptions, leakage.run),
 }
 """Each `analyze` command: its options (`analysis.options`) and what it runs."""
-SWEEP_READERS: tuple[str, ...] = ()
+SWEEP_READERS = ("study",)
 """The commands that read a sweep file: `run` hands them the planner `psedual analyze` passes."""
 
 
@@ -213,7 +227,7 @@ def parse(words: list[str]) -> tuple[str, AnalyzeOptions]:
     return cfg.command, options(**{f.name: cfg[cfg.command][f.name] for f in fields(options)})
 
 
-def main(argv: list[str] | None = None, planner: Callable | None = None) -> int:
+def main(argv: list[str] | None = None, planner: study_report.Plan | None = None) -> int:
     """Run `analyze COMMAND OPTIONS` (`python -m analysis analyze ...`, or `psedual analyze ...`,
     which passes the `planner` that reads a sweep file's comparisons: `psedual.job.study_plan`)."""
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -234,7 +248,7 @@ def main(argv: list[str] | None = None, planner: Callable | None = None) -> int:
     return run(command, options, planner)
 
 
-def run(command: str, options: AnalyzeOptions, planner: Callable | None = None) -> int:
+def run(command: str, options: AnalyzeOptions, planner: study_report.Plan | None = None) -> int:
     """Run one command on its typed options, as `main` does once it has parsed them (the main job
     calls this with the comparisons it builds); a refusal is one line on stderr, and 2."""
     try:

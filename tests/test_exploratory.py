@@ -96,9 +96,9 @@ def test_compare_prints_its_unplanned_pair(tmp_path, capsys):
 def test_the_study_report_shows_decisions_the_exploratory_signal_and_its_figures(tmp_path):
     root = _linked(tmp_path)
     out = tmp_path / "report"
-    done = subprocess.run([sys.executable, "bench/study_report.py", "--space", "search_spaces/converged.yaml",
-                           "--experiment", "converged", "--root", str(root), "--out", str(out), "--resamples", "200"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-m", "psedual.cli", "analyze", "study", "--space",
+                           "search_spaces/converged.yaml", "--experiment", "converged", "--root", str(root), "--out",
+                           str(out), "--resamples", "200"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     text = (out / "report.md").read_text()
     assert "not significant" not in text
@@ -132,7 +132,7 @@ def test_the_study_report_reads_any_grid_study(tmp_path):
     root = tmp_path / "results"
     _write(root, runs, experiment="control")
     out = tmp_path / "report"
-    done = subprocess.run([sys.executable, "bench/study_report.py", "--space",
+    done = subprocess.run([sys.executable, "-m", "psedual.cli", "analyze", "study", "--space",
                            "search_spaces/reexamination_control.yaml", "--experiment", "control", "--root", str(root),
                            "--out", str(out), "--resamples", "200"], cwd=ROOT, capture_output=True, text=True,
                           timeout=600)
@@ -181,9 +181,10 @@ def test_the_study_report_pools_each_seed_s_folds(tmp_path):
     root = tmp_path / "results"
     _write(root, runs, experiment="converged_5fold")
     out = tmp_path / "report"
-    done = subprocess.run([sys.executable, "bench/study_report.py", "--space", "search_spaces/converged_5fold.yaml",
-                           "--experiment", "converged_5fold", "--root", str(root), "--out", str(out),
-                           "--resamples", "200"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-m", "psedual.cli", "analyze", "study", "--space",
+                           "search_spaces/converged_5fold.yaml", "--experiment", "converged_5fold", "--root", str(root),
+                           "--out", str(out), "--resamples", "200"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     text = (out / "report.md").read_text()
     sizes = [100 + 20 * f for f in range(5)]

@@ -1,4 +1,4 @@
-"""bench/leakage_accuracy.py on the committed 5-fold converged study (issue 49): the test problems
+"""`psedual analyze leakage` on the committed 5-fold converged study (issue 49): the test problems
 that repeat a training problem under another id are solved from memory (99-100%); the rest are
 the score a new problem gets."""
 
@@ -12,8 +12,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_repeated_test_problems_score_apart_from_the_rest():
-    done = subprocess.run([sys.executable, "bench/leakage_accuracy.py", "--root", "docs/converged_5fold/results",
-                           "--experiment", "converged_5fold"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-m", "psedual.cli", "analyze", "leakage", "--root",
+                           "docs/converged_5fold/results", "--experiment", "converged_5fold"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     # fold 0 repeats 67 of its 397 test problems (the runs table's data_test_leaked, rebuilt here)
