@@ -7,22 +7,42 @@ it reads only what is plain Python: the registries (arm labels, datasets' folds)
 writer, the storage root and table names, the best-epoch rule, the data-identity hash, the unused-slot
 marker and the row records, which say what is an outcome (tests/test_analysis.py checks the list).
 
-    read.py      lazy scans of the tables and selection by config
-    table_files.py  a root's files checked before a scan (errors name the file or folder)
-    stats.py     the paired, across-seed and interval computations (scipy)
-    multiple.py  Holm and Benjamini-Hochberg over a family of comparisons
-    claims.py    one claim row per comparison
-    guardrails.py  what is refused between runs (other data, confounded configs) or flagged
-    run_checks.py  each run against its own tables (predictions, epochs, replicate seeds)
-    selection.py the one checked path from the runs table to one run per slot
-    summaries.py infilling accuracy and the training-size curve
-    alone.py     each arm's accuracy alone beside the paper's (a Table 1 with no PseDual arm)
-    learning.py  learning curves per arm, and where the arms stand by epoch
-    presets.py   the paper's comparisons from parsed options (commands and report alike)
-    report.py    Markdown / LaTeX tables, the training-size figure
-    paper.py     the paper's published figures (paper_numbers.csv)
-    paper_report.py  `psedual analyze report`: the paper as one Markdown report
-    errors.py    one-line errors
-    options.py   each `analyze` command's typed options
-    cli.py       `psedual analyze table1|table3|infill|curve|compare|report`
+Its modules, in rooms that import down (a module imports its own room and the rooms listed above it;
+psedual/layers.py's ROOMS; analysis/README.md says more of each):
+
+    tables/read.py           lazy scans of the tables and selection by config
+    tables/table_files.py    a root's files checked before a scan (errors name the file or folder)
+    tables/trials.py         an Optuna sweep's study (`analyze optuna`)
+    tables/paper.py          the paper's published figures (paper_numbers.csv)
+    tables/text.py           a table as Markdown or LaTeX, and its cells
+    stats/stats.py           the paired, across-seed and interval computations (scipy)
+    stats/multiple.py        Holm and Benjamini-Hochberg over a family of comparisons
+    stats/power.py           each claim's power: its MDE and the seeds a target needs (statsmodels)
+    stats/equivalence.py     the TOST at a margin and P(|delta| < margin)
+    stats/sequential.py      seeds until decided: a group-sequential design
+    checks/guardrails.py     what is refused between runs (other data, confounded configs) or flagged
+    checks/pairs.py          each seed pair of a claim, run against run
+    checks/validation.py     runs validated on their own test split
+    checks/labels.py         a run's variant against its config's expression encoder
+    checks/run_checks.py     each run against its own tables (predictions, epochs, replicate seeds)
+    checks/selection.py      the one checked path from the runs table to one run per slot
+    checks/protocol.py       how the runs' protocol differs from the paper's
+    claims/claims.py         one claim row per comparison
+    claims/verdicts.py       a claim's verdict
+    claims/arms.py           the flags of a claim's arms
+    claims/left_out.py       the runs a filter left out of a claim's arms
+    claims/exploratory.py    every unplanned pair of arms, with no verdict
+    report/report.py         Markdown / LaTeX claim tables, their footer, the training-size figure
+    report/forest.py         the forest plot
+    report/learning.py       learning curves per arm, and where the arms stand by epoch
+    report/summaries.py      infilling accuracy and the training-size curve
+    report/alone.py          each arm's accuracy alone beside the paper's
+    cli.py                   `psedual analyze table1|table3|infill|curve|compare|report|optuna|study|leakage`
+    options.py               each `analyze` command's typed options
+    errors.py                one-line errors
+    presets.py               the paper's comparisons from parsed options (commands and report alike)
+    paper_report.py          `psedual analyze report`: the paper as one Markdown report
+    study_report.py          `psedual analyze study`: a grid study's report
+    leakage.py               `psedual analyze leakage`: test problems that repeat a training problem, apart
+    __main__.py              `python -m analysis`
 """
