@@ -48,7 +48,8 @@ def _paper_table(args: Table1Options | Table3Options, command: str) -> None:
         notes: list[str] = []
         by = list(dict.fromkeys(read.column(k, runs.columns) for k in ("data.dataset", "solver", *args.by)))
         rows = alone.arms(runs, read.scan(args.root, "epochs", args.experiment),
-                          read.scan(args.root, "predictions", args.experiment), "variant", by, args.select_by, notes)
+                          read.scan(args.root, "predictions", args.experiment), "variant", by, args.select_by, notes,
+                          leakage.repeated)
         print(f"{presets.TITLES[command]} (experiments: {', '.join(args.experiment or ['all'])}): no PseDual arm in "
               f"these runs, so nothing is compared; each arm's accuracy alone, beside the paper's\n")
         print(alone.table(rows, args.format))

@@ -18,7 +18,7 @@ import polars as pl
 from analysis.checks import guardrails, labels, run_checks, validation
 from analysis.checks.guardrails import GuardrailError
 from analysis.tables import read
-from psedual.results.best import best_epoch
+from psedual.results.best import kept_epoch
 
 
 SEED, FOLD = "seed", "data.fold"
@@ -61,22 +61,26 @@ def _usable(runs: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
 def _selection_flags(runs: pl.DataFrame, epochs: pl.DataFrame) -> dict[tuple[str, str], list[str]]:
     """Per run, the reasons to suspect its checkpoint was chosen on test rather than validation."""
     flags: dict[tuple[str, str], list[str]] = {}
-    # the epoch training would have kept, by the package's one rule
-    kept = {key: best_epoch(rows.to_dicts())["epoch"] for key, rows in epochs.group_by(list(read.KEY))}
+    # the epoch training would have kept, by the package's one rule for the run's `selection` (a run
+    # from before the setting kept its best validation epoch)
+    tables = {key: rows.to_dicts() for key, rows in epochs.group_by(list(read.KEY))}
     for r in runs.iter_rows(named=True):
-        r["valid_best"] = kept.get(tuple(r[k] for k in read.KEY))
+        rows = tables.get(tuple(r[k] for k in read.KEY))
+        rule = r.get("selection") or "best"
+        r["valid_best"] = kept_epoch(rows, rule)["epoch"] if rows else None
         if r.get("llm.model") is not None:  # a zero-shot LLM run: no checkpoint was chosen on any split
             continue
         name = f"{r['experiment']}/{r['trial']}"
         reasons = []
-        if not r["n_valid"]:
+        if not r["n_valid"] and rule != "last":  # a last-epoch run (the published protocol) chose nothing
             reasons.append(f"test-selected? {name} has no validation split")
         if r["valid_best"] is None:
             reasons.append(f"test-selected? {name} has no epochs rows: its best_epoch cannot be checked against "
                            f"validation")
         elif r["best_epoch"] != r["valid_best"]:
-            reasons.append(f"test-selected? {name}: best_epoch {r['best_epoch']} is not the validation "
-                           f"argmax {r['valid_best']}")
+            reasons.append(f"test-selected? {name}: best_epoch {r['best_epoch']} is not the "
+                           + (f"last epoch {r['valid_best']} (selection last)" if rule == "last"
+                              else f"validation argmax {r['valid_best']}"))
         on_test = validation.flag(r)
         if on_test:
             reasons.append(on_test)
@@ -91,6 +95,11 @@ def keep_one_per_slot(runs: pl.DataFrame, slot: list[str], select_by: str, notes
     below every number and below a missing one, so it never wins; a slot left with only such
     scores is refused. A run that won its slot on a test metric is flagged as test-selected (in
     `flags`, by run)."""
+    if select_by.startswith("valid") and "n_valid" in runs.columns:
+        # a run without a validation set (`data.valid_fraction 0`, the published protocol) wrote NaN
+        # for its validation scores: it has none, it did not diverge
+        runs = runs.with_columns(pl.when(pl.col("n_valid") == 0).then(None).otherwise(pl.col(select_by))
+                                 .alias(select_by))
     score = pl.col(select_by)
     if runs.schema[select_by].is_float():  # Polars sorts NaN above every number
         score = pl.when(score.is_finite()).then(score)

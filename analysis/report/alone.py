@@ -8,10 +8,17 @@ over the pooled problems for one seed; the t interval over seeds for several), e
 figure, and the paper's figure for the cell (the authors' rerun, and the solver's own paper where
 Table 1 quotes it), saying whether the CI holds it. The runs go through `selection.select`, the
 path every claim takes: one run per slot, every prediction checked.
+
+Beside the paper a reproduction says its protocol (issue 58): the encoder's problem-vector read
+(`model.problem_vector`), the epoch tested (`selection`) and the training set (problems trained on,
+and validating: the carve-out), against the published GTS/Graph2Tree code's (the published read,
+the last epoch, every training problem); and, where a data set repeats training problems in its
+test folds (MAWPS), the accuracy on those repeats and on the rest.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,11 +58,23 @@ class Alone:
     """Each fold's accuracy (%, mean over seeds), in `folds`' order: descriptive only."""
     published: paper.Published | None
     """The paper's figure for the cell, if it has one."""
+    setup: str = ""
+    """The runs' protocol: problem-vector read, selection and training set (`setup`)."""
+    repeats: tuple[float, int, float, int] | None = None
+    """Accuracy (%) on the test problems that repeat a training problem and their number per seed,
+    then the same for the rest; None where the runs' test folds repeat none (or it was not computed)."""
+
+
+PUBLISHED_SETUP = "encoder read published, selection last, every training problem (no validation carve-out)"
+"""The published GTS and Graph2Tree code's protocol (docs/solvers.md, published quirks)."""
 
 
 def arms(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, arm: str, by: list[str],
-         select_by: str, notes: list[str]) -> list[Alone]:
-    """Every (cell, arm) of `runs`, one run per (cell, arm, seed, fold) as the claims select them."""
+         select_by: str, notes: list[str],
+         repeated: Callable[[dict], frozenset[str]] | None = None) -> list[Alone]:
+    """Every (cell, arm) of `runs`, one run per (cell, arm, seed, fold) as the claims select them.
+    `repeated(run)`: the test ids of a runs row that repeat a training problem (`analysis.leakage`);
+    given, the cells whose runs recorded repeats (`data_test_leaked`) are split by it."""
     arm = read.column(arm, runs.columns)
     slot = list(dict.fromkeys([*by, arm, SEED, FOLD]))
     chosen = selection.select(runs, epochs, predictions, slot, read.column(select_by, runs.columns),
@@ -74,9 +93,11 @@ def arms(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, ar
         cell = cell_label(first, by)
         folds = sorted({int(f) if f is not None else -1 for f in part[FOLD].to_list()})
         per_seed: dict[int, dict[int, np.ndarray]] = {}
+        runs_of: dict[int, dict[int, dict]] = {}
         for r in part.iter_rows(named=True):
             correct = chosen.preds[(r["experiment"], r["trial"])]["value_correct"].to_numpy()
             per_seed.setdefault(int(r[SEED]), {})[-1 if r[FOLD] is None else int(r[FOLD])] = correct
+            runs_of.setdefault(int(r[SEED]), {})[-1 if r[FOLD] is None else int(r[FOLD])] = r
         complete = {s: f for s, f in per_seed.items() if sorted(f) == folds}
         if len(complete) < len(per_seed):
             notes.append(f"{cell}, {arm}={first[arm]}: seed(s) {sorted(set(per_seed) - set(complete))} lack some of "
@@ -93,8 +114,60 @@ def arms(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, ar
                          DATASETS[dataset].folds if dataset in DATASETS else 0, next(iter(pooled.values())).size,
                          float(np.mean(accs)), low, high,
                          tuple(float(np.mean([100.0 * complete[s][k].mean() for s in complete])) for k in folds),
-                         paper.find(numbers, "table1", dataset, solver, str(first[arm]), "value")))
+                         paper.find(numbers, "table1", dataset, solver, str(first[arm]), "value"),
+                         setup(part), _repeats(part, complete, runs_of, folds, chosen.preds, repeated, cell, notes)))
     return out
+
+
+def _values(part: pl.DataFrame, column: str, default: object) -> str:
+    """The distinct values of `column` in the cell's runs, `default` for a run from before it existed."""
+    found = part[column].to_list() if column in part.columns else [None]
+    return " / ".join(dict.fromkeys(str(default if v is None else v) for v in found))
+
+
+def _span(part: pl.DataFrame, column: str) -> str:
+    """`1,400-1,409`, or one number, or `?` where the runs table has no such column."""
+    if column not in part.columns or part[column].is_null().all():
+        return "?"
+    low, high = int(part[column].min()), int(part[column].max())
+    return f"{low:,}" if low == high else f"{low:,}-{high:,}"
+
+
+def setup(part: pl.DataFrame) -> str:
+    """The protocol of a cell's runs: problem-vector read, selection, training set."""
+    chosen = _values(part, "selection", "best")
+    kept = {"best": "the best validation epoch", "last": "the last epoch"}.get(chosen, chosen)
+    valid = _span(part, "n_valid")
+    carve = "no validation carve-out" if valid == "0" else f"{valid} validating (carved from training)"
+    return (f"encoder read {_values(part, 'model.problem_vector', 'final_state')}, selection {chosen} ({kept}), "
+            f"{_span(part, 'n_train')} training problems per run, {carve}")
+
+
+def _repeats(part: pl.DataFrame, complete: dict, runs_of: dict, folds: list[int], preds: dict,
+             repeated: Callable[[dict], frozenset[str]] | None, cell: str,
+             notes: list[str]) -> tuple[float, int, float, int] | None:
+    """The cell's accuracy on its test problems that repeat a training problem and on the rest,
+    folds pooled per seed, mean over seeds; None where no run recorded a repeat."""
+    if repeated is None or "data_test_leaked" not in part.columns or not (part["data_test_leaked"].fill_null(0) > 0).any():
+        return None
+    parts: dict[bool, list[float]] = {True: [], False: []}
+    counts: dict[bool, int] = {}
+    for seed, by_fold in complete.items():
+        correct = np.concatenate([by_fold[k] for k in folds])
+        try:
+            masks = []
+            for k in folds:
+                run = runs_of[seed][k]
+                ids = repeated(run)
+                masks.append(preds[(run["experiment"], run["trial"])]["id"].is_in(list(ids)).to_numpy())
+        except (ValueError, OSError) as err:  # data missing or changed since the runs: say so, keep the table
+            notes.append(f"{cell}: the repeats of training problems were not split out ({err})")
+            return None
+        mask = np.concatenate(masks)
+        for side in (True, False):
+            parts[side].append(100.0 * float(correct[mask == side].mean()) if (mask == side).any() else float("nan"))
+            counts.setdefault(side, int((mask == side).sum()))
+    return float(np.mean(parts[True])), counts[True], float(np.mean(parts[False])), counts[False]
 
 
 def table(rows: list[Alone], fmt: str) -> str:
@@ -113,6 +186,14 @@ def table(rows: list[Alone], fmt: str) -> str:
              "out-of-fold predictions):"]
     lines += [f"  {r.cell}, {r.arm}: " + ", ".join(f"fold {f}: {a:.2f}" for f, a in zip(r.folds, r.fold_acc))
               for r in rows if r.folds]
+    lines += ["", f"protocol (the published GTS and Graph2Tree code: {PUBLISHED_SETUP}):"]
+    lines += [f"  {r.cell}, {r.arm}: {r.setup}" for r in rows]
+    split = [r for r in rows if r.repeats is not None]
+    if split:
+        lines += ["", "test problems that repeat a training problem (same normalised text and gold, another id), "
+                  "value accuracy (%) (problems per seed):"]
+        lines += [f"  {r.cell}, {r.arm}: all {r.acc:.2f} ({r.problems:,}), repeats {r.repeats[0]:.2f} "
+                  f"({r.repeats[1]:,}), the rest {r.repeats[2]:.2f} ({r.repeats[3]:,})" for r in split]
     return "\n".join(lines)
 
 
