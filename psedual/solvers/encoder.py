@@ -128,6 +128,7 @@ def published_read(forward: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor
     last time step of the padded batch, the true final state of the longest problems and the
     padding's zeros for all others. (Its reverse half, `pade_outputs[0, :, H:]`, is the true final
     state of every problem.) At test the published code decodes batches of one, where the last
-    step is the problem's own: there the read is the final state, and this is not called."""
+    step is the problem's own: there the read is the final state, and this is not called. Under DDP
+    the batch is each rank's share (the published code has one process), so its longest is the share's."""
     longest = (lengths == lengths.max()).to(forward.device).unsqueeze(1)
     return torch.where(longest, forward, torch.zeros_like(forward))
