@@ -93,6 +93,11 @@ def test_schedule_counts_a_look_already_taken():
     before, after = sq.boundaries(design), sq.boundaries(design.with_seeds(2, 30))
     assert after.t_two_sided[:2] == pytest.approx(before.t_two_sided[:2], abs=1e-12)
     assert after.t_one_sided[:2] == pytest.approx(before.t_one_sided[:2], abs=1e-12)
+    # a last look one seed short keeps every earlier boundary and spends all that is left
+    short = design.with_seeds(3, 39)
+    assert short.planned_max == 40 and sq.boundaries(short).spent_two_sided[-1] == pytest.approx(0.05)
+    assert sq.boundaries(short).t_two_sided[:3] == pytest.approx(before.t_two_sided[:3], abs=1e-12)
+    assert sq.boundaries(short).fraction == pytest.approx([16 / 40, 24 / 40, 32 / 40, 39 / 40])
 
 
 def _shaped(n: int, mean: float, sd: float) -> np.ndarray:
@@ -182,6 +187,7 @@ def test_margins_no_user_could_mean_are_refused_in_one_line(issue, margin, messa
     ({"looks": (6, 10), "spending": "haybittle"}, "unknown spending 'haybittle': valid are obrien-fleming, pocock"),
     ({"looks": (6, 10), "stop_on": ("futility",)}, "stop_on ['futility']: give one or more of difference, equivalence, target"),
     ({"looks": (6, 10), "calibration_paths": 100}, "calibration_paths must be >= 10000"),
+    ({"looks": (6, 10), "planned_max": 5}, "planned_max must be a whole seed count >= the first look (6), got 5"),
 ])
 def test_bad_designs_are_refused(fields, message):
     with pytest.raises(ValueError, match=None) as err:

@@ -119,6 +119,9 @@ class SequentialDesign:
     """the spending function, a name in SPENDING"""
     stop_on: tuple[str, ...] = ("difference", "equivalence", "target")
     """the decisions that stop the study, names in DECISIONS (each test's error rate holds whichever stop it)"""
+    planned_max: int | None = None
+    """the seed count the spending is planned over (None: the last look's); a last look that falls short
+    of it spends all the remaining α, and the earlier looks keep their boundaries"""
     calibration_paths: int = 400_000
     """simulated null studies the t boundaries are calibrated on (boundary error on α about √(α / paths))"""
     calibration_seed: int = 20_261_128
@@ -133,6 +136,13 @@ class SequentialDesign:
         if any(b <= a for a, b in zip(looks, looks[1:])):
             raise ValueError(f"looks must increase strictly, got {list(looks)}")
         object.__setattr__(self, "looks", tuple(int(n) for n in looks))
+        object.__setattr__(self, "stop_on", tuple(self.stop_on))
+        if self.planned_max is None:
+            object.__setattr__(self, "planned_max", looks[-1])
+        if isinstance(self.planned_max, bool) or not isinstance(self.planned_max, (int, np.integer)) \
+                or self.planned_max < looks[0]:
+            raise ValueError(f"planned_max must be a whole seed count >= the first look ({looks[0]}), "
+                             f"got {self.planned_max!r}")
         for name in ("alpha", "alpha_one_sided"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and 0.0 < value < 0.5):
@@ -153,7 +163,8 @@ class SequentialDesign:
     def with_seeds(self, look_index: int, seeds: int) -> SequentialDesign:
         """The same design with look `look_index` (0-based) at `seeds` pairs: a look whose count fell
         short of the plan (failed trials are not seeds) is analysed at its actual count, which
-        Lan–DeMets spending allows as long as the count does not depend on the data."""
+        Lan–DeMets spending allows as long as the count does not depend on the data. The spending
+        stays planned over `planned_max`, so the looks before it keep their boundaries."""
         looks = list(self.looks)
         looks[look_index] = seeds
         return dataclasses.replace(self, looks=tuple(looks))
@@ -176,7 +187,7 @@ class Boundaries:
     seeds: np.ndarray
     """seed pairs at each look"""
     fraction: np.ndarray
-    """information fraction: seeds over the last look's"""
+    """information fraction: seeds over the planned maximum"""
     spent_two_sided: np.ndarray
     """cumulative α of the difference test spent by each look (both sides together)"""
     spent_one_sided: np.ndarray
@@ -192,9 +203,16 @@ class Boundaries:
 
 
 def spent(design: SequentialDesign, alpha: float) -> np.ndarray:
-    """Cumulative α spent by each look of a test at level `alpha` (one side's α)."""
-    seeds = np.asarray(design.looks, float)
-    return SPENDING[design.spending].cumulative(seeds / seeds[-1], alpha)
+    """Cumulative α spent by each look of a test at level `alpha` (one side's α): the spending
+    function at each look's information fraction (`fraction`); the last look spends what is left."""
+    cumulative = SPENDING[design.spending].cumulative(fraction(design), alpha)
+    cumulative[-1] = alpha
+    return cumulative
+
+
+def fraction(design: SequentialDesign) -> np.ndarray:
+    """Each look's information fraction: its seeds over the planned maximum, at most 1."""
+    return np.minimum(np.asarray(design.looks, float) / design.planned_max, 1.0)
 
 
 def _increments(cumulative: np.ndarray) -> np.ndarray:
@@ -210,7 +228,9 @@ def normal_boundaries(seeds: Sequence[int], cumulative: np.ndarray, two_sided: b
     boundaries = []
     grid = None
     for k, increment in enumerate(_increments(np.asarray(cumulative, float))):
-        if k == 0:
+        if increment <= 0.0:  # nothing left to spend (a look past the planned maximum): it cannot reject
+            bound = math.inf
+        elif k == 0:
             bound = float(stats.norm.isf(increment))
         else:
             z, _, h = grid
@@ -257,7 +277,9 @@ def _calibrate(t: np.ndarray, seeds: np.ndarray, cumulative: np.ndarray, z: np.n
     for k, increment in enumerate(_increments(cumulative)):
         value = np.abs(t[:, k]) if two_sided else t[:, k]
         crossings = int(round(sides * increment * paths))
-        if k == 0:  # nothing stopped before: the t quantile is exact
+        if increment <= 0.0:
+            bound = math.inf
+        elif k == 0:  # nothing stopped before: the t quantile is exact
             bound = float(stats.t.isf(increment, seeds[0] - 1))
         elif crossings < MIN_CROSSINGS:
             bound = float(stats.t.isf(stats.norm.sf(z[k]), seeds[k] - 1))
@@ -280,7 +302,7 @@ def boundaries(design: SequentialDesign) -> Boundaries:
     z_one = normal_boundaries(design.looks, side_one, two_sided=False)
     t = null_t(design.looks, design.calibration_paths, design.calibration_seed)
     return Boundaries(
-        seeds=seeds, fraction=seeds / seeds[-1], spent_two_sided=2.0 * side_two, spent_one_sided=side_one,
+        seeds=seeds, fraction=fraction(design), spent_two_sided=2.0 * side_two, spent_one_sided=side_one,
         z_two_sided=z_two, z_one_sided=z_one,
         t_two_sided=_calibrate(t, seeds, side_two, z_two, two_sided=True),
         t_one_sided=_calibrate(t, seeds, side_one, z_one, two_sided=False))
