@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,36 +61,34 @@ SHOWN = ["trial", "variant", "seed", "solver", "lr", "status", "epochs_done", "b
 
 
 @dataclass(frozen=True)
-class TuneJob:
-    """A sweep and where its trials, checkpoints and result tables go."""
+class PaperOptions:
+    """A paper file's run (search_spaces/paper.yaml): which profile and parts, and table2's chat model."""
 
-    space: str = DEFAULT_SPACE
-    """The sweep's YAML file (search_spaces/*.yaml)."""
-    name: str | None = None
-    """Experiment name: the results partition and the resume handle. Default: the sweep's
-    `name`, or the first free `<name>-2`, `<name>-3`, ... when that is taken. A name that is
-    taken already is refused: continue it with `resume`."""
-    resume: str | None = None
-    """Continue the killed experiment of this name (its sweep YAML is `space`)."""
-    storage: str = DEFAULT_ROOT
-    """Local folder or pyarrow URI (s3://, gs://, ...) for the trials and the result tables."""
-    address: str | None = None
-    """Ray cluster to attach to (`auto` on a cluster); default: a local Ray for this process only."""
     profile: str | None = None
     """A paper file's profile (`small`, `full`: search_spaces/paper.yaml): its parts run in turn as
     experiments `<name>.<part>`, the name defaulting to `paper-<profile>`."""
     only: str | None = None
     """A paper file: run only these parts, comma-separated (`table1,table3`)."""
-    plan: bool = False
-    """Launch nothing; print the plan. A paper file: each part's trials, epochs, steps, hours, wall
-    time and dollars from the stored calibration (psedual/tune/costs.tsv). A grid sweep: per
-    comparison, its seeds, the smallest Δ they detect and the seeds the target Δ needs, at the
-    spread of `plan_from` or `plan_sd`."""
-    plan_from: str | None = None
-    """A grid sweep's plan (and `seeds_for`): the spread of each comparison's per-seed Δ as this
-    earlier experiment in `storage` measured it."""
-    plan_sd: float | None = None
-    """A grid sweep's plan (and `seeds_for`): the sd of the per-seed Δ, in points, as stated."""
+    llm_base_url: str | None = None
+    """A paper file's table2: the OpenAI-compatible endpoint (with llm_model; the key in
+    $OPENAI_API_KEY); without it table2 is skipped."""
+    llm_model: str | None = None
+    """A paper file's table2: the endpoint's model name."""
+
+    def __post_init__(self) -> None:
+        if (self.llm_base_url is None) != (self.llm_model is None):
+            raise ValueError("give llm_base_url and llm_model together")
+
+    @property
+    def given(self) -> bool:
+        """Whether any of a paper file's own options is set (a sweep file takes none)."""
+        return self.profile is not None or self.only is not None
+
+
+@dataclass(frozen=True)
+class CalibrationOptions:
+    """A paper file's plan's timings: measure them (`calibrate`), and the file they are kept in."""
+
     calibrate: bool = False
     """A paper file: time each distinct trial shape of the profile and a part's overhead, store them
     in psedual/tune/costs.tsv, then plan. CPU parts' shapes on this machine (as many at once as the
@@ -108,6 +106,40 @@ class TuneJob:
     (a machine without the profile's encoders: a GPU session); the rows say so."""
     costs: str | None = None
     """The calibration file the plan reads and calibrate writes (default: psedual/tune/costs.tsv)."""
+
+    def __post_init__(self) -> None:
+        options = {"calibrate_steps": self.calibrate_steps, "calibrate_datasets": self.calibrate_datasets,
+                   "calibrate_plm": self.calibrate_plm}
+        if not self.calibrate and any(v is not None for v in options.values()):
+            raise ValueError(f"{', '.join(k for k, v in options.items() if v is not None)}: only with calibrate")
+        if self.calibrate_steps is not None and self.calibrate_steps < 1:
+            raise ValueError(f"calibrate_steps must be >= 1, got {self.calibrate_steps}")
+        if self.calibrate_plm is not None and not (Path(self.calibrate_plm) / "config.json").is_file():
+            raise ValueError(f"calibrate_plm {self.calibrate_plm}: no config.json there (a Hugging Face model folder: "
+                             "its config and tokenizer are read, never its weights)")
+
+    @property
+    def given(self) -> bool:
+        """Whether calibrate or costs is set (a paper file's plan's, which a sweep file has not)."""
+        return self.calibrate or self.costs is not None
+
+    @property
+    def costs_path(self) -> Path:
+        """The calibration file (`costs`, default psedual/tune/costs.tsv)."""
+        from psedual.tune.cost import COSTS
+
+        return COSTS if self.costs is None else Path(self.costs)
+
+    @property
+    def datasets(self) -> tuple[str, ...]:
+        """`calibrate_datasets` as names (none: every data set of the profile)."""
+        return tuple(d.strip() for d in self.calibrate_datasets.split(",")) if self.calibrate_datasets else ()
+
+
+@dataclass(frozen=True)
+class PriceOptions:
+    """What a paper file's plan charges: the machines' prices and the minutes paid around the trials."""
+
     price_cpu_hour: float = 0.05
     """The plan's dollars per CPU-hour (default: about one vCPU of an on-demand general-purpose
     cloud instance, e.g. AWS m7i.large at $0.10/h for 2 vCPUs)."""
@@ -128,54 +160,13 @@ class TuneJob:
     node_idle_minutes: float = 10.0
     """Minutes each GPU node is paid for after its last trial (clusters/gpu.yaml's
     idle_timeout_minutes)."""
-    llm_base_url: str | None = None
-    """A paper file's table2: the OpenAI-compatible endpoint (with llm_model; the key in
-    $OPENAI_API_KEY); without it table2 is skipped."""
-    llm_model: str | None = None
-    """A paper file's table2: the endpoint's model name."""
-    dashboard: bool = False
-    """Start the local Ray with its dashboard, on loopback only (127.0.0.1), for any sweep, and print
-    its URL (a Ray attached to with `address` has its own). Sweeps whose trials drive Ray Train
-    workers always start it (Train's cleanup reads the State API it serves)."""
-    verbose: bool = False
-    """Ray's own output on this terminal: every trial's log (each epoch, Ray Train's checkpoint and
-    reporting lines) and Tune's status table. Without it, one line per trial start, epoch and
-    end, and Ray's output stays in /tmp/ray/session_latest/logs."""
 
     def __post_init__(self) -> None:
-        if self.name is not None and self.resume is not None:
-            raise ValueError("give name (a new experiment) or resume (an existing one), not both")
-        if self.plan_from is not None and self.plan_sd is not None:
-            raise ValueError("give plan_from (an earlier experiment's spread) or plan_sd (a stated one), not both")
-        if self.plan_sd is not None and not self.plan_sd > 0:
-            raise ValueError(f"plan_sd must be > 0 points, got {self.plan_sd}")
         prices = (self.price_cpu_hour, self.price_gpu_hour, self.price_head_hour, self.node_setup_minutes,
                   self.node_idle_minutes)
         if min(x for x in prices if x is not None) < 0:
             raise ValueError("prices and minutes must be >= 0")
         self.cluster_cost()  # an unknown instance type is refused here, listing the valid ones
-        options = {"calibrate_steps": self.calibrate_steps, "calibrate_datasets": self.calibrate_datasets,
-                   "calibrate_plm": self.calibrate_plm}
-        if not self.calibrate and any(v is not None for v in options.values()):
-            raise ValueError(f"{', '.join(k for k, v in options.items() if v is not None)}: only with calibrate")
-        if self.calibrate_steps is not None and self.calibrate_steps < 1:
-            raise ValueError(f"calibrate_steps must be >= 1, got {self.calibrate_steps}")
-        if self.calibrate_plm is not None and not (Path(self.calibrate_plm) / "config.json").is_file():
-            raise ValueError(f"calibrate_plm {self.calibrate_plm}: no config.json there (a Hugging Face model folder: "
-                             "its config and tokenizer are read, never its weights)")
-        if (self.llm_base_url is None) != (self.llm_model is None):
-            raise ValueError("give llm_base_url and llm_model together")
-        for value in (self.name, self.resume):
-            if value is not None and (not value or "/" in value or value.startswith(".")):
-                raise ValueError(f"bad experiment name {value!r}: a non-empty folder name")
-
-
-    @property
-    def costs_path(self) -> Path:
-        """The calibration file (`costs`, default psedual/tune/costs.tsv)."""
-        from psedual.tune.cost import COSTS
-
-        return COSTS if self.costs is None else Path(self.costs)
 
     def cluster_cost(self):
         """The plan's cluster costs (`tune.cost.ClusterCost`) from the instance options."""
@@ -192,6 +183,85 @@ class TuneJob:
 
         gpu = instance(self.gpu_instance, gpu=True)
         return gpu.price_hour / gpu.gpus if self.price_gpu_hour is None else self.price_gpu_hour
+
+
+@dataclass(frozen=True)
+class TuneJob:
+    """A sweep and where its trials, checkpoints and result tables go.
+
+    A paper file's options, its calibration's and its plan's prices are a group each (`GROUPS`); the
+    command line takes them all flat (`--profile`, `--calibrate_steps`, `--price_cpu_hour`)."""
+
+    space: str = DEFAULT_SPACE
+    """The sweep's YAML file (search_spaces/*.yaml)."""
+    name: str | None = None
+    """Experiment name: the results partition and the resume handle. Default: the sweep's
+    `name`, or the first free `<name>-2`, `<name>-3`, ... when that is taken. A name that is
+    taken already is refused: continue it with `resume`."""
+    resume: str | None = None
+    """Continue the killed experiment of this name (its sweep YAML is `space`)."""
+    storage: str = DEFAULT_ROOT
+    """Local folder or pyarrow URI (s3://, gs://, ...) for the trials and the result tables."""
+    address: str | None = None
+    """Ray cluster to attach to (`auto` on a cluster); default: a local Ray for this process only."""
+    plan: bool = False
+    """Launch nothing; print the plan. A paper file: each part's trials, epochs, steps, hours, wall
+    time and dollars from the stored calibration (psedual/tune/costs.tsv). A grid sweep: per
+    comparison, its seeds, the smallest Δ they detect and the seeds the target Δ needs, at the
+    spread of `plan_from` or `plan_sd`."""
+    plan_from: str | None = None
+    """A grid sweep's plan (and `seeds_for`): the spread of each comparison's per-seed Δ as this
+    earlier experiment in `storage` measured it."""
+    plan_sd: float | None = None
+    """A grid sweep's plan (and `seeds_for`): the sd of the per-seed Δ, in points, as stated."""
+    dashboard: bool = False
+    """Start the local Ray with its dashboard, on loopback only (127.0.0.1), for any sweep, and print
+    its URL (a Ray attached to with `address` has its own). Sweeps whose trials drive Ray Train
+    workers always start it (Train's cleanup reads the State API it serves)."""
+    verbose: bool = False
+    """Ray's own output on this terminal: every trial's log (each epoch, Ray Train's checkpoint and
+    reporting lines) and Tune's status table. Without it, one line per trial start, epoch and
+    end, and Ray's output stays in /tmp/ray/session_latest/logs."""
+    paper: PaperOptions = field(default_factory=PaperOptions)
+    """A paper file's profile, parts and table2's chat model."""
+    calibration: CalibrationOptions = field(default_factory=CalibrationOptions)
+    """A paper file's plan's timings: measured, and where they are kept."""
+    prices: PriceOptions = field(default_factory=PriceOptions)
+    """A paper file's plan's prices."""
+
+    def __post_init__(self) -> None:
+        if self.name is not None and self.resume is not None:
+            raise ValueError("give name (a new experiment) or resume (an existing one), not both")
+        if self.plan_from is not None and self.plan_sd is not None:
+            raise ValueError("give plan_from (an earlier experiment's spread) or plan_sd (a stated one), not both")
+        if self.plan_sd is not None and not self.plan_sd > 0:
+            raise ValueError(f"plan_sd must be > 0 points, got {self.plan_sd}")
+        for value in (self.name, self.resume):
+            if value is not None and (not value or "/" in value or value.startswith(".")):
+                raise ValueError(f"bad experiment name {value!r}: a non-empty folder name")
+
+    @classmethod
+    def of(cls, **options) -> "TuneJob":
+        """The job of its command-line options by name, flat as `psedual tune` takes them
+        (`TuneJob.of(profile="small", calibrate=True, price_cpu_hour=0.1)`): each to its group."""
+        extra = set(options) - set(OPTIONS)
+        if extra:
+            from psedual.tune.value_types import unknown
+
+            raise ValueError(unknown(extra, OPTIONS, "option"))
+        groups = {group: GROUPS[group](**{k: v for k, v in options.items() if OPTIONS[k] == group})
+                  for group in GROUPS}
+        return cls(**{k: v for k, v in options.items() if OPTIONS[k] is None}, **groups)
+
+
+GROUPS: dict[str, type] = {"paper": PaperOptions, "calibration": CalibrationOptions, "prices": PriceOptions}
+"""TuneJob's groups of options: its field → the group's class."""
+OPTIONS: dict[str, str | None] = {
+    **{f.name: None for f in fields(TuneJob) if f.name not in GROUPS},
+    **{f.name: group for group, options in GROUPS.items() for f in fields(options)}}
+"""Each command-line option of `psedual tune` (a flat name) → its group in TuneJob (None: its own field)."""
+if len(OPTIONS) != len(fields(TuneJob)) - len(GROUPS) + sum(len(fields(g)) for g in GROUPS.values()):
+    raise TypeError("an option name is in two of TuneJob's groups: the command line takes each once")
 
 
 def taken(storage: str, name: str) -> bool:
@@ -229,7 +299,7 @@ def run_job(job: TuneJob) -> int:
     """Run the sweep, test, print the runs table; 1 if a trial ended in error."""
     from psedual.tune.space import load_spec
 
-    if job.profile or job.only or job.calibrate or job.costs:
+    if job.paper.given or job.calibration.given:
         raise ValueError(f"{job.space} is a sweep file: profile, only, calibrate and costs are for a paper file "
                          "(search_spaces/paper.yaml)")
     from psedual.tune import encoders

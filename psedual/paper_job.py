@@ -49,13 +49,14 @@ def run_paper(job: TuneJob) -> int:
     paper = load_paper(job.space)
     if job.plan_from is not None or job.plan_sd is not None:
         raise ValueError(f"{job.space} is a paper file: plan_from and plan_sd plan a grid sweep file's comparisons")
-    if job.profile is None:
+    if job.paper.profile is None:
         raise ValueError(f"{job.space} is a paper file: give --profile ({', '.join(paper.profiles)})")
-    profile = paper.profile(job.profile)
-    parts = paper.part_names(tuple(p.strip() for p in job.only.split(",")) if job.only else ())
-    if job.calibrate:
+    profile = paper.profile(job.paper.profile)
+    only = job.paper.only
+    parts = paper.part_names(tuple(p.strip() for p in only.split(",")) if only else ())
+    if job.calibration.calibrate:
         calibrate(paper, profile.name, parts, job)
-    if job.plan or job.calibrate:
+    if job.plan or job.calibration.calibrate:
         print(plan(paper, profile.name, parts, job))
         return 0
     if profile.storage == "uri" and "://" not in job.storage:
@@ -97,7 +98,7 @@ def run_paper(job: TuneJob) -> int:
 
 def run_llm(llm, experiment: str, job: TuneJob) -> int:
     """Table 2: the chat model solves the split plainly and reexamining, into the result tables."""
-    if job.llm_base_url is None:
+    if job.paper.llm_base_url is None:
         print(f"{experiment}: skipped: no LLM endpoint (give --llm_base_url URL --llm_model NAME, the key in "
               "$OPENAI_API_KEY)", flush=True)
         return 0
@@ -112,7 +113,7 @@ def run_llm(llm, experiment: str, job: TuneJob) -> int:
     where = Path(job.storage if "://" not in job.storage else ".") / "llm" / experiment
     folders = []
     for reexamine in (False, True):
-        config = LLMConfig(model=job.llm_model, base_url=job.llm_base_url, dataset=llm.dataset, fold=llm.fold,
+        config = LLMConfig(model=job.paper.llm_model, base_url=job.paper.llm_base_url, dataset=llm.dataset, fold=llm.fold,
                            reexamine=reexamine, limit=llm.limit)
         folders.append(where / ("llm-reexamine" if reexamine else "llm"))
         try:
@@ -143,8 +144,8 @@ def plan(paper, profile: str, parts: list[str], job: TuneJob) -> str:
     from psedual.tune.paper import LLM_PART
     from psedual.tune.space import make_config
 
-    costs, where, plans, skipped, configs = read_costs(job.costs_path), machine(), [], [], {}
-    cluster = job.cluster_cost()
+    costs, where, plans, skipped, configs = read_costs(job.calibration.costs_path), machine(), [], [], {}
+    cluster = job.prices.cluster_cost()
     for part, spec, lines in _configs(paper, profile, parts):
         skipped += lines
         if spec is not None:
@@ -154,8 +155,8 @@ def plan(paper, profile: str, parts: list[str], job: TuneJob) -> str:
             plans.append(plan_part(part, configs[part] * spec.num_samples, spec.resources, costs, at))
     if LLM_PART in parts:
         skipped.append(f"{LLM_PART}: LLM calls, priced by the endpoint; run only with --llm_base_url")
-    return render(plans, where, job.price_cpu_hour, job.gpu_hour, skipped + encoders.plan_lines(configs),
-                  cluster if any(p.gpu for p in plans) else None, job.costs_path)
+    return render(plans, where, job.prices.price_cpu_hour, job.prices.gpu_hour, skipped + encoders.plan_lines(configs),
+                  cluster if any(p.gpu for p in plans) else None, job.calibration.costs_path)
 
 
 CALIBRATION_SWEEP = "search_spaces/smoke.yaml"
@@ -176,10 +177,6 @@ def calibrate(paper, profile: str, parts: list[str], job: TuneJob) -> None:
         calibrate_cpu(cpu, job)
 
 
-def _datasets(job: TuneJob) -> tuple[str, ...]:
-    return tuple(d.strip() for d in job.calibrate_datasets.split(",")) if job.calibrate_datasets else ()
-
-
 def calibrate_cpu(specs: list, job: TuneJob) -> None:
     """The CPU parts' shapes on this machine, as many at once as the parts run, and a part's
     overhead (the smoke sweep's wall time less its trials' modelled seconds)."""
@@ -189,14 +186,14 @@ def calibrate_cpu(specs: list, job: TuneJob) -> None:
     flats = [f for spec in specs for f in spec.trial_configs()]
     concurrency = max(spec.resources.max_concurrent for spec in specs)
     smoke = _smoke(concurrency)
-    shapes = distinct_shapes(distinct_shapes(flats, _datasets(job)) + smoke.trial_configs())
+    shapes = distinct_shapes(distinct_shapes(flats, job.calibration.datasets) + smoke.trial_configs())
     print(f"calibrating {len(shapes)} trial shapes, {concurrency} at a time", flush=True)
     began = time.perf_counter()
-    rows = measure_shapes(shapes, concurrency, job.calibrate_steps, job.calibrate_plm)
+    rows = measure_shapes(shapes, concurrency, job.calibration.calibrate_steps, job.calibration.calibrate_plm)
     print(f"  {time.perf_counter() - began:.0f} s", flush=True)
     where = machine()
     rows = [{**r, "machine": where, "concurrency": concurrency} for r in rows]
-    _store(rows + [_part_row(smoke, rows, where, concurrency, job, own_ray=True)], job.costs_path)
+    _store(rows + [_part_row(smoke, rows, where, concurrency, job, own_ray=True)], job.calibration.costs_path)
 
 
 def calibrate_gpu(specs: list, job: TuneJob) -> None:
@@ -210,7 +207,7 @@ def calibrate_gpu(specs: list, job: TuneJob) -> None:
     from psedual.tune.sweep import ensure_ray
 
     flats = [f for spec in specs for f in spec.trial_configs()]
-    shapes = distinct_shapes(flats, _datasets(job))
+    shapes = distinct_shapes(flats, job.calibration.datasets)
     ensure_ray(job.address)
     if job.address is None and not ray.cluster_resources().get("GPU"):
         print(f"{len(shapes)} GPU trial shapes not calibrated: this Ray has no GPU (on the cluster: the same command "
@@ -219,12 +216,12 @@ def calibrate_gpu(specs: list, job: TuneJob) -> None:
     cpus = max(spec.resources.cpus_per_worker for spec in specs)
     print(f"calibrating {len(shapes)} GPU trial shapes in one Ray task holding one GPU, one at a time", flush=True)
     began = time.perf_counter()
-    measured = measure_on_cluster(shapes, cpus, job.calibrate_steps, job.calibrate_plm)
+    measured = measure_on_cluster(shapes, cpus, job.calibration.calibrate_steps, job.calibration.calibrate_plm)
     where = measured["rows"][0]["machine"]
     print(f"  {time.perf_counter() - began:.0f} s on node {measured['host']} ({where})", flush=True)
     rows = [{**r, "concurrency": 1} for r in measured["rows"]]
     concurrency = max(spec.resources.max_concurrent for spec in specs)
-    _store(rows + [_part_row(_smoke(concurrency), rows, where, concurrency, job)], job.costs_path)
+    _store(rows + [_part_row(_smoke(concurrency), rows, where, concurrency, job)], job.calibration.costs_path)
 
 
 def _smoke(concurrency: int):
@@ -246,7 +243,7 @@ def _part_row(smoke, rows: list[dict], where: str, concurrency: int, job: TuneJo
     from psedual.tune.space import make_config
 
     local = machine()
-    figures = {k: v for k, v in read_costs(job.costs_path).items() if k[0] == local}
+    figures = {k: v for k, v in read_costs(job.calibration.costs_path).items() if k[0] == local}
     figures |= {(r["machine"], r["concurrency"], r["shape"]): Figures(r["start_s"], r["step_s"], r["eval_s"])
                 for r in rows}
     with tempfile.TemporaryDirectory() as tmp:

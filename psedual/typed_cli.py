@@ -165,23 +165,26 @@ def _run_train(cfg: Namespace) -> None:
 # ---- tune ------------------------------------------------------------------------------------
 
 def _tune_parser() -> ArgumentParser:
-    from psedual.job import TuneJob
+    from psedual.job import GROUPS, TuneJob
 
     p = _parser("tune", "The main job: a sweep on Ray Tune (Optuna/ASHA or a grid), then each trial's "
                 "chosen checkpoint tested once; the runs table printed. Runs again and again: each run is "
                 "a new experiment unless --resume names one.")
-    p.add_class_arguments(TuneJob, nested_key=None, fail_untyped=True)
+    # a group's options flat, as the job has always taken them (`--calibrate_steps`)
+    p.add_class_arguments(TuneJob, nested_key=None, skip=set(GROUPS), fail_untyped=True)
+    for group in GROUPS.values():
+        p.add_class_arguments(group, nested_key=None, fail_untyped=True)
     return p
 
 
 def _run_tune(cfg: Namespace) -> int:
-    from psedual.job import TuneJob, run_job
+    from psedual.job import OPTIONS, TuneJob, run_job
     from psedual.paper_job import run_paper
     from psedual.tune.paper import is_paper_file
 
     from psedual.sweeps import find
 
-    job = _build(TuneJob, cfg)
+    job = TuneJob.of(**{name: cfg[name] for name in OPTIONS})
     job = replace(job, space=str(find(job.space)))  # a shipped file where the path is not here (a pip install)
     return run_paper(job) if is_paper_file(job.space) else run_job(job)
 

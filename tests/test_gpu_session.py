@@ -128,7 +128,7 @@ def test_every_gpu_stages_command_parses_with_its_scripts_own_command_line(tmp_p
     a script lacks, or a value it refuses, fails here and not on a device minute. The trials'
     GPU resources are built as the device builds them."""
     from psedual import typed_cli
-    from psedual.job import TuneJob
+    from psedual.job import OPTIONS, TuneJob
 
     session = _load("gpu_session")
     carry = tmp_path / "carry"
@@ -150,10 +150,12 @@ def test_every_gpu_stages_command_parses_with_its_scripts_own_command_line(tmp_p
             seen.add(stage.name)
         elif argv[:2] == ["-m", "psedual.cli"]:
             parser = typed_cli._tune_parser()  # as psedual.cli parses: a bool option alone is a flag
-            job = typed_cli._build(TuneJob, parser.parse_args(typed_cli.flags(argv[3:], parser._option_string_actions)))
-            assert (job.calibrate, job.calibrate_steps, job.calibrate_datasets, job.gpu_instance) == (
+            cfg = parser.parse_args(typed_cli.flags(argv[3:], parser._option_string_actions))
+            job = TuneJob.of(**{name: cfg[name] for name in OPTIONS})
+            cal = job.calibration
+            assert (cal.calibrate, cal.calibrate_steps, cal.calibrate_datasets, job.prices.gpu_instance) == (
                 True, 10, "math23k", "p5.48xlarge")
-            assert job.calibrate_plm == str(carry / "minilm") and job.costs_path == tmp_path / "work" / "costs.tsv"
+            assert cal.calibrate_plm == str(carry / "minilm") and cal.costs_path == tmp_path / "work" / "costs.tsv"
             seen.add(stage.name)
     assert seen == {"steps", "train_speed", "share", "calibrate", "syncs", "gloo"}
     trials = _load("gpu_trials").resources(True, 8)

@@ -203,14 +203,14 @@ def test_a_resumed_paper_run_skips_finished_parts_resumes_the_killed_one_and_sta
     calls = []
     monkeypatch.setattr(paper_job, "run_spec", lambda spec, name, resume, storage, address, verbose, dashboard:
                         calls.append((name, resume, len(spec.trial_configs()))) or 0)
-    job = TuneJob(space=str(path), profile="small", resume="p-small", storage=str(tmp_path))
+    job = TuneJob.of(space=str(path), profile="small", resume="p-small", storage=str(tmp_path))
     assert paper_job.run_paper(job) == 0
     assert calls == [("p-small.table3", True, 4), ("p-small.figure1", False, 2)]
     out = capsys.readouterr().out
     assert "p-small.table1: finished (2 trials): skipped" in out
     assert "psedual analyze report --experiment p-small --out docs/p-small" in out
     calls.clear()  # a fresh run takes the next free name; --only runs the parts named
-    assert paper_job.run_paper(TuneJob(space=str(path), profile="small", only="figure1", storage=str(tmp_path))) == 0
+    assert paper_job.run_paper(TuneJob.of(space=str(path), profile="small", only="figure1", storage=str(tmp_path))) == 0
     assert calls == [("p-small-2.figure1", False, 2)]
 
 
@@ -218,7 +218,7 @@ def test_a_paper_file_needs_a_profile_and_a_sweep_file_takes_none(tmp_path):
     with pytest.raises(ValueError, match="give --profile \\(small\\)"):
         paper_job.run_paper(TuneJob(space=str(_paper(tmp_path, GOOD))))
     with pytest.raises(ValueError, match="is a sweep file"):
-        run_job(TuneJob(space=str(ROOT / "search_spaces" / "smoke.yaml"), profile="small"))
+        run_job(TuneJob.of(space=str(ROOT / "search_spaces" / "smoke.yaml"), profile="small"))
 
 
 def test_the_plan_arithmetic_on_a_stored_calibration(tmp_path):
@@ -305,17 +305,17 @@ def test_a_gpu_plan_prices_the_gpu_hours_the_head_and_the_node_setup_at_the_inst
            "per shape" in text
     assert "extrapolated: 1 of its" not in text and "stand-in" not in text  # nothing borrowed here
     with pytest.raises(ValueError, match="unknown instance type 'p9.huge'; valid: g5.xlarge, "):
-        TuneJob(gpu_instance="p9.huge")
+        TuneJob.of(gpu_instance="p9.huge")
     with pytest.raises(ValueError, match="m6i.2xlarge holds no GPU"):
-        TuneJob(gpu_instance="m6i.2xlarge")
-    assert TuneJob().gpu_hour == 1.006 and TuneJob(price_gpu_hour=2.5).gpu_hour == 2.5
+        TuneJob.of(gpu_instance="m6i.2xlarge")
+    assert TuneJob().prices.gpu_hour == 1.006 and TuneJob.of(price_gpu_hour=2.5).prices.gpu_hour == 2.5
 
 
 def test_the_plans_default_instances_are_the_gpu_clusters():
     import yaml
 
     gpu = yaml.safe_load((ROOT / "clusters" / "gpu.yaml").read_text())
-    job = TuneJob()
+    job = TuneJob().prices
     types = gpu["available_node_types"]
     assert types[gpu["head_node_type"]]["node_config"]["InstanceType"] == job.head_instance
     assert types["gpu_worker"]["node_config"]["InstanceType"] == job.gpu_instance
@@ -356,10 +356,10 @@ def test_the_calibration_options_are_checked_and_read_with_their_notes(tmp_path)
                          ({"calibrate": True, "calibrate_steps": 0}, "calibrate_steps must be >= 1"),
                          ({"calibrate": True, "calibrate_plm": str(tmp_path)}, "no config.json there")):
         with pytest.raises(ValueError, match=message):
-            TuneJob(**bad)
+            TuneJob.of(**bad)
     with pytest.raises(ValueError, match="profile, only, calibrate and costs are for a paper file"):
-        run_job(TuneJob(space=str(ROOT / "search_spaces" / "smoke.yaml"), costs=str(tmp_path / "c.tsv")))
-    assert TuneJob(costs=str(tmp_path / "c.tsv")).costs_path == tmp_path / "c.tsv"
+        run_job(TuneJob.of(space=str(ROOT / "search_spaces" / "smoke.yaml"), costs=str(tmp_path / "c.tsv")))
+    assert TuneJob.of(costs=str(tmp_path / "c.tsv")).calibration.costs_path == tmp_path / "c.tsv"
     write_costs([{"machine": "m", "commit": "abc", "concurrency": 1, "shape": "s", "start_s": 1, "step_s": 2,
                   "eval_s": 3, "note": "20 steps timed an epoch"}], tmp_path / "c.tsv")
     assert read_costs(tmp_path / "c.tsv")[("m", 1, "s")].note == "20 steps timed an epoch"
