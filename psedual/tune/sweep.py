@@ -10,6 +10,7 @@ import contextlib
 import functools
 import logging
 import os
+import sys
 from pathlib import Path
 
 import ray
@@ -99,21 +100,37 @@ def _draw(search: dict, variant: str, trial) -> None:
     trial.set_user_attr("variant", variant)
 
 
+def worker_processes(resources: Resources) -> int:
+    """The Python worker processes a sweep's running trials hold at once: each trial's Tune actor,
+    and for a Ray Train trial its controller and workers."""
+    per_trial = 1 + (1 + resources.num_workers if resources.uses_train_workers else 0)
+    return resources.max_concurrent * per_trial
+
+
 def ensure_ray(address: str | None, train_workers: bool = False, log_to_driver: bool = True,
-               dashboard: bool = False) -> str | None:
+               dashboard: bool = False, workers: int = 0) -> str | None:
     """Attach to `address`, or start a local Ray in-process (the default: never a running cluster
     by accident). A local Ray whose trials drive Ray Train workers gets its dashboard: it serves
     the State API, without which Train's placement-group cleaner cannot see a stopped trial's
     controller (its group stays reserved, and the cleaner logs a warning every few seconds).
     `dashboard`: a local Ray gets it for any sweep. A local Ray's dashboard listens on loopback
     only (it runs jobs for whoever reaches it). `log_to_driver`: the workers' output on this
-    terminal (never under CI); else in Ray's logs. Returns the dashboard's URL, if this call
-    started or attached to a Ray that has one."""
+    terminal (never under CI); else in Ray's logs. `workers`: the worker processes the trials hold
+    at once (`worker_processes`), which a local Ray's start-up is sized to. Returns the dashboard's
+    URL, if this call started or attached to a Ray that has one."""
     if ray.is_initialized():
         return None
     local = dict(include_dashboard=train_workers or dashboard, dashboard_host="127.0.0.1") if not address else {}
-    if not address:  # a local Ray's workers inherit this: their output goes to logs, never a terminal
+    if not address:
+        # the raylet warns ("8 PYTHON worker processes have been started on node ...", printed by this
+        # process whatever log_to_driver says) once its workers reach 4x its start-up concurrency, the
+        # CPU count unless set: on 2 cores, two Ray Train trials and the tests after them reach it. Sized
+        # to the trials' own workers, the warning is left for workers beyond them
+        local["_system_config"] = {"worker_maximum_startup_concurrency": max(os.cpu_count() or 1, workers)}
+        # a local Ray's workers inherit this: their output goes to logs, never a terminal
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if not sys.stdout.isatty():  # what Ray prints here (its raylet's warnings) without colour codes in a log
+        os.environ.setdefault("RAY_COLOR_PREFIX", "0")
     loud = log_to_driver and os.environ.get("CI") is None
     # quiet, Ray's own INFO lines (the dashboard's URL, in colour codes) stay off the terminal too;
     # the URL a sweep asks for is printed by the sweep itself
@@ -124,8 +141,11 @@ def ensure_ray(address: str | None, train_workers: bool = False, log_to_driver: 
 
 
 def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bool = False,
-              address: str | None = None, verbose: bool = False, dashboard: bool = False) -> list[TrialOutcome]:
+              address: str | None = None, verbose: bool = False, dashboard: bool = False,
+              search_alg=None) -> list[TrialOutcome]:
     """Run (or `resume`) the sweep as experiment `name` (default: the sweep's own name).
+    `search_alg`: a grid sweep's searcher of its own (`rounds.SeedRounds`, a sweep in rounds): it
+    suggests every trial's arm, cell and seed until it finishes; a resumed sweep restores it.
     `verbose`: Ray's own output on the terminal (the trials' logs, Tune's status table); else
     one line per trial and epoch (`progress.Progress`), and Ray's output in its logs.
     `dashboard`: start a local Ray with its dashboard (on loopback), its URL printed."""
@@ -133,7 +153,8 @@ def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bo
     check_ray_default()
     trackers.check(spec.loggers)  # a missing package is refused before Ray starts
     loud = verbose and os.environ.get("CI") is None
-    url = ensure_ray(address, spec.resources.uses_train_workers, log_to_driver=loud, dashboard=dashboard)
+    url = ensure_ray(address, spec.resources.uses_train_workers, log_to_driver=loud, dashboard=dashboard,
+                     workers=worker_processes(spec.resources))
     if dashboard:
         print(f"Ray dashboard: {url}" if url else "Ray dashboard: this process's Ray was started before the sweep; "
               "its dashboard, if any, is that Ray's", flush=True)
@@ -168,7 +189,8 @@ def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bo
     else:
         if "://" not in path and (Path(path) / "tuner.pkl").exists():
             raise ValueError(f"{path} holds a sweep already: --resume {name}, or choose another name")
-        tuner = ray.tune.Tuner(fn, param_space=param_space(spec), tune_config=_tune_config(spec, storage, name),
+        tuner = ray.tune.Tuner(fn, param_space=dict(spec.fixed) if search_alg else param_space(spec),
+                               tune_config=_tune_config(spec, storage, name, search_alg),
                                run_config=ray.tune.RunConfig(
                                    name=name, storage_path=storage, verbose=1 if loud else 0, callbacks=callbacks,
                                    failure_config=ray.tune.FailureConfig(max_failures=spec.resources.max_failures),
@@ -240,13 +262,15 @@ def trial_name(trial) -> str:
     return f"{config.get('variant', BASE)}-s{config.get('seed', 0)}-{trial.trial_id}"
 
 
-def _tune_config(spec: SweepSpec, storage: str, name: str) -> ray.tune.TuneConfig:
+def _tune_config(spec: SweepSpec, storage: str, name: str, search_alg=None) -> ray.tune.TuneConfig:
     # An in-process trial's actor is reused for the next trial: a new actor is a new Python
     # process, and importing torch and the package there cost ~3 s per trial (bench/ray_overhead.py)
     common = dict(metric=OBJECTIVE, mode="max", num_samples=spec.num_samples,
                   max_concurrent_trials=spec.resources.max_concurrent,
                   reuse_actors=not spec.resources.uses_train_workers,
                   trial_name_creator=trial_name, trial_dirname_creator=trial_name)
+    if search_alg is not None:  # its trials are as many as it suggests before it says FINISHED
+        return ray.tune.TuneConfig(**{**common, "num_samples": -1}, search_alg=search_alg)
     if spec.mode == "grid":
         return ray.tune.TuneConfig(**common)
     from ray.tune.schedulers import ASHAScheduler
