@@ -359,3 +359,31 @@ def test_a_local_ray_for_train_workers_serves_the_state_api(monkeypatch):
     assert [c.get("include_dashboard") for c in calls] == [True, False, None]
     assert calls[0]["address"] == "local" and calls[0]["dashboard_host"] == "127.0.0.1"
     assert "dashboard_host" not in calls[2]  # a running cluster's settings are its own
+
+
+def test_a_local_rays_worker_start_up_is_sized_to_the_trials(monkeypatch):
+    """The raylet's "8 PYTHON worker processes have been started" warning reached `make demo`'s terminal
+    (two Ray Train trials on 2 cores; raw colour codes in a log): a local Ray's start-up concurrency,
+    which the warning counts in, is the trials' worker processes; a cluster's is its own."""
+    import os
+
+    import ray
+
+    from psedual.train.resources import Resources
+    from psedual.tune import sweep
+
+    calls = []
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kw: calls.append(kw))
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    monkeypatch.setenv("RAY_COLOR_PREFIX", "")  # recorded, so that the one ensure_ray sets is undone after
+    monkeypatch.delenv("RAY_COLOR_PREFIX")
+    demo = Resources(max_concurrent=2, in_process=False)  # default.yaml's: a Train controller and worker per trial
+    assert sweep.worker_processes(demo) == 6 and sweep.worker_processes(Resources(max_concurrent=4)) == 4
+    assert sweep.worker_processes(Resources(max_concurrent=2, num_workers=2)) == 8
+    sweep.ensure_ray(None, train_workers=True, workers=sweep.worker_processes(demo))
+    sweep.ensure_ray(None, workers=1)
+    sweep.ensure_ray("auto", workers=6)
+    assert [c.get("_system_config") for c in calls] == [{"worker_maximum_startup_concurrency": 6},
+                                                        {"worker_maximum_startup_concurrency": 2}, None]
+    assert os.environ["RAY_COLOR_PREFIX"] == "0"  # pytest's stdout is no terminal: no colour codes
