@@ -1,24 +1,36 @@
-"""The paper's protocol as analysis/checks/protocol.py holds it (issue 52, item 6): the published recipes'
-epochs and the benchmarks' test split sizes, which analysis cannot import (the recipes import the
-solvers and torch; the sizes need the data) and keeps here, equal to the package's."""
+"""The paper's protocol as analysis/checks/protocol.py reads it (issue 52, item 6): the published
+recipes' epochs from the recipes' one table (psedual/train/recipe_table.py, without torch), and the
+benchmarks' test split sizes, which analysis cannot load (they need the data) and keeps here, equal
+to the package's."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 
 import polars as pl
 import pytest
 
 from analysis.checks import protocol
 from psedual.data.registry import DATASETS
-from psedual.train.recipes import RECIPES
 
 
-def test_the_recipes_epochs_are_the_registry_s():
-    assert set(protocol.RECIPE_EPOCHS) == set(RECIPES)
-    for solver, recipe in RECIPES.items():
-        for dataset in DATASETS:
-            assert protocol._recipe(solver, dataset) == recipe.flat(dataset)["epochs"], (solver, dataset)
+@pytest.mark.parametrize("solver, dataset, epochs", [
+    ("gts", "mawps", 80), ("dns", "math23k", 80), ("graph2tree", "svamp", 80), ("bert_tree", "mathqa", 50),
+    ("re_deduction", "math23k", 500), ("re_deduction", "mathqa", 1000), ("re_deduction", "svamp", 1000),
+    ("re_deduction", "mawps", 100), ("re_deduction", "mawps-single", 100),  # no script: MAWPS's
+    ("llm:gpt", "svamp", None), ("gts", "no-such-set", None),
+])
+def test_the_recipes_epochs_are_read_from_the_recipes_table(solver, dataset, epochs):
+    assert protocol._recipe(solver, dataset) == epochs
+
+
+def test_the_protocol_reads_the_recipes_without_torch():
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", "import analysis.checks.protocol"],
+                         cwd=Path(__file__).parent.parent, capture_output=True, text=True, check=True).stderr
+    assert "psedual.train.recipe_table" in out and "torch" not in out
 
 
 @pytest.mark.parametrize("dataset", sorted(protocol.TEST_PROBLEMS))

@@ -20,7 +20,7 @@ from psedual.train import setup
 from psedual.results.folder import RunFolder
 from psedual.train.config import OPTIMIZERS, TrainConfig
 from psedual.train.trainer import build
-from psedual.train.recipes import ANY, RECIPES, Recipe, Setting, get_recipe
+from psedual.train.recipes import ANY, RECIPES, Recipe, Setting, check, get_recipe
 from psedual.typed_cli import COMMANDS, _train_config
 
 ROOT = Path(__file__).parent.parent
@@ -112,10 +112,14 @@ def test_a_recipe_is_checked_when_it_is_written():
         Recipe("gts", "-", (lr, lr))
     with pytest.raises(ValueError, match=r"recipe bert_tree: \['model.plm'\] hold on no scope that covers mawps"):
         Recipe("bert_tree", "-", (Setting("model.plm", "hfl/chinese-roberta-wwm-ext", "a/b@0000000 f.py:1", scope="zh"),))
+    # what only the run's config knows (psedual.train.recipes, which imports it; the table does not)
     with pytest.raises(ValueError, match="lr must be > 0, got -1"):
-        Recipe("gts", "-", (Setting("lr", -1.0, "a/b@0000000 f.py:1"),))
+        check(Recipe("gts", "-", (Setting("lr", -1.0, "a/b@0000000 f.py:1"),)))
     with pytest.raises(ValueError, match="unknown solver 'x'; valid names: gts, "):
-        Recipe("x", "-", (lr,))
+        check(Recipe("x", "-", (lr,)))
+    with pytest.raises(ValueError, match="recipe gts: key 'lrr': not a TrainConfig key"):
+        check(Recipe("gts", "-", (Setting("lrr", 1e-3, "a/b@0000000 f.py:1"),)))
+    assert check(RECIPES["gts"]) is RECIPES["gts"]
     with pytest.raises(ValueError, match="no published recipe for solver 'mine'; recipes: gts, dns, graph2tree, "
                                          "bert_tree, re_deduction"):
         get_recipe("mine")

@@ -5,13 +5,13 @@ whole training split and tested on the whole test split, MAWPS over its five fol
 sets a smoke-scale result (5 epochs, 350 training problems, 150 of a fold's 397 test problems) beside
 such a figure, starred, reads as a replication; `differences` says what is not the paper's protocol,
 from the runs' own rows:
-- epochs fewer than the solver's published recipe (`RECIPE_EPOCHS`);
+- epochs fewer than the solver's published recipe (read from psedual/train/recipe_table.py, the
+  recipes' one copy, which imports neither torch nor the solvers);
 - a training subset (`data.train_size`);
 - fewer test problems than the benchmark's test split (`TEST_PROBLEMS`; an LLM run's `limit`);
 - fewer folds than the dataset's protocol.
-`psedual.train.recipes` imports the solvers (and torch), which analysis does not: the recipes' epochs
-and the benchmarks' test sizes are held here, and tests/test_protocol.py keeps them equal to the
-recipes and to the loaded benchmarks.
+The benchmarks' test sizes need the data loaded, which analysis does not: they are held here, and
+tests/test_protocol.py keeps them equal to the loaded benchmarks.
 """
 
 from __future__ import annotations
@@ -20,13 +20,8 @@ import polars as pl
 
 from analysis.checks.selection import FOLD, SEED
 from psedual.data.registry import DATASETS
+from psedual.train.recipe_table import RECIPES
 
-ANY = "*"
-RECIPE_EPOCHS: dict[str, dict[str, int]] = {
-    "gts": {ANY: 80}, "dns": {ANY: 80}, "graph2tree": {ANY: 80}, "bert_tree": {ANY: 50},
-    "re_deduction": {ANY: 100, "math23k": 500, "svamp": 1000, "mathqa": 1000},
-}
-"""Each solver's published recipe's epochs, per data set where they depend on it (`ANY`: the rest)."""
 TEST_PROBLEMS: dict[str, dict[int | None, int]] = {
     "math23k": {None: 1000}, "svamp": {None: 1000}, "mathqa": {None: 2410}, "mawps-single": {None: 199},
     "mawps": {0: 397, 1: 397, 2: 397, 3: 397, 4: 399},
@@ -35,8 +30,11 @@ TEST_PROBLEMS: dict[str, dict[int | None, int]] = {
 
 
 def _recipe(solver: str, dataset: str) -> int | None:
-    epochs = RECIPE_EPOCHS.get(solver, {})
-    return epochs.get(dataset, epochs.get(ANY))
+    """The epochs of `solver`'s published recipe on `dataset`; None where it has none."""
+    if solver not in RECIPES or dataset not in DATASETS:
+        return None
+    epochs = RECIPES[solver].values(dataset).get("epochs")
+    return None if epochs is None else int(epochs.value)
 
 
 def _tested(runs: pl.DataFrame) -> int | None:
