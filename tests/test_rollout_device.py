@@ -1,11 +1,19 @@
 """The tree solvers' sampled rollout (GTS, Graph2Tree, BertTree): what a seeded PseDual step samples,
-its losses and its gradients, pinned against the rollout as it was when the pin was taken (issue 59:
-the rollout moved from per-token host reads with Python goal stacks to stacks held as tensors).
+its losses and its gradients, pinned against the rollout as it was before issue 59 (one host read
+per token, goal stacks as Python lists: today's `rows_rollout`, which a CPU still runs), and the
+masked rollout a GPU runs (stacks as tensors, a few host reads an expression) held to the same pins.
 
 Two steps of Adam on 16 MAWPS problems, every expression sampled (fusion `predicted`), one thread.
 The fingerprint of a step: the sampled ids (each problem's, on the host), the solver's and the
 infiller's losses, and two numbers per step from the gradients of every parameter (their global
 norm and their dot with a fixed pseudo-random vector, which moves if any one gradient moves).
+
+The masked rollout runs every row at every step, so with dropout it draws other dropout masks
+than the rows rollout (which draws them for the unfinished rows only): the same RNG draws in
+another order cannot be had without knowing on the host which rows are unfinished, the read it
+exists to avoid. So it is held to the pins without dropout (the same expressions; losses and
+gradients to 1e-6, as the rows it computes beside them may change a sum's order), to pins of its
+own with dropout, and to the same distribution of expressions as the rows rollout's over seeds.
 """
 
 from __future__ import annotations
@@ -21,9 +29,20 @@ from psedual.reexamine.schedules import Clock
 from psedual.solvers import get_solver
 from psedual.solvers.batch import collate
 from psedual.solvers.config import SolverConfig
+from psedual.solvers.rollout import MASKED_DEVICES
 from psedual.train.trainer import StepLoss, train_step
 
 pytestmark = pytest.mark.usefixtures("one_thread")
+PATHS = ["rows", "masked"]
+
+
+@pytest.fixture
+def path(request):
+    """Which rollout the CPU runs: `rows` (its own) or `masked` (a GPU's)."""
+    if request.param == "masked":
+        MASKED_DEVICES.add("cpu")
+    yield request.param
+    MASKED_DEVICES.discard("cpu")
 SMALL = SolverConfig(embedding_size=32, hidden_size=64, layers=1, dropout=0.0)
 
 
@@ -91,15 +110,31 @@ PINNED = {
 """Two PseDual steps' fingerprints (see `fingerprint`), by solver and dropout."""
 
 
+MASKED_WITH_DROPOUT = {
+    "gts": [{"ids": "555907513d5bc968", "length": 88, "loss": 3.5322375297546387, "infill": 1.1275707483291626,
+             "grad_norm": 1.1012412525486146, "grad_dot": 1.1937450935461802},
+            {"ids": "c65d0ce0c9676867", "length": 50, "loss": 3.454753875732422, "infill": 1.1201711893081665,
+             "grad_norm": 1.0817412553438213, "grad_dot": 1.1879136730452469}],
+    "graph2tree": [{"ids": "1946a90f41a7042c", "length": 62, "loss": 3.7744741439819336, "infill": 1.140777349472046,
+                    "grad_norm": 2.9127486720977434, "grad_dot": -0.04299787084697089},
+                   {"ids": "57861be1d2fb209e", "length": 58, "loss": 3.546194314956665, "infill": 1.118001937866211,
+                    "grad_norm": 2.6790675463249527, "grad_dot": 2.271532282124091}],
+}
+"""The masked rollout's own fingerprints with dropout 0.5 (see the module's doc)."""
+
+
+@pytest.mark.parametrize("path", PATHS, indirect=True)
 @pytest.mark.parametrize("name", ["gts", "graph2tree"])
 @pytest.mark.parametrize("dropout", [0.0, 0.5])
-def test_sample_losses_and_gradients_of_two_steps_are_the_pinned_ones(mawps, vocab, name, dropout):
-    _check(fingerprint(name, mawps, vocab, dropout), PINNED[name, dropout])
+def test_sample_losses_and_gradients_of_two_steps_are_the_pinned_ones(mawps, vocab, name, dropout, path):
+    pinned = MASKED_WITH_DROPOUT[name] if path == "masked" and dropout else PINNED[name, dropout]
+    _check(fingerprint(name, mawps, vocab, dropout), pinned)
 
 
-def deep_rollout(name, mawps, vocab, dropout: float) -> dict:
+def deep_rollout(name, mawps, vocab, dropout: float, counter=None) -> dict:
     """A rollout biased towards operators (deep trees: long merge chains and stacks), in training
-    mode, and the gradients of a fixed weighing of its rows."""
+    mode, and the gradients of a fixed weighing of its rows. With `counter` (bench/syncs.py's
+    `SyncCounter`, entered), also the host reads of the rollout alone (`reads`)."""
     from psedual.reexamine.module import GumbelNoise
 
     torch.manual_seed(0)
@@ -114,7 +149,14 @@ def deep_rollout(name, mawps, vocab, dropout: float) -> dict:
     def pick(scores, rows, position):
         return plain(scores + bias, rows, position)
 
-    r = solver.rollout(batch, solver.encode(batch), pick, max_length)
+    if counter is not None:  # what a GPU would hold
+        counter.mark(*solver.parameters(), batch.words, batch.num_pos, batch.num_mask, batch.targets)
+    enc = solver.encode(batch)
+    if counter is not None:
+        counter.take()
+    r = solver.rollout(batch, enc, pick, max_length)
+    if counter is not None:
+        reads = counter.take()[0]
     g = torch.Generator().manual_seed(2)
     (r.choices * torch.randn(r.choices.shape, generator=g)).sum().backward()
     ids = [[t for t in row if t >= 0] for row in r.tokens.tolist()]
@@ -122,7 +164,8 @@ def deep_rollout(name, mawps, vocab, dropout: float) -> dict:
     grads = [p.grad for p in solver.parameters() if p.grad is not None]
     return {"ids": hashlib.sha256(repr(ids).encode()).hexdigest()[:16], "length": sum(map(len, ids)),
             "longest": max(map(len, ids)), "choices": r.choices.double().sum().item(),
-            "grad_norm": torch.sqrt(sum((g.double() ** 2).sum() for g in grads)).item()}
+            "grad_norm": torch.sqrt(sum((g.double() ** 2).sum() for g in grads)).item(),
+            **({} if counter is None else {"reads": reads})}
 
 
 DEEP = {
@@ -138,10 +181,85 @@ DEEP = {
 """`deep_rollout`'s numbers, by solver and dropout."""
 
 
+DEEP_MASKED_WITH_DROPOUT = {
+    "gts": {"ids": "baabe81e240c59e5", "length": 140, "longest": 17, "choices": 140.0,
+            "grad_norm": 20.361456387872604},
+    "graph2tree": {"ids": "d20935fac089533c", "length": 158, "longest": 17, "choices": 158.0,
+                   "grad_norm": 54.449049814046674},
+}
+"""The masked rollout's own `deep_rollout` numbers with dropout 0.5."""
+
+
+@pytest.mark.parametrize("path", PATHS, indirect=True)
 @pytest.mark.parametrize("name", ["gts", "graph2tree"])
 @pytest.mark.parametrize("dropout", [0.0, 0.5])
-def test_a_deep_rollout_and_its_gradients_are_the_pinned_ones(mawps, vocab, name, dropout):
-    got, pinned = deep_rollout(name, mawps, vocab, dropout), DEEP[name, dropout]
+def test_a_deep_rollout_and_its_gradients_are_the_pinned_ones(mawps, vocab, name, dropout, path):
+    got = deep_rollout(name, mawps, vocab, dropout)
+    pinned = DEEP_MASKED_WITH_DROPOUT[name] if path == "masked" and dropout else DEEP[name, dropout]
     assert {k: got[k] for k in ("ids", "length", "longest")} == {k: pinned[k] for k in ("ids", "length", "longest")}
     assert got["choices"] == pinned["choices"]
     assert got["grad_norm"] == pytest.approx(pinned["grad_norm"], rel=1e-6)
+
+
+def _sampled_lengths(mawps, vocab, seeds: range) -> list[int]:
+    """Each expression's length from a GTS of dropout 0.5 over `seeds` (fresh noise and dropout
+    per seed, the same weights)."""
+    from psedual.reexamine.module import GumbelNoise
+
+    torch.manual_seed(0)
+    solver = get_solver("gts")(vocab, replace(SMALL, dropout=0.5))
+    reexaminer = Reexaminer(vocab, SMALL, PseDualConfig(fusion="predicted"))
+    batch = collate(mawps.train[:12], vocab)
+    lengths = []
+    with torch.no_grad():
+        for seed in seeds:
+            torch.manual_seed(seed)
+            noise = GumbelNoise([p.id for p in batch.problems], 17, len(vocab.output_tokens), torch.device("cpu"))
+            r = solver.rollout(batch, solver.encode(batch), reexaminer._pick(1.0, noise), 17)
+            lengths += [len([t for t in row if t >= 0]) for row in r.tokens.tolist()]
+    return lengths
+
+
+def test_with_dropout_the_masked_rollout_samples_from_the_same_distribution(mawps, vocab):
+    """The two rollouts differ with dropout only in which dropout masks they draw: over 40 seeds
+    their expressions' lengths are one distribution (two-sample Kolmogorov-Smirnov)."""
+    from scipy.stats import ks_2samp
+
+    rows = _sampled_lengths(mawps, vocab, range(40))
+    MASKED_DEVICES.add("cpu")
+    try:
+        masked = _sampled_lengths(mawps, vocab, range(40))
+    finally:
+        MASKED_DEVICES.discard("cpu")
+    assert rows != masked  # other dropout masks: other samples
+    assert ks_2samp(rows, masked).pvalue > 0.05, (sum(rows) / len(rows), sum(masked) / len(masked))
+
+
+def _load_bench(name: str):
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).parent.parent / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", PATHS, indirect=True)
+def test_the_masked_rollout_reads_the_host_a_few_times_whatever_the_length(mawps, vocab, path):
+    """Counted as bench/syncs.py counts them: the rows rollout reads once per token of the longest
+    expression; the masked one once per `check_every` steps (17 tokens at most: every 5 steps)."""
+    from psedual.solvers.tree_rollout import check_every
+
+    syncs = _load_bench("syncs")
+    counter = syncs.SyncCounter()
+    with counter:
+        got = deep_rollout("gts", mawps, vocab, 0.0, counter=counter)
+    assert got["longest"] == 17
+    if path == "rows":
+        assert got["reads"] >= 17
+    else:
+        assert check_every(17) == 5
+        assert got["reads"] == 4  # after steps 5, 10, 15 and 20 (the last token's step is the 17th)

@@ -32,7 +32,8 @@ from psedual.solvers.config import SolverConfig
 from psedual.solvers.encoder import WordEncoder
 from psedual.solvers.rollout import NEG, Pick, Rollout
 from psedual.solvers.tensors import put_rows
-from psedual.solvers.tree_search import tree_decode, tree_rollout
+from psedual.solvers.tree_rollout import tree_rollout
+from psedual.solvers.tree_search import tree_decode
 from psedual.solvers.vocab import Vocab
 
 

@@ -16,11 +16,19 @@ NEG = -1e12
 """The score of a forbidden token or a masked position, everywhere: finite, so log_softmax stays
 finite (the published GTS code's value)."""
 
-Pick = Callable[[torch.Tensor, torch.Tensor, int], torch.Tensor]
+Pick = Callable[[torch.Tensor, torch.Tensor, "int | torch.Tensor"], torch.Tensor]
 """`pick(scores, rows, position)`: maps a step's scores [R, V] (forbidden tokens at NEG) for
-the batch's problems `rows` [R] at output position `position` to rows [R, V] whose argmax is
-the token taken. The rows may carry gradient (straight-through) or be soft. Naming the
+the batch's problems `rows` [R] at output position `position` (one for all rows, or each row's
+own as a tensor [R]: the masked tree rollout's rows may be at different positions) to rows [R, V]
+whose argmax is the token taken. The rows may carry gradient (straight-through) or be soft. Naming the
 problems lets a sampler draw each problem's noise independently of the batch around it."""
+
+
+MASKED_DEVICES = {"cuda"}
+"""Device types whose tree rollouts run every row under masks and read the host a few times an
+expression, not once per token (`tree_rollout.masked_rollout`). Elsewhere (a CPU, with no device
+to wait for) a rollout works on just the rows each step needs. bench/syncs.py adds "cpu" to count
+on a CPU what a GPU's rollout reads."""
 
 
 @dataclass

@@ -21,8 +21,8 @@ import torch
 
 from psedual.solvers.batch import Batch
 from psedual.solvers.config import inference
-from psedual.solvers.rollout import NEG, Pick, Rollout, may_open_operator
-from psedual.solvers.tensors import put_rows, to_device
+from psedual.solvers.rollout import NEG
+from psedual.solvers.tensors import to_device
 
 
 @dataclass(frozen=True)
@@ -114,67 +114,3 @@ def _expand(model, enc, live_item, tok: int, score: float, lg: torch.Tensor, rg:
             current = model.merge(op_ids[op:op + 1], done.unsqueeze(0), current.unsqueeze(0))[0]
         pieces.append((current, True))
     return Hyp(score, (*h.tokens, tok), goals, tuple(pieces))
-
-
-def tree_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rollout:
-    """One expression per problem, each token chosen by `pick`, with gradient and in the
-    model's current mode. Like greedy decoding, but the neural work of a step, subtree
-    merges included, runs once for all unfinished problems."""
-    B, V, n_ops = len(batch.problems), len(model.vocab.output_tokens), model.n_ops
-    device = enc.problem.device
-    is_op = torch.arange(V, device=device) < n_ops
-    goals: list[list[torch.Tensor]] = [[enc.problem[b]] for b in range(B)]
-    pieces: list[list[tuple[torch.Tensor | int, bool]]] = [[] for _ in range(B)]
-    steps: list[torch.Tensor] = []  # [B, V] per step: the rows `pick` returned, zero for finished problems
-    tokens: list[list[int]] = [[] for _ in range(B)]
-    for length in range(max_length):
-        live = [b for b in range(B) if goals[b]]
-        if not live:
-            break
-        ex = to_device(torch.tensor(live), device)
-        goal = torch.stack([goals[b][-1] for b in live])
-        has_left = [bool(pieces[b]) and pieces[b][-1][1] for b in live]
-        left = torch.stack([pieces[b][-1][0] if hl else torch.zeros_like(goal[0]) for b, hl in zip(live, has_left)])
-        scores, node, context = model.predict(enc, ex, goal, left, to_device(torch.tensor(has_left), device))
-        need = to_device(torch.tensor([len(goals[b]) for b in live]), device)
-        closed = ~may_open_operator(need, length, max_length)
-        y = pick(scores.masked_fill(closed.unsqueeze(-1) & is_op, NEG), ex, length)
-        tok = y.argmax(-1)
-        toks = tok.tolist()  # the step's one read of the device: the stacks' shapes follow from it
-        steps.append(y if len(live) == B else put_rows(y.new_zeros(B, V), ex, y))
-        op_rows = [j for j, t in enumerate(toks) if t < n_ops]
-        if op_rows:
-            at = to_device(torch.tensor(op_rows), device)
-            lg, rg = model.child_goals(node[at], context[at], tok[at])
-        leaf = enc.candidates[ex, (tok - n_ops).clamp(min=0)]
-        op_at = {j: k for k, j in enumerate(op_rows)}
-        finished: dict[int, torch.Tensor] = {}  # problem -> subtree waiting to be merged upwards
-        for j, (b, t) in enumerate(zip(live, toks)):
-            tokens[b].append(t)
-            goals[b].pop()
-            if t < n_ops:
-                goals[b] += [rg[op_at[j]], lg[op_at[j]]]
-                pieces[b].append((t, False))
-            else:
-                finished[b] = leaf[j]
-        _merge_up(model, pieces, finished, device)
-    L = max(map(len, tokens))
-    ids = torch.tensor([t + [-1] * (L - len(t)) for t in tokens], dtype=torch.long).view(B, L)
-    choices = torch.stack(steps, 1) if steps else enc.problem.new_zeros(B, 0, V)
-    return Rollout(choices, to_device(ids, device), tokens)
-
-
-def _merge_up(model, pieces: list[list], finished: dict[int, torch.Tensor], device: torch.device) -> None:
-    """Merge each finished subtree with its completed left siblings, all problems at once
-    per round, until it is a left child (or the whole expression)."""
-    while finished:
-        rows = [b for b in finished if pieces[b] and pieces[b][-1][1]]
-        for b in finished.keys() - set(rows):
-            pieces[b].append((finished.pop(b), True))
-        if not rows:
-            return
-        lefts = torch.stack([pieces[b].pop()[0] for b in rows])
-        ops = to_device(torch.tensor([pieces[b].pop()[0] for b in rows]), device)
-        merged = model.merge(ops, lefts, torch.stack([finished[b] for b in rows]))
-        for k, b in enumerate(rows):
-            finished[b] = merged[k]

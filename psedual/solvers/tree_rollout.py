@@ -1,0 +1,204 @@
+"""The sampled expression of a goal-driven tree decoder (GTS, Graph2Tree, BertTree), with gradient.
+
+Each problem keeps the published decoder's two stacks: pending goals, and open operators, each
+with its finished left subtree once there is one. A step predicts a token for every problem still
+writing; an operator pushes its two child goals; a number is a finished subtree, merged with its
+finished left siblings upwards until it is a left child (or the whole expression).
+
+Two ways to run it, the same computation (`masked_rollout` says where they differ):
+- by rows (`rows_rollout`, on a CPU): each step works on just the rows that need it (the problems
+  still writing, those that wrote an operator, those with a subtree to merge); the host learns
+  which from the step's tokens, read once a step. A CPU has no device to wait for, so this is free,
+  and it does the fewest FLOPs.
+- masked (`masked_rollout`, on a GPU): the stacks are tensors of a fixed depth, every step works on
+  every row under masks, and the host reads the device only every few steps (whether every problem
+  has finished, and their tokens) instead of once a step: on a GPU a read waits for the queue, and
+  work on a few finished rows costs nothing beside the kernels' launches.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from psedual.solvers.batch import Batch
+from psedual.solvers.rollout import MASKED_DEVICES, NEG, Pick, Rollout, may_open_operator
+from psedual.solvers.tensors import put_rows, to_device
+
+MERGE_ROUNDS = 2
+"""Merge rounds per step of the masked rollout. A number that closes k subtrees at once needs k
+merges in a row; the problem waits (writes nothing) for the rounds past these, so 2 lets nearly
+every expression run without a wait, at the cost of a second merge over the rows per step."""
+
+
+def tree_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rollout:
+    """One expression per problem, each token chosen by `pick`, with gradient and in the model's
+    current mode: masked on the device types `rollout.MASKED_DEVICES` names, else by rows."""
+    if enc.problem.device.type in MASKED_DEVICES:
+        return masked_rollout(model, batch, enc, pick, max_length)
+    return rows_rollout(model, batch, enc, pick, max_length)
+
+
+def rows_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rollout:
+    """Like greedy decoding, but the neural work of a step, subtree merges included, runs once
+    for all unfinished problems; the stacks are per problem on the host."""
+    B, V, n_ops = len(batch.problems), len(model.vocab.output_tokens), model.n_ops
+    device = enc.problem.device
+    is_op = torch.arange(V, device=device) < n_ops
+    goals: list[list[torch.Tensor]] = [[enc.problem[b]] for b in range(B)]
+    pieces: list[list[tuple[torch.Tensor | int, bool]]] = [[] for _ in range(B)]
+    steps: list[torch.Tensor] = []  # [B, V] per step: the rows `pick` returned, zero for finished problems
+    tokens: list[list[int]] = [[] for _ in range(B)]
+    for length in range(max_length):
+        live = [b for b in range(B) if goals[b]]
+        if not live:
+            break
+        ex = to_device(torch.tensor(live), device)
+        goal = torch.stack([goals[b][-1] for b in live])
+        has_left = [bool(pieces[b]) and pieces[b][-1][1] for b in live]
+        left = torch.stack([pieces[b][-1][0] if hl else torch.zeros_like(goal[0]) for b, hl in zip(live, has_left)])
+        scores, node, context = model.predict(enc, ex, goal, left, to_device(torch.tensor(has_left), device))
+        need = to_device(torch.tensor([len(goals[b]) for b in live]), device)
+        closed = ~may_open_operator(need, length, max_length)
+        y = pick(scores.masked_fill(closed.unsqueeze(-1) & is_op, NEG), ex, length)
+        tok = y.argmax(-1)
+        toks = tok.tolist()  # the step's one read of the device: the stacks' shapes follow from it
+        steps.append(y if len(live) == B else put_rows(y.new_zeros(B, V), ex, y))
+        op_rows = [j for j, t in enumerate(toks) if t < n_ops]
+        if op_rows:
+            at = to_device(torch.tensor(op_rows), device)
+            lg, rg = model.child_goals(node[at], context[at], tok[at])
+        leaf = enc.candidates[ex, (tok - n_ops).clamp(min=0)]
+        op_at = {j: k for k, j in enumerate(op_rows)}
+        finished: dict[int, torch.Tensor] = {}  # problem -> subtree waiting to be merged upwards
+        for j, (b, t) in enumerate(zip(live, toks)):
+            tokens[b].append(t)
+            goals[b].pop()
+            if t < n_ops:
+                goals[b] += [rg[op_at[j]], lg[op_at[j]]]
+                pieces[b].append((t, False))
+            else:
+                finished[b] = leaf[j]
+        _merge_up(model, pieces, finished, device)
+    L = max(map(len, tokens))
+    ids = torch.tensor([t + [-1] * (L - len(t)) for t in tokens], dtype=torch.long).view(B, L)
+    choices = torch.stack(steps, 1) if steps else enc.problem.new_zeros(B, 0, V)
+    return Rollout(choices, to_device(ids, device), tokens)
+
+
+def _merge_up(model, pieces: list[list], finished: dict[int, torch.Tensor], device: torch.device) -> None:
+    """Merge each finished subtree with its completed left siblings, all problems at once
+    per round, until it is a left child (or the whole expression)."""
+    while finished:
+        rows = [b for b in finished if pieces[b] and pieces[b][-1][1]]
+        for b in finished.keys() - set(rows):
+            pieces[b].append((finished.pop(b), True))
+        if not rows:
+            return
+        lefts = torch.stack([pieces[b].pop()[0] for b in rows])
+        ops = to_device(torch.tensor([pieces[b].pop()[0] for b in rows]), device)
+        merged = model.merge(ops, lefts, torch.stack([finished[b] for b in rows]))
+        for k, b in enumerate(rows):
+            finished[b] = merged[k]
+
+
+def _put(stack: torch.Tensor, at: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """`stack` [B, D + 1, ...] with each row's `rows[b]` written at depth `at[b]` (depth D: nowhere
+    that is read), out of place (the stacks carry gradient), in the two's common dtype (autocast)."""
+    common = torch.promote_types(stack.dtype, rows.dtype)
+    index = at.view(-1, 1, *([1] * (stack.dim() - 2))).expand(-1, 1, *stack.shape[2:])
+    return stack.to(common).scatter(1, index, rows.unsqueeze(1).to(common))
+
+
+def check_every(max_length: int) -> int:
+    """Steps of the masked rollout between two reads of whether every problem has finished: a
+    quarter of the longest expression allowed (so at most about 4 reads, the last of which
+    brings the tokens back), and 4 steps at least."""
+    return max(4, math.ceil(max_length / 4))
+
+
+def masked_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rollout:
+    """`rows_rollout`'s expressions from tensors alone: the host reads the device every
+    `check_every(max_length)` steps (each read also brings the tokens back, so the last one is the
+    result's), never once per token. Where it differs from `rows_rollout`:
+    - every row runs every step (a finished row's outputs are masked out), so dropout draws other
+      masks: with dropout, another sample for the same seed (the same distribution); without, the
+      same expressions, losses and gradients (tests/test_rollout_device.py);
+    - a number that closes more than `MERGE_ROUNDS` subtrees makes its problem wait a step (its
+      tokens and their positions are the same);
+    - the merges above a finished expression's root are skipped: nothing reads them."""
+    B, V, n_ops = len(batch.problems), len(model.vocab.output_tokens), model.n_ops
+    device, H = enc.problem.device, enc.problem.shape[-1]
+    D = max_length // 2 + 2  # stack capacity: at most (max_length + 1) / 2 goals or open operators
+    rows = torch.arange(B, device=device)
+    is_op = torch.arange(V, device=device) < n_ops
+    nowhere = torch.full((B,), D, dtype=torch.long, device=device)
+    goals = torch.cat([enc.problem.unsqueeze(1), enc.problem.new_zeros(B, D, H)], 1)
+    n_goals = torch.ones(B, dtype=torch.long, device=device)
+    ops = torch.zeros(B, D + 1, dtype=torch.long, device=device)  # open operators, innermost last
+    lefts = enc.problem.new_zeros(B, D + 1, H)  # each open operator's finished left subtree
+    has_left = torch.zeros(B, D + 1, dtype=torch.bool, device=device)
+    n_open = torch.zeros(B, dtype=torch.long, device=device)
+    subtree = enc.problem.new_zeros(B, H)  # a finished subtree still being merged upwards
+    merging = torch.zeros(B, dtype=torch.bool, device=device)
+    done = torch.zeros(B, dtype=torch.bool, device=device)
+    position = torch.zeros(B, dtype=torch.long, device=device)
+    tokens = torch.full((B, max_length + 1), -1, dtype=torch.long, device=device)  # column max_length: nowhere
+    picked, at = [], []  # per step: `pick`'s rows [B, V], and the column each goes to
+    every, step = check_every(max_length), 0
+    while True:
+        writing = ~done & ~merging
+        top = (n_open - 1).clamp(min=0)
+        with_left = has_left[rows, top] & (n_open > 0)
+        left = torch.where(with_left.unsqueeze(-1), lefts[rows, top], 0.0)
+        scores, node, context = model.predict(enc, rows, goals[rows, (n_goals - 1).clamp(min=0)], left, with_left)
+        closed = ~may_open_operator(n_goals, position, max_length)
+        y = pick(scores.masked_fill(closed.unsqueeze(-1) & is_op, NEG), rows, position.clamp(max=max_length - 1))
+        tok = y.argmax(-1)
+        column = torch.where(writing, position, max_length)
+        picked.append(y)
+        at.append(column)
+        tokens = tokens.scatter(1, column.unsqueeze(1), tok.unsqueeze(1))
+        position = position + writing.long()
+        op = writing & (tok < n_ops)
+        number = writing & ~op
+        # the goal is taken; an operator pushes its right child's goal, then its left's (decoded next)
+        n_goals = n_goals - writing.long()
+        lg, rg = model.child_goals(node, context, tok.clamp(max=n_ops - 1))
+        goals = _put(_put(goals, torch.where(op, n_goals, nowhere), rg), torch.where(op, n_goals + 1, nowhere), lg)
+        n_goals = n_goals + 2 * op.long()
+        opened = torch.where(op, n_open, nowhere).unsqueeze(1)
+        ops = ops.scatter(1, opened, tok.unsqueeze(1))
+        has_left = has_left.scatter(1, opened, False)
+        n_open = n_open + op.long()
+        subtree = torch.where(number.unsqueeze(-1), enc.candidates[rows, (tok - n_ops).clamp(min=0)], subtree)
+        done = done | (number & (n_goals == 0))  # the whole expression: nothing reads its root's merges
+        merging = (merging | number) & ~done
+        for _ in range(MERGE_ROUNDS):
+            top = (n_open - 1).clamp(min=0)
+            merge = merging & has_left[rows, top]
+            merged = model.merge(ops[rows, top], lefts[rows, top], subtree)
+            subtree = torch.where(merge.unsqueeze(-1), merged, subtree)
+            n_open = n_open - merge.long()
+            top = (n_open - 1).clamp(min=0)
+            settle = merging & ~has_left[rows, top]  # a left child now: its right sibling is decoded next
+            lefts = _put(lefts, torch.where(settle, top, nowhere), subtree)
+            has_left = has_left.scatter(1, torch.where(settle, top, nowhere).unsqueeze(1), True)
+            merging = merging & ~settle
+        step += 1
+        if step % every == 0 or step > 2 * max_length:
+            # the host's read: whether every problem is done, and the tokens in the same copy
+            state = torch.cat([done.long().unsqueeze(1), tokens[:, :max_length]], 1).tolist()
+            if all(row[0] for row in state):
+                break
+            if step > 2 * max_length:  # max_length tokens and at most one wait per operator
+                raise RuntimeError(f"masked tree rollout: {sum(1 - r[0] for r in state)} expressions unfinished "
+                                   f"after {step} steps (max_length {max_length})")
+    ids = [[t for t in row[1:] if t >= 0] for row in state]
+    L = max(map(len, ids))
+    steps = len(picked)
+    choices = torch.stack(picked, 1) * torch.stack(at, 1).lt(max_length).unsqueeze(-1)
+    choices = choices.new_zeros(B, max_length + 1, V).scatter(
+        1, torch.stack(at, 1).unsqueeze(-1).expand(B, steps, V), choices)
+    return Rollout(choices[:, :L], tokens[:, :L], ids)
