@@ -95,11 +95,11 @@ def keep_one_per_slot(runs: pl.DataFrame, slot: list[str], select_by: str, notes
     below every number and below a missing one, so it never wins; a slot left with only such
     scores is refused. A run that won its slot on a test metric is flagged as test-selected (in
     `flags`, by run)."""
-    if select_by.startswith("valid") and "n_valid" in runs.columns:
+    if select_by.startswith("valid") and "n_valid" in runs.columns and runs.schema[select_by].is_float():
         # a run without a validation set (`data.valid_fraction 0`, the published protocol) wrote NaN
         # for its validation scores: it has none, it did not diverge
-        runs = runs.with_columns(pl.when(pl.col("n_valid") == 0).then(None).otherwise(pl.col(select_by))
-                                 .alias(select_by))
+        none = (pl.col("n_valid") == 0) & pl.col(select_by).is_nan()  # a score beside no validation set is kept
+        runs = runs.with_columns(pl.when(none).then(None).otherwise(pl.col(select_by)).alias(select_by))
     score = pl.col(select_by)
     if runs.schema[select_by].is_float():  # Polars sorts NaN above every number
         score = pl.when(score.is_finite()).then(score)
