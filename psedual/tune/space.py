@@ -68,8 +68,8 @@ def build_spec(raw: object, where: str) -> SweepSpec:
     missing = [name for name, k in KEYS.items() if k.default is MISSING and name not in raw]
     if missing:
         raise SpecError(f"{path}: give {', '.join(missing)} (no default)")
+    _check_mode_keys(raw, path)  # first: a key of the other searcher is wrong whatever its value
     _check_types(raw, path)
-    _check_mode_keys(raw, path)
     values = {name: _record(KEYS[name].nested, value, f"{path}: {name}") if KEYS[name].nested else value
               for name, value in raw.items()}
     values["compare"] = [_record(SweepComparison, c, f"{path}: compare[{i}]")
