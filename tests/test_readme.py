@@ -161,3 +161,19 @@ def test_ci_runs_the_test_command_the_readme_gives():
     readme = [c for c in commands(README.read_text()) if c.startswith("make ")]
     said = [line.split("#")[0].strip() for line in README.read_text().splitlines() if "what CI runs: .ci/run" in line]
     assert ci == ["make test"] and said == ["make test"] and "make test" in readme, (ci, said)
+
+
+def test_an_editable_install_has_nothing_of_setuptools_to_say():
+    """`make install` printed a 10-line setuptools BuildBackendWarning ("Editable installation ... folders
+    in your working directory with the same name as your package"): its import finder's note for a layout
+    pyproject.toml did not name. Built as pip builds it (PEP 660), every warning recorded."""
+    import subprocess
+    import sys
+
+    code = ("import json, tempfile, warnings\nfrom setuptools import build_meta\n"
+            "with warnings.catch_warnings(record=True) as caught, tempfile.TemporaryDirectory() as out:\n"
+            "    warnings.simplefilter('always')\n    build_meta.build_editable(out)\n"
+            "print(json.dumps([f'{w.category.__name__}: {w.message}' for w in caught]))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout.splitlines()[-1]
