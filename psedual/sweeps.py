@@ -9,7 +9,9 @@ In a checkout the files are `search_spaces/`; a built wheel carries them as
 
 from __future__ import annotations
 
+import re
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +37,33 @@ def find(space: str | Path) -> Path:
         return files[name]
     raise FileNotFoundError(f"sweep file {space} not found; the shipped ones: {', '.join(files)} "
                             "(psedual sweeps lists them)")
+
+
+def programs() -> dict[str, str]:
+    """The programs of this interpreter's environment as a printed command names them (a bare
+    `python` is another interpreter unless the venv is active): relative to the working folder
+    when under it."""
+    here, bin_dir = Path.cwd(), Path(sys.executable).parent
+
+    def shown(path: Path) -> str:
+        return str(path.relative_to(here)) if path.is_relative_to(here) else str(path)
+
+    python = shown(Path(sys.executable))
+    return {"python": python, "ray": shown(bin_dir / "ray") if (bin_dir / "ray").exists() else "ray",
+            "psedual": shown(bin_dir / "psedual") if (bin_dir / "psedual").exists() else f"{python} -m psedual.cli"}
+
+
+_COMMAND = re.compile(r"(?<![\w/.`-])(python tune\.py|python|psedual|pytest)(?= )")
+"""A program's name where a sweep file's first line starts a command with it."""
+
+
+def runnable(line: str) -> str:
+    """A sweep file's command line as it runs here: each command starting with this environment's
+    programs (`python tune.py` is `psedual tune`, which runs from a pip install too)."""
+    run = programs()
+    words = {"python tune.py": f"{run['psedual']} tune", "python": run["python"], "psedual": run["psedual"],
+             "pytest": f"{run['python']} -m pytest"}
+    return _COMMAND.sub(lambda found: words[found.group(1)], line)
 
 
 def about(path: Path) -> str:
@@ -64,8 +93,9 @@ def run(config: SweepsConfig) -> list[str]:
     files = shipped()
     if config.name is None:
         width = max(map(len, files), default=0)
-        return [f"{name:<{width}}  {about(path)}" for name, path in files.items()] + [
-            "copy one out to edit: psedual sweeps NAME --out DIR; run one as it is: psedual tune --space NAME.yaml"]
+        return [f"{name:<{width}}  {runnable(about(path))}" for name, path in files.items()] + [
+            runnable("copy one out to edit: psedual sweeps NAME --out DIR; run one as it is: psedual tune --space "
+                     "NAME.yaml")]
     src = files[config.name.removesuffix(".yaml")]
     dst = Path(config.out)
     if dst.suffix != ".yaml":

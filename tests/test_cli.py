@@ -349,7 +349,15 @@ def test_the_sweep_files_ship_with_the_package_and_copy_out(tmp_path, monkeypatc
     assert SHIPPED.is_relative_to(root / "psedual")  # inside the package: a wheel carries it (package-data)
     assert main(["sweeps"]) == 0
     listed = capsys.readouterr().out.splitlines()
-    assert any(re.match(r"optuna +python tune.py --space search_spaces/optuna.yaml", line) for line in listed), listed
+    from psedual.sweeps import programs
+
+    psedual, python = programs()["psedual"], programs()["python"]
+    assert any(re.match(rf"optuna +{re.escape(psedual)} tune --space search_spaces/optuna.yaml", line)
+               for line in listed), listed
+    # each command as it runs here: never a bare `python` (another interpreter unless the venv is active)
+    assert not [line for line in listed if re.search(r"(?<![\w/.`-])(?<!-m )(python|pytest|psedual) ", line)], listed
+    assert any(line.startswith("smoke ") and f"RAY_AUTH_MODE=disabled {python} -m pytest tests/test_tune.py" in line
+               for line in listed), listed
     assert main(["sweeps", "optuna", "--out", str(tmp_path / "mine")]) == 0
     assert (tmp_path / "mine" / "optuna.yaml").read_text() == (root / "search_spaces" / "optuna.yaml").read_text()
     assert main(["sweeps", "optuna", "--out", str(tmp_path / "mine")]) == 2  # never overwritten
