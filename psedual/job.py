@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from psedual.storage import DEFAULT_ROOT
+from psedual.sweeps import programs
 
 if TYPE_CHECKING:  # an annotation only: analysis is imported when the job compares
     from analysis.options import CompareOptions
@@ -34,22 +35,6 @@ NEXT = (
 )
 """What to try after the main job, printed last: (what it is, the command; `{storage}` and the
 programs filled in by `programs`). A shipped sweep file runs by its name from a pip install too."""
-
-
-def programs() -> dict[str, str]:
-    """The programs of this interpreter's environment as a printed command names them (a bare
-    `python` is another interpreter unless the venv is active): relative to the working folder
-    when under it."""
-    import sys
-
-    here, bin_dir = Path.cwd(), Path(sys.executable).parent
-
-    def shown(path: Path) -> str:
-        return str(path.relative_to(here)) if path.is_relative_to(here) else str(path)
-
-    python = shown(Path(sys.executable))
-    return {"python": python, "ray": shown(bin_dir / "ray") if (bin_dir / "ray").exists() else "ray",
-            "psedual": shown(bin_dir / "psedual") if (bin_dir / "psedual").exists() else f"{python} -m psedual.cli"}
 
 
 CELLS = ("data.dataset", "solver")
