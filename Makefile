@@ -50,7 +50,7 @@ demo: install
 # The README's registry tables (variants, datasets) are rendered from the registries: after adding
 # an encoder or a dataset, run this (a test fails until the README matches).
 readme: install
-	$(BIN)/python -m psedual.readme README.md docs/solvers.md
+	$(BIN)/python -m psedual.readme README.md docs/solvers.md docs/analysis.md
 
 # The tests read every benchmark: a data root that holds them all (CI's ../shared/data, $PSEDUAL_DATA)
 # is used as it is; otherwise they are fetched, and offline the fetch stops naming what to copy where.

@@ -14,6 +14,7 @@ psedual/layers.py's ROOMS; analysis/README.md says more of each):
     tables/table_files.py    a root's files checked before a scan (errors name the file or folder)
     tables/trials.py         an Optuna sweep's study (`analyze optuna`)
     tables/paper.py          the paper's published figures (paper_numbers.csv)
+    tables/claim.py          a claim: one typed frozen record, the claims table's row
     tables/text.py           a table as Markdown or LaTeX, and its cells
     stats/stats.py           the paired, across-seed and interval computations (scipy)
     stats/multiple.py        Holm and Benjamini-Hochberg over a family of comparisons

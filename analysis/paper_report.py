@@ -26,6 +26,7 @@ from analysis.errors import ERRORS, one_line
 from analysis.options import ReportOptions
 from analysis.report import forest, learning, report
 from analysis.tables import paper, read, text
+from analysis.tables.claim import claims_of
 from psedual.reexamine.config import BASE, EXPRESSION_ENCODERS
 
 PARTS = {"table1": "Table 1", "table3": "Table 3", "figure1": "Figure 1", "table2": "Table 2"}
@@ -98,24 +99,24 @@ class Report:
         keys = [k for k in by if k != "data.dataset"]
         body, beside, shown = [], [], set()
         key = pl.col("experiment") + "/" + pl.col("trial")
-        for r in rows.iter_rows(named=True):
-            differ = protocol.differences(runs.filter(key.is_in([*r["base_trials"], *r["treatment_trials"]])),
-                                          r["dataset"])
+        for c in claims_of(rows):
+            differ = protocol.differences(runs.filter(key.is_in([*c.base_trials, *c.treatment_trials])),
+                                          c.dataset)
             # Table 3's paper rows are GCN's: say so beside a run of another encoder
-            encoder = r["group"].split(" / ")[keys.index("variant")] if "variant" in keys else None
+            encoder = c.group.split(" / ")[keys.index("variant")] if "variant" in keys else None
             # the base arm's line before the first treatment paired with these very base runs: a
             # treatment that lost seeds is paired with fewer base runs, and gets its own base line
-            base_key = (r["cell"], r["metric"], tuple(r["base_trials"]))
-            arm_rows = [] if base_key in shown else [(r["base_arm"], r["base"], r["base_sd"], "–")]
+            base_key = (c.cell, c.metric, tuple(c.base_trials))
+            arm_rows = [] if base_key in shown else [(c.base_arm, c.base, c.base_sd, "–")]
             shown.add(base_key)
-            delta = f"{r['delta']:+.2f}{report.claim_mark(r)}".replace("-", "−")
-            arm_rows.append((r["treatment_arm"], r["treatment"], r["treatment_sd"], delta))
+            delta = f"{c.delta:+.2f}{report.claim_mark(c)}".replace("-", "−")
+            arm_rows.append((c.treatment_arm, c.treatment, c.treatment_sd, delta))
             for arm, acc, sd, d in arm_rows:
-                figure = self.published(table, r["dataset"], r["solver"], arm, r["metric"], encoder)
-                body.append([r["dataset"], r["group"], r["metric"], text.label(arm), str(r["n_seeds"]),
+                figure = self.published(table, c.dataset, c.solver, arm, c.metric, encoder)
+                body.append([c.dataset, c.group, c.metric, text.label(arm), str(c.n_seeds),
                              text.score(acc, sd), d, protocol.beside(figure, differ)])
-            pair = [self.published(table, r["dataset"], r["solver"], a, r["metric"], encoder)
-                    for a in (r["base_arm"], r["treatment_arm"])]
+            pair = [self.published(table, c.dataset, c.solver, a, c.metric, encoder)
+                    for a in (c.base_arm, c.treatment_arm)]
             beside.append(" → ".join(pair) if set(pair) == {"–"} else protocol.beside(" → ".join(pair), differ))
         group = " / ".join(k for k in by if k != "data.dataset")
         header = ["dataset", group, "metric", rows["arm"][0], "seeds", "ours (%)",

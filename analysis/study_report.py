@@ -48,6 +48,7 @@ from analysis.paper_report import code_commit
 from analysis.report import forest, learning, report
 from analysis.stats import multiple, power
 from analysis.tables import paper, read, text
+from analysis.tables.claim import Claim
 
 Plan = Callable[[str, str, str], Sequence[CompareOptions]]
 """(sweep file, root, experiment) → the `analyze compare` options of each comparison the sweep
@@ -305,12 +306,13 @@ def _arms(r: StudyReport) -> str:
 
 
 def _claim_row(r: dict, name: str, numbers: pl.DataFrame, numbered: dict[str, int]) -> list[str]:
-    got = power.target(numbers, r)
+    claim = Claim.from_row(r)
+    got = power.target(numbers, claim)
     ci = f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]" if r["ci_low"] is not None else "–"
     return [f"{name} ({r['arm']})", str(r["n_seeds"]), text.score(r["base"], r["base_sd"]),
             text.score(r["treatment"], r["treatment_sd"]), f"{r['delta']:+.2f}", ci,
             text.p_value(r["p"]), text.p_value(r["p_adjusted"]), text.p_value(r["p_study"]),
-            report.tost_cell(r), report.within_cell(r), power.line(r),
+            report.tost_cell(claim), report.within_cell(claim), power.line(r),
             f"{got[0]:+.1f}" if got[1] == "paper" else "–", r["verdict"],
             ", ".join(f"[{numbered[_flag(f)]}]" for f in r["flags"]) or "–"]
 
@@ -334,7 +336,7 @@ def _fold_scores(r: StudyReport) -> str | None:
     lines = ["Fold scores (test value accuracy, %, mean over seeds; descriptive only: each claim pools its seeds' "
              "folds):"]
     for row, name in zip(r.claims.iter_rows(named=True), r.curves.labels):
-        lines.append(f"- {name}: {report.fold_line(row)}")
+        lines.append(f"- {name}: {report.fold_line(Claim.from_row(row))}")
     return "\n".join(lines)
 
 

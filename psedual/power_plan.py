@@ -61,10 +61,9 @@ def observed(storage: str, experiment: str, where: list[str], arm: str, base: st
 
 def target(spec, arm: str, base: str, treatment: str) -> tuple[float, str]:
     """The paper's Δ for the sweep's cell where it publishes both arms (value accuracy), else 1
-    point: `analysis.stats.power.target` on the sweep's fixed dataset and solver."""
-    row = {"arm": arm, "base_arm": base, "treatment_arm": treatment, "metric": "value", "group": treatment,
-           "dataset": spec.fixed.get("data.dataset", ""), "solver": spec.fixed.get("solver", "")}
-    return power.target(paper.load(), row)
+    point: `analysis.stats.power.target_for` on the sweep's fixed dataset and solver."""
+    return power.target_for(paper.load(), arm, base, treatment, "value", spec.fixed.get("data.dataset", ""),
+                            spec.fixed.get("solver", ""), treatment)
 
 
 def line(name: str, seeds: int, spread: Spread | None, goal: tuple[float, str], margin: float = 1.0,

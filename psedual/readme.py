@@ -1,5 +1,5 @@
 """The README's tables that restate a registry, rendered from it: `make readme` rewrites them (and
-docs/solvers.md's table of the solvers' published recipes, `DOC_TABLES`).
+docs/solvers.md's table of the solvers' published recipes and docs/analysis.md's verdict rule, `DOC_TABLES`).
 
 Each sits between `<!-- table:NAME -->` and `<!-- /table:NAME -->`. A test fails while the README
 differs from what this renders, so a new solver, encoder or dataset needs its registry entry and then
@@ -67,9 +67,24 @@ def _source(source: str) -> str:
     return f"[{repo} {where}](https://github.com/{repo}/blob/{commit}/{path}{anchor})"
 
 
-TABLES: dict[str, Callable[[], list[str]]] = {"solvers": _solvers, "variants": _variants, "datasets": _datasets}
-"""Table name (its markers' NAME) -> its rows, from the registry it restates: the README's."""
-DOC_TABLES: dict[str, dict[str, Callable[[], list[str]]]] = {"docs/solvers.md": {"recipes": _recipes}}
+def _verdict_rule() -> list[str]:
+    from analysis.claims.verdicts import rule
+
+    return [rule()]
+
+
+def _verdict_table() -> list[str]:
+    from analysis.claims.verdicts import rule_table
+
+    return rule_table().splitlines()
+
+
+TABLES: dict[str, Callable[[], list[str]]] = {"solvers": _solvers, "variants": _variants, "datasets": _datasets,
+                                              "verdict-rule": _verdict_rule}
+"""Table name (its markers' NAME) -> its rows, from the registry it restates: the README's (and the
+verdict rule's short form, from analysis/claims/verdict_rule.md)."""
+DOC_TABLES: dict[str, dict[str, Callable[[], list[str]]]] = {"docs/solvers.md": {"recipes": _recipes},
+                                                             "docs/analysis.md": {"verdicts": _verdict_table}}
 """Another file's tables, by its path from the repository's root."""
 _BLOCK = re.compile(r"(<!-- table:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /table:(?P=name) -->)", re.S)
 

@@ -14,9 +14,11 @@ from analysis.claims import claims
 from analysis.cli import main as analyze
 from analysis.report import summaries
 from analysis.tables import read
+from analysis.tables.claim import CLAIMS_SCHEMA
 from psedual.data.identity import split_hash
 from psedual.reexamine.config import EXPRESSION_ENCODERS
 from psedual.results import tables
+from claim_rows import claim_row
 
 GOLD = ["+", "N0", "N1"]
 WRONG = ["*", "N0", "N1"]
@@ -247,9 +249,8 @@ def test_the_curve_plots_what_its_claim_rows_say(tmp_path):
     a, b = _effect()
     _write(tmp_path, [({"trial": "b0", "variant": "base"}, _preds(_ids(400), a)),
                       ({"trial": "g0", "variant": "gcn"}, _preds(_ids(400), b))])
-    said = pl.DataFrame({"cell": [""], "metric": ["value"], "base_arm": ["base"], "treatment_arm": ["gcn"],
-                         "base": [100 * a.mean()], "treatment": [100 * b.mean() + 1], "p_adjusted": [0.5],
-                         "delta": [1.0]})
+    said = pl.DataFrame([claim_row(cell="", base=100 * a.mean(), treatment=100 * b.mean() + 1, p_adjusted=0.5,
+                                   delta=1.0)], schema=CLAIMS_SCHEMA)
     runs = read.scan(str(tmp_path), "runs").collect()
     with pytest.raises(claims.GuardrailError, match=r"gcn's points .* are not its claim rows'"):
         summaries.size_points(runs, read.scan(str(tmp_path), "predictions"), "variant", ["base", "gcn"], [], said)

@@ -11,9 +11,11 @@ from scipy import stats as sps
 
 from analysis.claims import claims
 from analysis.cli import main as analyze
-from analysis.report import report, summaries
+from analysis.report import summaries
 from analysis.stats import stats
 from analysis.tables import read, text
+from analysis.tables.claim import CLAIMS_SCHEMA
+from claim_rows import claim_row
 from test_analysis import _build, _pairs, _preds, _write_tables
 
 
@@ -198,9 +200,9 @@ def test_p_values_never_print_as_zero_and_flags_sit_on_their_claim(tmp_path, cap
 
 def test_curve_stars_say_which_way(tmp_path):
     # one cell (no `by` columns: its label is ""), where GCN is significantly worse than base
-    claims_rows = pl.DataFrame({"cell": [""], "metric": ["value"], "base_arm": ["base"], "treatment_arm": ["gcn"],
-                                "base": [60.0], "treatment": [50.0], "p_adjusted": [0.001], "delta": [-5.0],
-                                "verdict": ["worse"]})  # a star stands beside a verdict that says the arms differ
+    # a star stands beside a verdict that says the arms differ
+    claims_rows = pl.DataFrame([claim_row(cell="", base=60.0, treatment=50.0, p_adjusted=0.001, delta=-5.0,
+                                          ci_low=-6.0, ci_high=-4.0, verdict="worse")], schema=CLAIMS_SCHEMA)
     runs = pl.DataFrame({"experiment": ["x", "x"], "trial": ["b", "g"], "variant": ["base", "gcn"], "seed": [0, 0],
                          "n_train": [100, 100], "test_value_acc": [0.6, 0.5]})
     folder = tmp_path / "predictions" / "experiment=x"

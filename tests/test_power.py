@@ -15,6 +15,7 @@ from statsmodels.stats.power import TTestPower
 from analysis.cli import main as analyze
 from analysis.stats import power
 from analysis.tables import paper
+from claim_rows import claim_row
 from test_analysis_report import _figure1
 
 
@@ -49,10 +50,8 @@ def test_known_answers():
 
 
 def _claim(**kw) -> dict:
-    row = {"arm": "variant", "base_arm": "base", "treatment_arm": "gcn", "dataset": "mawps", "solver": "gts",
-           "group": "gts", "metric": "value", "n_seeds": 4, "n_examples": 200, "only_base": None,
-           "only_treatment": None, "delta_sd": 2.0, "verdict": "undecided: about 9 more seeds would decide"}
-    return row | kw
+    return claim_row(**({"n_seeds": 4, "n_examples": 200, "delta_sd": 2.0,
+                         "verdict": "undecided: about 9 more seeds would decide"} | kw))
 
 
 def test_each_claim_gets_its_own_test_s_power_and_target():

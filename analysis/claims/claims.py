@@ -12,10 +12,8 @@ Runs whose test example sets, folds, data or configs differ, or whose prediction
 refused (GuardrailError names them; see `guardrails`). `selection.select` is the one path from the runs
 table to checked runs, for every table and figure (the infilling table too).
 Each claim also carries a TOST at ±`margin` points and the posterior probability that |Δ| < margin
-(`equivalence`). A verdict (`verdicts`) says better / worse / equivalent within ±m only over at
-least MIN_TEST_EXAMPLES examples, with an interval that agrees with the test, and over MIN_SEEDS
-seeds of trained arms (one seed compares two trained models, not the methods); else undecided, with
-the seeds that would decide it.
+(`equivalence`). Each claim is one `Claim` record (`make`), judged by `verdicts.verdict` (the rule in
+words: verdict_rule.md).
 P-values are adjusted over the whole family (every claim built in one call), the difference p's
 and the TOST p's apart.
 """
@@ -24,7 +22,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
@@ -38,6 +36,7 @@ from analysis.stats.equivalence import DEFAULT_MARGIN, equivalence
 from analysis.stats.multiple import METHODS, adjust
 from analysis.stats.stats import across_seeds, no_spread, paired, seed_warning
 from analysis.tables import read
+from analysis.tables.claim import CLAIMS_SCHEMA, Claim, frame
 from psedual.atomic import NAME_MAX, truncated, write_parquet
 from psedual.data.registry import DATASETS
 from psedual.reexamine.config import EXPRESSION_ENCODERS
@@ -47,28 +46,6 @@ from psedual.results.best import SELECT_BY
 # names), and expression accuracy by values (the published definition)
 METRICS = {"value": "value_correct", "expression": "expression_correct",
            "expression_values": "expression_correct_values"}
-
-CLAIMS_SCHEMA = {
-    "family": pl.String, "correction": pl.String, "n_family": pl.Int64, "cell": pl.String, "group": pl.String,
-    "dataset": pl.String, "solver": pl.String, "metric": pl.String, "arm": pl.String,
-    "base_arm": pl.String, "treatment_arm": pl.String, "n_examples": pl.Int64, "n_seeds": pl.Int64,
-    "seeds": pl.List(pl.Int64), "folds": pl.List(pl.Int64), "base": pl.Float64, "treatment": pl.Float64,
-    "base_sd": pl.Float64, "treatment_sd": pl.Float64, "delta": pl.Float64, "ci_low": pl.Float64,
-    "ci_high": pl.Float64, "test": pl.String, "p": pl.Float64, "p_adjusted": pl.Float64,
-    "test_secondary": pl.String, "p_secondary": pl.Float64, "only_base": pl.Int64, "only_treatment": pl.Int64,
-    "n_resamples": pl.Int64, "rng_seed": pl.Int64, "base_fold_acc": pl.List(pl.Float64),
-    "treatment_fold_acc": pl.List(pl.Float64), "base_trials": pl.List(pl.String),
-    "treatment_trials": pl.List(pl.String), "base_budget": pl.Int64, "treatment_budget": pl.Int64,
-    "verdict": pl.String, "flags": pl.List(pl.String),
-    "delta_sd": pl.Float64,  # sd (ddof 1) of the per-seed Δ, several seeds: the spread analysis.stats.power reads
-    # equivalence (issue 48; absent from older tables, which `load` still reads): the margin in points,
-    # the TOST p (unadjusted and adjusted over the family), the posterior P(|Δ| < margin)
-    "margin": pl.Float64, "p_tost": pl.Float64, "p_tost_adjusted": pl.Float64, "p_equivalent": pl.Float64,
-    # the controls (`psedual.control` other than none) either arm's runs hold, sorted and joined by ", ";
-    # null for none: a claim with a control is no comparison the paper made, so it takes no paper Δ
-    "controls": pl.String,
-}
-
 
 @dataclass(frozen=True)
 class Comparison:
@@ -180,15 +157,16 @@ def _pooled(cell: str, folds: list[int], kb: dict, kt: dict, preds: dict) -> pl.
     return pooled.sort("id")
 
 
-def _one(cmp: Comparison, cell: str, metric: str, treat: str, seeds: list[int], folds: list[int],
-         tables: dict[int, pl.DataFrame]) -> dict:
+def _statistics(cmp: Comparison, metric: str, seeds: list[int], folds: list[int],
+                tables: dict[int, pl.DataFrame]) -> dict:
+    """What the tests found for one metric over the paired tables: the `Claim` fields of its statistics."""
     col = METRICS[metric]
     # eq_missing: a dataset without folds has the one fold None
     fold_acc = {arm: [100.0 * float(np.mean([tables[s].filter(pl.col("fold").eq_missing(f))[c].mean() for s in seeds]))
                       for f in folds] for arm, c in (("base", col), ("treat", f"{col}_t"))}
-    row = {"metric": metric, "treatment_arm": treat, "n_examples": tables[seeds[0]].height, "n_seeds": len(seeds),
-           "seeds": seeds, "folds": folds, "base_fold_acc": fold_acc["base"],
-           "treatment_fold_acc": fold_acc["treat"], "n_resamples": cmp.n_resamples, "rng_seed": cmp.rng_seed}
+    row = {"metric": metric, "n_examples": tables[seeds[0]].height, "n_seeds": len(seeds), "seeds": tuple(seeds),
+           "folds": tuple(folds), "base_fold_acc": tuple(fold_acc["base"]),
+           "treatment_fold_acc": tuple(fold_acc["treat"])}
     if len(seeds) == 1:
         t = tables[seeds[0]]
         r = paired(t[col].to_numpy(), t[f"{col}_t"].to_numpy(), cmp.n_resamples, cmp.rng_seed)
@@ -210,6 +188,17 @@ def _one(cmp: Comparison, cell: str, metric: str, treat: str, seeds: list[int], 
                 "test_secondary": "wilcoxon", "p_secondary": r.p_wilcoxon, "untestable": r.untestable}
         eq = equivalence([b[s] for s in seeds], [a[s] for s in seeds], cmp.margin)
     return row | {"margin": eq.margin, "p_tost": eq.p_tost, "p_equivalent": eq.p_within}
+
+
+def make(cmp: Comparison, pairing: dict, checks: list[str], statistics: dict, p_adjusted: float | None,
+         p_tost_adjusted: float | None, members: int) -> Claim:
+    """A claim from its comparison (`cmp`, and `pairing`: its cell, arms, runs and budgets), its checks
+    (the flags the guardrails raised) and its statistics (`_statistics`), once its family is adjusted
+    (`p_adjusted`, `p_tost_adjusted` over `members` claims): judged by `verdicts.verdict`."""
+    unjudged = Claim(family=cmp.family, correction=cmp.correction, n_family=members, alpha=cmp.alpha,
+                     base_arm=cmp.base, n_resamples=cmp.n_resamples, rng_seed=cmp.rng_seed, flags=tuple(checks),
+                     p_adjusted=p_adjusted, p_tost_adjusted=p_tost_adjusted, **pairing, **statistics)
+    return replace(unjudged, verdict=verdict(unjudged))
 
 
 def _check_keys(arm: str, by: list[str]) -> None:
@@ -256,7 +245,7 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
                                                chosen.compared)
     by_key = {(r["experiment"], r["trial"]): r for r in runs.iter_rows(named=True)}
 
-    rows = []
+    found: list[tuple[dict, list[str], dict]] = []  # each claim's pairing, checks and statistics
     for cell_runs in runs.partition_by(by, maintain_order=True):
         first = cell_runs.row(0, named=True)
         cell = cell_label(first, by)
@@ -319,26 +308,21 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
                 flags.append(warning)
             controls = sorted({str(c) for a in arms if arm_flags.CONTROL in arms[a].columns
                                for c in arms[a][arm_flags.CONTROL].drop_nulls().to_list() if c != "none"})
-            for metric in cmp.metrics:
-                row = _one(cmp, cell, metric, treat, seeds, folds, tables)
-                rows.append(row | {"cell": cell, "group": " / ".join(str(first[k]) for k in by if k != "data.dataset"),
-                                   "dataset": dataset, "trainable": trainable,
-                                   "solver": ",".join(sorted(set(cell_runs["solver"].to_list()))),
-                                   "arm": arm, "base_arm": cmp.base, "base_trials": trials["base"],
-                                   "treatment_trials": trials["treat"], "flags": flags,
-                                   "base_budget": budgets[cmp.base], "treatment_budget": budgets[treat],
-                                   "controls": ", ".join(controls) or None})
-    if not rows:
+            pairing = {"cell": cell, "group": " / ".join(str(first[k]) for k in by if k != "data.dataset"),
+                       "dataset": dataset, "solver": ",".join(sorted(set(cell_runs["solver"].to_list()))),
+                       "arm": arm, "treatment_arm": treat, "controls": ", ".join(controls) or None,
+                       "trainable": trainable, "base_trials": tuple(trials["base"]),
+                       "treatment_trials": tuple(trials["treat"]), "base_budget": budgets[cmp.base],
+                       "treatment_budget": budgets[treat]}
+            found += [(pairing, flags, _statistics(cmp, metric, seeds, folds, tables)) for metric in cmp.metrics]
+    if not found:
         raise GuardrailError(f"nothing to compare: {'; '.join(notes) or 'no runs'}")
-    adjusted = adjust([r["p"] for r in rows], cmp.correction)
-    tost = adjust([r["p_tost"] for r in rows], cmp.correction)  # the TOST p's: a family of their own
-    members = len(rows)  # every claim made, a testable one or not (`multiple.adjust`)
-    for r, p_adj, p_tost in zip(rows, adjusted, tost):
-        r["verdict"] = verdict(r, p_adj, p_tost, cmp.alpha, cmp.correction, members)
-        r |= {"family": cmp.family, "correction": cmp.correction, "n_family": members, "p_adjusted": p_adj,
-              "p_tost_adjusted": p_tost}
-    frame = pl.DataFrame([{k: r.get(k) for k in CLAIMS_SCHEMA} for r in rows], schema=CLAIMS_SCHEMA)
-    return Claims(frame, notes)
+    adjusted = adjust([s["p"] for _, _, s in found], cmp.correction)
+    tost = adjust([s["p_tost"] for _, _, s in found], cmp.correction)  # the TOST p's: a family of their own
+    members = len(found)  # every claim made, a testable one or not (`multiple.adjust`)
+    made = [make(cmp, pairing, flags, stats, p_adj, p_tost, members)
+            for (pairing, flags, stats), p_adj, p_tost in zip(found, adjusted, tost)]
+    return Claims(frame(made), notes)
 
 
 def file_name(name: str) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from analysis.report import report
 from analysis.stats import power
 from analysis.tables import text
+from analysis.tables.claim import claims_of
 
 PLANNED, EXPLORATORY = "planned", "exploratory"
 
@@ -54,12 +55,12 @@ def planned_rows(claims, numbers, labels: list[str] | None = None) -> list[Row]:
     given, else by its arms and (where the claims span several cells) its cell's group."""
     several = claims["cell"].n_unique() > 1
     out = []
-    for i, r in enumerate(claims.iter_rows(named=True)):
-        got = power.target(numbers, r)
-        name = f"{text.label(r['treatment_arm'])} vs {text.label(r['base_arm'])}"
-        where = " / ".join(x for x in (r["dataset"], r["group"]) if x)
+    for i, c in enumerate(claims_of(claims)):
+        got = power.target(numbers, c)
+        name = f"{text.label(c.treatment_arm)} vs {text.label(c.base_arm)}"
+        where = " / ".join(x for x in (c.dataset, c.group) if x)
         name = labels[i] if labels else f"{where}: {name}" if several else name
-        out.append(Row(name, r["delta"], r["ci_low"], r["ci_high"], r.get("margin"), PLANNED, r["verdict"],
+        out.append(Row(name, c.delta, c.ci_low, c.ci_high, c.margin, PLANNED, c.verdict,
                        got[0] if got[1] == "paper" else None))
     return out
 

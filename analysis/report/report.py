@@ -6,16 +6,16 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis.claims.verdicts import says_differ
+from analysis.claims.verdicts import rule, says_differ
 from analysis.stats.power import line as power_line
-from analysis.stats.stats import MIN_SEEDS, MIN_TEST_EXAMPLES
+from analysis.tables.claim import Claim, claims_of
 from analysis.tables.text import label, mark, p_value, render, score
 
 
-def claim_mark(row: dict) -> str:
+def claim_mark(claim: Claim) -> str:
     """A claim's significance mark (`mark`), only where its verdict says the arms differ
     (`verdicts.says_differ`): a p below 0.05 over 20 test examples is no finding to star."""
-    return mark(row["p_adjusted"]) if says_differ(row.get("verdict")) else ""
+    return mark(claim.p_adjusted) if says_differ(claim.verdict) else ""
 
 
 def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
@@ -43,10 +43,10 @@ def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
                 if c.is_empty():
                     row.append("–")
                     continue
-                r = c.row(0, named=True)
-                delta = f"{r['delta']:+.2f}".replace("-", "−")
-                base = "" if one_base else f" vs base {score(r['base'], r['base_sd'])}, {r['n_seeds']} seeds"
-                row.append(f"{score(r['treatment'], r['treatment_sd'])} (Δ {delta}{claim_mark(r)}{base})")
+                r = Claim.from_row(c.row(0, named=True))
+                delta = f"{r.delta:+.2f}".replace("-", "−")
+                base = "" if one_base else f" vs base {score(r.base, r.base_sd)}, {r.n_seeds} seeds"
+                row.append(f"{score(r.treatment, r.treatment_sd)} (Δ {delta}{claim_mark(r)}{base})")
             body.append(row)
     return render(header, body, fmt)
 
@@ -61,29 +61,29 @@ def claim_lines(claims: pl.DataFrame, fmt: str, extra: dict[str, list[str]] | No
               "p adj", "TOST p (adj)", "P(|Δ| < m)", "second test", "discordant", "trials", *extra, "verdict", "flags"]
     numbers = _flag_numbers(claims)
     body = []
-    for i, r in enumerate(claims.iter_rows(named=True)):
-        ci = "–" if r["ci_low"] is None else f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]"
-        disc = "–" if r["only_base"] is None else f"{r['only_base']}/{r['only_treatment']}"
-        p, p_adj = p_value(r["p"]), p_value(r["p_adjusted"])
-        second = "–" if r["p_secondary"] is None else f"{r['test_secondary']} p {p_value(r['p_secondary'])}"
-        body.append([r["cell"], r["metric"], f"{label(r['treatment_arm'])} vs {label(r['base_arm'])}",
-                     str(r["n_examples"]), str(r["n_seeds"]), score(r["base"], r["base_sd"]),
-                     score(r["treatment"], r["treatment_sd"]), f"{r['delta']:+.2f}", ci, r["test"], p, p_adj,
-                     tost_cell(r), within_cell(r), second, disc, f"{r['base_budget']}/{r['treatment_budget']}", *(v[i] for v in extra.values()),
-                     r["verdict"], ", ".join(f"[{numbers[f]}]" for f in r["flags"]) or "–"])
+    for i, r in enumerate(claims_of(claims)):
+        ci = "–" if r.ci_low is None else f"[{r.ci_low:+.2f}, {r.ci_high:+.2f}]"
+        disc = "–" if r.only_base is None else f"{r.only_base}/{r.only_treatment}"
+        p, p_adj = p_value(r.p), p_value(r.p_adjusted)
+        second = "–" if r.p_secondary is None else f"{r.test_secondary} p {p_value(r.p_secondary)}"
+        body.append([r.cell, r.metric, f"{label(r.treatment_arm)} vs {label(r.base_arm)}",
+                     str(r.n_examples), str(r.n_seeds), score(r.base, r.base_sd),
+                     score(r.treatment, r.treatment_sd), f"{r.delta:+.2f}", ci, r.test, p, p_adj,
+                     tost_cell(r), within_cell(r), second, disc, f"{r.base_budget}/{r.treatment_budget}",
+                     *(v[i] for v in extra.values()), r.verdict, ", ".join(f"[{numbers[f]}]" for f in r.flags) or "–"])
     return render(header, body, fmt)
 
 
-def tost_cell(r: dict) -> str:
+def tost_cell(claim: Claim) -> str:
     """A claim's TOST in a table cell: 'p 0.042 (0.084) at ±1', its p and adjusted p."""
-    if r.get("p_tost") is None:
+    if claim.p_tost is None:
         return "–"
-    return f"{p_value(r['p_tost'])} ({p_value(r.get('p_tost_adjusted'))}) at ±{r['margin']:g}"
+    return f"{p_value(claim.p_tost)} ({p_value(claim.p_tost_adjusted)}) at ±{claim.margin:g}"
 
 
-def within_cell(r: dict) -> str:
+def within_cell(claim: Claim) -> str:
     """A claim's posterior probability that |Δ| < margin, in a table cell."""
-    return "–" if r.get("p_equivalent") is None else f"{r['p_equivalent']:.2f}"
+    return "–" if claim.p_equivalent is None else f"{claim.p_equivalent:.2f}"
 
 
 def _flag_numbers(claims: pl.DataFrame) -> dict[str, int]:
@@ -100,36 +100,32 @@ def flag_numbers(rows_flags: list[list[str]]) -> dict[str, int]:
     return numbers
 
 
-def fold_line(r: dict) -> str:
-    """A claim row's per-fold accuracies, base → treatment: 'fold 0: 85.14 → 84.72, ...'."""
+def fold_line(claim: Claim) -> str:
+    """A claim's per-fold accuracies, base → treatment: 'fold 0: 85.14 → 84.72, ...'."""
     return ", ".join(f"fold {f}: {a:.2f} → {b:.2f}" for f, a, b in
-                     zip(r["folds"], r["base_fold_acc"], r["treatment_fold_acc"]))
+                     zip(claim.folds, claim.base_fold_acc, claim.treatment_fold_acc))
 
 
 def fold_scores(claims: pl.DataFrame) -> str:
     """Each claim's per-fold accuracies (mean over seeds), base → treatment: descriptive only."""
     lines = ["fold scores (descriptive only; the tests pool the folds' out-of-fold predictions):"]
-    for r in claims.iter_rows(named=True):
-        lines.append(f"  {r['cell']}, {r['metric']}, {label(r['treatment_arm'])}: {fold_line(r)}")
+    for r in claims_of(claims):
+        lines.append(f"  {r.cell}, {r.metric}, {label(r.treatment_arm)}: {fold_line(r)}")
     return "\n".join(lines) + "\n"
 
 
 def footer(claims: pl.DataFrame, notes: list[str]) -> str:
     """What the marks mean, which family was corrected, and every flag and note."""
-    r = claims.row(0, named=True)
+    r = Claim.from_row(claims.row(0, named=True))
     tests = sorted(set(claims["test"].to_list()))
-    lines = [f"Δ = treatment − {label(r['base_arm'])}, in points. Marks: * p < 0.05, ** p < 0.01 after "
-             f"{r['correction']} correction over family '{r['family']}' ({r['n_family']} comparison{'' if r['n_family'] == 1 else 's'}). "
+    lines = [f"Δ = treatment − {label(r.base_arm)}, in points. Marks: * p < 0.05, ** p < 0.01 after "
+             f"{r.correction} correction over family '{r.family}' ({r.n_family} comparison{'' if r.n_family == 1 else 's'}). "
              f"Tests: {', '.join(tests)} (mcnemar_exact: one seed, examples paired; paired_t_seeds: "
              f"seeds paired, ± is the sd over seeds). CIs: one seed, a paired bootstrap over examples "
-             f"({r['n_resamples']} resamples, seed {r['rng_seed']}); several seeds, the t interval of the mean Δ "
+             f"({r.n_resamples} resamples, seed {r.rng_seed}); several seeds, the t interval of the mean Δ "
              f"(the t-test's own). TOST: two one-sided paired t-tests that |Δ| < m (m: the margin, points), its p "
              f"and, in brackets, adjusted like p over the family; P(|Δ| < m): the Student-t posterior of the mean "
-             f"paired Δ (one seed: over examples). A verdict is better or worse (adjusted p < 0.05), equivalent "
-             f"within ±m (adjusted TOST p < 0.05), or undecided with the seeds that would decide it (the fewer of "
-             f"the difference test's and the TOST's at 80% power, at the observed Δ and sd). "
-             f"Below {MIN_SEEDS} seeds (one seed too, for trained arms) a decided Δ reads "
-             f"'inconclusive'; below {MIN_TEST_EXAMPLES} test examples there is no verdict (docs/analysis.md). "
+             f"paired Δ (one seed: over examples). {rule()} "
              f"trials: the tuning budget, the most trials a slot (arm, seed, fold) held, base/treatment."]
     if "mde" in claims.columns:
         lines.append("MDE: the smallest |Δ| (points) the claim's own test at its own n detects with 80% power at a "

@@ -11,6 +11,7 @@ from analysis.checks.selection import FOLD, SEED, cell_label, select
 from analysis.report.report import claim_mark
 from analysis.stats.stats import percent_ci, proportion_ci, ratio_ci
 from analysis.tables import read
+from analysis.tables.claim import claims_of
 from psedual.data.expr import UNUSED
 from psedual.reexamine.config import EXPRESSION_ENCODERS
 from psedual.results.best import SELECT_BY
@@ -133,7 +134,7 @@ def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: l
     per_run = preds.group_by(read.KEY).agg(k=pl.col("value_correct").sum(), n=pl.len())
     per_run = per_run.join(runs.select(*read.KEY, arm, SEED, "n_train", *by), on=list(read.KEY))
     claims = claims.filter(pl.col("metric") == "value")  # the figure's metric
-    marks = {(r["cell"], r["treatment_arm"]): r for r in claims.iter_rows(named=True)}
+    marks = {(c.cell, c.treatment_arm): c for c in claims_of(claims)}
     out = []
     for part in per_run.partition_by([*by, arm], maintain_order=True):
         first = part.row(0, named=True)
@@ -146,7 +147,7 @@ def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: l
             low, high = percent_ci(accs)
         cell = cell_label(first, by)
         claim = marks.get((cell, first[arm]))  # None for the base arm
-        p_adj = None if claim is None else claim["p_adjusted"]
+        p_adj = None if claim is None else claim.p_adjusted
         # the figure plots what its claim rows say, or nothing
         mine = claims.filter(pl.col("cell") == cell)
         treated = mine.filter(pl.col("treatment_arm") == first[arm])
@@ -157,7 +158,7 @@ def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: l
         # a star only beside a verdict that says the arms differ: none where too few examples refuse the test
         star = "" if claim is None else claim_mark(claim)
         if star:  # which way: a significantly worse arm must not read as a win
-            star += "↑" if claim["delta"] > 0 else "↓"
+            star += "↑" if claim.delta > 0 else "↓"
         out.append({"arm": first[arm], "n_train": float(per_seed["n_train"].mean()),
                     "acc": float(np.mean(accs)), "low": low, "high": high, "n_seeds": len(accs), "seed_accs": accs,
                     "p_adjusted": p_adj, "star": star, **{k: first[k] for k in by}})

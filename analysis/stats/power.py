@@ -21,6 +21,7 @@ import polars as pl
 from statsmodels.stats.power import TTestPower
 
 from analysis.tables import paper
+from analysis.tables.claim import Claim, claims_of
 
 POWER = 0.8
 ALPHA = 0.05
@@ -74,26 +75,32 @@ def example_sd(only_base: int, only_treatment: int, n: int) -> float | None:
     return 100.0 * math.sqrt(max(var, 0.0))
 
 
-def spread(row: dict) -> float | None:
+def spread(claim: Claim) -> float | None:
     """The sd (points) of a claim's paired differences: per seed (`delta_sd`), or (one seed) per
     example from the discordant counts (`example_sd`); None where neither is known."""
-    if row["n_seeds"] > 1:
-        return row.get("delta_sd")
-    if row.get("only_base") is None:
+    if claim.n_seeds > 1:
+        return claim.delta_sd
+    if claim.only_base is None:
         return None
-    return example_sd(row["only_base"], row["only_treatment"], row["n_examples"])
+    return example_sd(claim.only_base, claim.only_treatment, claim.n_examples)
 
 
-def target(numbers: pl.DataFrame, r: dict) -> tuple[float, str]:
-    """A claim's target Δ and where it comes from: the paper's Δ for the cell, else DEFAULT_TARGET
-    (also for a claim whose arms hold a control: the paper compares no control with anything)."""
-    table = None if r.get("controls") else PAPER_TABLES.get((r["arm"], r["base_arm"]))
+def target(numbers: pl.DataFrame, claim: Claim) -> tuple[float, str]:
+    """A claim's target Δ and where it comes from (`target_for` its cell and arms)."""
+    return target_for(numbers, claim.arm, claim.base_arm, claim.treatment_arm, claim.metric, claim.dataset,
+                      claim.solver, claim.group, claim.controls)
+
+
+def target_for(numbers: pl.DataFrame, arm: str, base_arm: str, treatment_arm: str, metric: str, dataset: str,
+               solver: str, group: str, controls: str | None = None) -> tuple[float, str]:
+    """The target Δ of a comparison and where it comes from: the paper's Δ for the cell, else
+    DEFAULT_TARGET (also where the arms hold a control: the paper compares no control with anything)."""
+    table = None if controls else PAPER_TABLES.get((arm, base_arm))
     if table is not None:
         encoder = None
         if table == "table3":  # the cell's variant: Table 3's rows are GCN's
-            encoder = next((g for g in r["group"].split(" / ") if g in ("gru", "gcn")), None)
-        got = paper.delta(numbers, table, r["dataset"], r["solver"], r["base_arm"], r["treatment_arm"],
-                          r["metric"], encoder)
+            encoder = next((g for g in group.split(" / ") if g in ("gru", "gcn")), None)
+        got = paper.delta(numbers, table, dataset, solver, base_arm, treatment_arm, metric, encoder)
         if got:  # a published Δ of 0 is no target: no n detects it
             return got, "paper"
     return DEFAULT_TARGET, "default"
@@ -106,10 +113,10 @@ def annotate(claims: pl.DataFrame, numbers: pl.DataFrame | None = None,
     (`analysis.claims.verdicts`: an undecided one already says what would decide it)."""
     numbers = paper.load() if numbers is None else numbers
     out = []
-    for r in claims.iter_rows(named=True):
-        one = r["n_seeds"] == 1 and r["only_base"] is not None  # one seed: the examples are the unit
-        sd, n, unit = spread(r), (r["n_examples"] if one else r["n_seeds"]), ("examples" if one else "seeds")
-        goal, source = (target_delta, "given") if target_delta is not None else target(numbers, r)
+    for c in claims_of(claims):
+        one = c.n_seeds == 1 and c.only_base is not None  # one seed: the examples are the unit
+        sd, n, unit = spread(c), (c.n_examples if one else c.n_seeds), ("examples" if one else "seeds")
+        goal, source = (target_delta, "given") if target_delta is not None else target(numbers, c)
         out.append({"mde": mde(sd, n), "target_delta": goal, "target_from": source, "n_needed": n_needed(goal, sd),
                     "needed_unit": unit})
     added = pl.DataFrame(out, schema=COLUMNS)
