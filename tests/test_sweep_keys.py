@@ -96,6 +96,16 @@ def test_a_key_of_one_searcher_is_refused_in_the_other_with_its_table_words(name
                               f"{other} sweep (mode: {other}): remove it, or make the sweep mode: {rules.only}")
 
 
+def test_a_number_below_its_least_is_refused_in_one_line_naming_the_key():
+    assert [name for name, k in KEYS.items() if k.rules.least] == ["num_samples", "grace_period", "reduction_factor"]
+    for raw, said in (({**GRID, "num_samples": 0}, "num_samples must be >= 1, got 0"),
+                      ({**OPTUNA, "grace_period": 0}, "grace_period must be >= 1, got 0"),
+                      ({**OPTUNA, "reduction_factor": 1}, "reduction_factor must be >= 2, got 1")):
+        with pytest.raises(SpecError, match=f"^f.yaml: {said}$"):
+            build_spec(raw, "f.yaml")
+    assert build_spec({**OPTUNA, "reduction_factor": 2}, "f.yaml").reduction_factor == 2
+
+
 def test_a_section_of_the_wrong_shape_says_what_its_entries_are():
     for name in (n for n, k in KEYS.items() if k.rules.entries):
         base = GRID if KEYS[name].rules.only != "optuna" else OPTUNA

@@ -143,8 +143,9 @@ def _check(spec: SweepSpec, path: str) -> None:
         raise SpecError(str(err)) from None
     if spec.mode not in MODES:
         raise SpecError(f"{path}: unknown mode {spec.mode!r}; valid: {', '.join(MODES)}")
-    if spec.num_samples < 1 or spec.grace_period < 1 or spec.reduction_factor < 2:
-        raise SpecError(f"{path}: num_samples, grace_period must be >= 1 and reduction_factor >= 2")
+    for name, k in KEYS.items():
+        if k.rules.least is not None and getattr(spec, name) < k.rules.least:
+            raise SpecError(f"{path}: {name} must be >= {k.rules.least}, got {getattr(spec, name)}")
     if spec.asha_by and spec.asha_by not in SWEEPABLE:
         raise SpecError(f"{path}: asha_by: {unknown([spec.asha_by], sorted(SWEEPABLE))}; or '' for one ranking "
                         "over all trials")

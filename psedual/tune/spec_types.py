@@ -47,6 +47,8 @@ class Rules:
     refused: written, it would read as if it acted."""
     why: str = ""
     """What the key is, said when it is refused in the other searcher (`only`)."""
+    least: int | None = None
+    """The smallest number the key takes (`num_samples`: 1), said when a smaller one is given."""
 
     def __post_init__(self) -> None:
         if self.only is not None and (self.only not in MODES or not self.why):
@@ -141,13 +143,13 @@ class SweepSpec:
     """Experiment name: the results partition and the `--resume` handle."""
     mode: str = key("optuna")
     """`optuna` (TPE, seeded, with ASHA) or `grid` (every combination, no sampler, no early stop)."""
-    num_samples: int = key(1)
+    num_samples: int = key(1, least=1)
     """optuna: number of trials; grid: repeats of the whole grid."""
     seed: int = key(0, only="optuna", why="the Optuna sampler's seed (a trial's seed is grid.seed or fixed.seed)")
     """Seed of the Optuna sampler."""
-    grace_period: int = key(1, only="optuna", why=ASHA_ONLY)
+    grace_period: int = key(1, only="optuna", why=ASHA_ONLY, least=1)
     """ASHA: epochs every trial gets before it may be stopped."""
-    reduction_factor: int = key(2, only="optuna", why=ASHA_ONLY)
+    reduction_factor: int = key(2, only="optuna", why=ASHA_ONLY, least=2)
     """ASHA: keep the top 1/reduction_factor at each rung."""
     asha_by: str = key("variant", only="optuna", why=ASHA_ONLY)
     """ASHA: rank a trial at a rung only against trials with the same value of this key. The
