@@ -288,10 +288,19 @@ def run_job(job: TuneJob) -> int:
         raise ValueError(f"{job.space} is a sweep file: profile, only, calibrate and costs are for a paper file "
                          "(search_spaces/paper.yaml)")
     from psedual.tune import encoders
-    from psedual.tune.space import make_config
+    from psedual.tune.space import arm_values, make_config
 
     spec = load_spec(job.space)
     name = job.name or job.resume or spec.name
+    if spec.seeds is not None:  # a sweep in rounds: its rule against the design, before anything runs
+        from psedual import seed_rounds
+
+        seed_rounds.check(spec, job.space)
+        if job.plan:
+            print(f"plan: {job.space}: seeds in rounds until decided, per comparison (test value accuracy, "
+                  f"paired over seeds, group-sequential):")
+            print("\n".join(seed_rounds.plan_text(spec, job, comparisons(spec, arm_values(spec, "variant"), name))))
+            return 0
     if job.plan:
         spec, lines = _resolve_seeds(spec, job, name)
         seeds = spec.grid.get("seed", [spec.fixed.get("seed", 0)])
@@ -328,8 +337,14 @@ def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, v
 
     began = time.perf_counter()
     ours = not ray.is_initialized()  # a Ray this job starts (not a caller's) is stopped when its work is done
+    rounds = None
+    if getattr(spec, "seeds", None) is not None and not resume:  # resumed: Tune restores the searcher
+        from psedual.seed_rounds import searcher
+        from psedual.tune.space import arm_values
+
+        rounds = searcher(spec, comparisons(spec, arm_values(spec, "variant"), name), storage, name)
     outcomes = run_sweep(spec, storage, name=name, resume=resume, address=address, verbose=verbose,
-                         dashboard=dashboard)
+                         dashboard=dashboard, search_alg=rounds)
     runs = collect(outcomes, storage, name, spec.resources)  # tests run as parallel Ray tasks
     from psedual.tune.trackers import log_tested
 
@@ -351,6 +366,12 @@ def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, v
     # compared (the comparison skips it, saying so) and their claims written
     from analysis.cli import run as analyze
 
+    if getattr(spec, "seeds", None) is not None:
+        from psedual.seed_rounds import looks_text
+
+        print("\n".join(looks_text(storage, name)), flush=True)
+        print("(the verdicts above are the sequential design's; the comparisons below test the same runs at "
+              "one fixed look, whose error rates do not hold under stopping by rounds)", flush=True)
     planned = compare_options(spec, runs["variant"].unique().to_list(), storage, name)
     for options in planned:
         print(f"\nIs the difference real? {command_line(options)}\n", flush=True)

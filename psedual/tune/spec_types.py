@@ -19,6 +19,7 @@ from psedual.reexamine.config import BASE
 from psedual.train.config import TrainConfig
 from psedual.train.resources import Resources
 from psedual.train.trackers import TRACKERS
+from psedual.tune.seed_rule import SeedRule
 
 MODES = ("optuna", "grid")
 """The searchers: `optuna` (TPE, seeded, with ASHA) or `grid` (every combination, no early stop)."""
@@ -189,6 +190,10 @@ class SweepSpec:
                                      why=f"the seeds the comparisons of {PAIRED} need to detect a Δ")
     """grid: instead of `grid.seed`, the seeds a target Δ needs (`{delta: 1.0, max: 20, sd: 2.0}`),
     resolved at plan and run time (`SeedsFor`)."""
+    seeds: SeedRule | None = key(None, section=True, only="grid",
+                                 why=f"the seeds in rounds until the comparisons of {PAIRED} are decided")
+    """grid: instead of `grid.seed`, seeds in rounds until every planned comparison is decided
+    (`{until: decided, first: 6, step: 4, max: 40}`: `SeedRule`, psedual/tune/rounds.py)."""
 
     def with_seeds(self, seeds: list[int]) -> "SweepSpec":
         """This spec with `grid.seed` set (the resolution of `seeds_for`)."""

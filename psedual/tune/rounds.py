@@ -1,0 +1,264 @@
+"""Seeds in rounds until decided, as a Ray Tune searcher (a grid sweep's `seeds` rule).
+
+`SeedRounds` is a `ray.tune.search.Searcher`: Tune asks it for each next trial and tells it each
+trial's end, so the rounds run wherever Tune runs (a local Ray, `ray submit`) and resume with the
+experiment (`save`/`restore`: Tune checkpoints the searcher with the experiment state). Round k
+suggests seeds looks[k-1]..looks[k]-1 of every arm that an undecided comparison needs; once all of
+them have ended, each undecided comparison is judged on its complete seed pairs below looks[k] (the
+`judge`: `psedual.seed_rounds`, which runs `analysis.stats.sequential.decide`), and the next round
+starts, or the searcher answers FINISHED when every comparison is decided or at its last look.
+
+What a seed is: a trial that trained to its last epoch and was scored (`score`: its checkpoint
+tested). A failed, stopped or lost trial is no seed: it is listed (`Rounds.lost`) and never rerun;
+its seed's pair is incomplete, so the look is judged on fewer pairs. A trial's end is read in
+`on_trial_complete`, never `on_trial_result` (Ray does not call the latter for a result on which
+a scheduler stops the trial). This module knows nothing of statistics: the judge decides.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+from ray.tune.search import Searcher
+
+from psedual.tune.space import make_config
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One planned comparison the rounds decide: `treatment` against `base`, paired by seed."""
+
+    claim: str
+    """Its name in the looks table (`gcn vs base (where psedual.control=none)`)."""
+    base: str
+    """The base arm's id (a key of `RoundPlan.arms`)."""
+    treatment: str
+    """The treatment arm's id."""
+
+
+@dataclass(frozen=True)
+class RoundPlan:
+    """What the rounds run and judge, fixed before the first look."""
+
+    arms: dict
+    """Arm id → the trial's flat config without its seed (the arm's keys and its cell's values)."""
+    pairs: tuple[Pair, ...]
+    """The comparisons, each over two arms."""
+    looks: tuple[int, ...]
+    """Seed pairs at each look, increasing (`analysis.stats.sequential.schedule`); the seeds are
+    0..looks[-1]-1."""
+    earlier: dict = field(default_factory=dict)
+    """(arm id, seed) → score of seeds an earlier experiment ran (`SeedRule.continue_from`): seeds,
+    never rerun."""
+
+    def __post_init__(self) -> None:
+        if not self.looks or any(b <= a for a, b in zip(self.looks, self.looks[1:])):
+            raise ValueError(f"looks must increase strictly, got {list(self.looks)}")
+        if not self.pairs:
+            raise ValueError("a sweep in rounds needs a planned comparison (compare:, or a base and a PseDual arm)")
+        for p in self.pairs:
+            missing = [a for a in (p.base, p.treatment) if a not in self.arms]
+            if missing:
+                raise ValueError(f"{p.claim}: arms {missing} are not among the plan's {sorted(self.arms)}")
+        names = [p.claim for p in self.pairs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"two comparisons share a name: {names}")
+
+
+Judge = Callable[[Pair, int, tuple, list], dict]
+"""(pair, planned look index, the pair counts of the looks this pair has taken (this one last),
+the paired differences in seed order) → the look's row of the looks table, with at least
+`decided` (bool) and `verdict` (str)."""
+Score = Callable[[str, dict, dict | None], tuple]
+"""(trial id, its config, its last result) → (score in points, None) for a seed, or (None, why) for
+a trial that is no seed."""
+
+FINISHED = Searcher.FINISHED
+
+
+@dataclass
+class Rounds:
+    """The rounds' state: all the searcher saves and restores."""
+
+    plan: RoundPlan
+    """What is run and judged."""
+    look: int = 0
+    """The look (0-based) whose round is running."""
+    trials: dict = field(default_factory=dict)
+    """Trial id → (arm id, seed): every trial suggested."""
+    scores: dict = field(default_factory=dict)
+    """(arm id, seed) → score: the seeds."""
+    lost: dict = field(default_factory=dict)
+    """(arm id, seed) → why it is no seed (failed, stopped, lost)."""
+    queue: list = field(default_factory=list)
+    """(arm id, seed) still to suggest in this round."""
+    counts: dict = field(default_factory=dict)
+    """Claim → the pair counts of the looks it has taken."""
+    rows: list = field(default_factory=list)
+    """Every look's row (the looks table), in order."""
+    closed: dict = field(default_factory=dict)
+    """Claim → its last row's verdict, once decided or at its last look."""
+    finished: bool = False
+    """Every claim closed: the searcher answers FINISHED."""
+
+    def __post_init__(self) -> None:
+        if not self.trials and not self.queue and not self.rows:
+            self.scores.update(self.plan.earlier)
+            self.queue = self._round(0)
+
+    @property
+    def pending(self) -> list[str]:
+        """Trials suggested that have not ended."""
+        return [t for t, key in self.trials.items() if key not in self.scores and key not in self.lost]
+
+    def open_pairs(self) -> list[Pair]:
+        return [p for p in self.plan.pairs if p.claim not in self.closed]
+
+    def _round(self, look: int) -> list[tuple[str, int]]:
+        """The (arm, seed) of look `look`'s round: its new seeds of every arm an open claim needs,
+        but for those run already (suggested, scored or lost: never rerun)."""
+        start = self.plan.looks[look - 1] if look else 0
+        arms = dict.fromkeys(a for p in self.open_pairs() for a in (p.base, p.treatment))
+        suggested = set(self.trials.values())
+        return [(arm, seed) for seed in range(start, self.plan.looks[look]) for arm in arms
+                if (arm, seed) not in self.scores and (arm, seed) not in self.lost and (arm, seed) not in suggested]
+
+    def next(self, trial_id: str, judge: Judge) -> dict | str | None:
+        """The config of the next trial (recorded under `trial_id`), None while the round's trials
+        run (Tune asks again), FINISHED once every claim is closed."""
+        while not self.finished and not self.queue and not self.pending:
+            self._judge(judge)
+        if self.finished:
+            return FINISHED
+        if not self.queue:
+            return None
+        arm, seed = self.queue.pop(0)
+        self.trials[trial_id] = (arm, seed)
+        return {**self.plan.arms[arm], "seed": seed}
+
+    def complete(self, trial_id: str, score: float | None, why: str | None) -> None:
+        """A trial ended: a seed with its score, or no seed and why. A trial Tune reruns (a resumed
+        experiment's errored trial) may end again: its last end counts."""
+        key = self.trials.get(trial_id)
+        if key is None:
+            return  # not one of ours (a trial of an earlier searcher)
+        self.scores.pop(key, None)
+        self.lost.pop(key, None)
+        if score is None:
+            self.lost[key] = why or "no score"
+        else:
+            self.scores[key] = float(score)
+
+    def _judge(self, judge: Judge) -> None:
+        """Look `look` for each open claim; close the decided ones and those at the last look;
+        then the next round, or finished."""
+        k, last = self.look, self.look == len(self.plan.looks) - 1
+        for p in self.open_pairs():
+            seeds = [s for s in range(self.plan.looks[k])
+                     if (p.base, s) in self.scores and (p.treatment, s) in self.scores]
+            lost = sorted({s for s in range(self.plan.looks[k]) for a in (p.base, p.treatment) if (a, s) in self.lost})
+            taken = self.counts.setdefault(p.claim, [])
+            n = len(seeds)
+            if n < 3 or (taken and n <= taken[-1]):
+                row = {"claim": p.claim, "look": k + 1, "seeds": n, "decided": False,
+                       "verdict": f"no look at {self.plan.looks[k]} seeds: {n} complete seed pairs"
+                                  + (f" (seeds {', '.join(map(str, lost))} are no seeds: failed, stopped or lost)"
+                                     if lost else "")}
+            else:
+                taken.append(n)
+                diffs = [self.scores[(p.treatment, s)] - self.scores[(p.base, s)] for s in seeds]
+                row = judge(p, k, tuple(taken), diffs)
+            row = {**row, "planned_seeds": self.plan.looks[k], "not_seeds": len(lost),
+                   "not_seeds_list": ", ".join(f"{s}" for s in lost)}
+            self.rows.append(row)
+            if row["decided"] or last:
+                self.closed[p.claim] = row["verdict"]
+        if last or not self.open_pairs():
+            self.finished = True
+            return
+        self.look += 1
+        self.queue = self._round(self.look)
+
+
+class SeedRounds(Searcher):
+    """Tune's searcher for a sweep in rounds (see the module's docstring)."""
+
+    def __init__(self, plan: RoundPlan, judge: Judge, score: Score, write: Callable[[list], object] | None = None,
+                 metric: str | None = None, mode: str | None = None):
+        super().__init__(metric=metric, mode=mode)
+        self.judge, self.score, self.write = judge, score, write
+        self.rounds = Rounds(plan)
+
+    def suggest(self, trial_id: str) -> dict | str | None:
+        looked = len(self.rounds.rows)
+        got = self.rounds.next(trial_id, self.judge)
+        if self.write is not None and len(self.rounds.rows) != looked:
+            self.write(list(self.rounds.rows))  # the looks table, whole, at every look
+        return got
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
+        key = self.rounds.trials.get(trial_id)
+        if key is None:
+            return
+        arm, seed = key
+        config = {**self.rounds.plan.arms[arm], "seed": seed}
+        score, why = (None, "failed") if error else self.score(trial_id, config, result)
+        self.rounds.complete(trial_id, score, why)
+
+    def save(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "wb") as f:
+            pickle.dump(self.rounds, f)
+
+    def restore(self, checkpoint_path: str) -> None:
+        # the searcher's own checkpoint, written by `save` in this experiment's folder: no foreign data
+        with open(checkpoint_path, "rb") as f:
+            self.rounds = pickle.load(f)
+
+
+@dataclass(frozen=True)
+class CheckpointScore:
+    """A trial's score as the looks read it: its kept checkpoint tested once, test value accuracy
+    in points, in a Ray task holding what one of its workers held (its GPU where it had one). A
+    trial that did not reach its last epoch is no seed (`stopped at epoch 3 of 30`)."""
+
+    storage: str
+    """The sweep's storage URI."""
+    experiment: str
+    """The experiment's name (its trials' folders are under storage/experiment)."""
+    resources: object
+    """The trials' `Resources`: the test task holds one worker's CPUs and GPU."""
+
+    def __call__(self, trial_id: str, config: dict, result: dict | None) -> tuple[float | None, str | None]:
+        from ray.train import Checkpoint
+
+        from psedual.storage import filesystem
+        from psedual.tune.sweep import trial_name
+
+        epochs = make_config(config).epochs
+        if not result or "epoch" not in result:
+            return None, "lost before its first report"
+        if result["epoch"] < epochs:
+            return None, f"stopped at epoch {result['epoch']} of {epochs}"
+        fs, _ = filesystem(self.storage)
+        if result.get("checkpoint_path"):  # reported by Ray Train workers, on the storage's filesystem
+            path = result["checkpoint_path"]
+        elif result.get("checkpoint_dir_name"):
+            _, base = filesystem(f"{self.storage.rstrip('/')}/{self.experiment}")
+            folder = trial_name(SimpleNamespace(config=config, trial_id=trial_id))
+            path = f"{base}/{folder}/{result['checkpoint_dir_name']}"
+        else:
+            return None, "no checkpoint reported"
+        return 100.0 * self.test(Checkpoint(path, filesystem=fs)), None
+
+    def test(self, checkpoint) -> float:
+        """The checkpoint's test value accuracy (a fraction), tested in a Ray task."""
+        import ray
+
+        from psedual.tune.evaluate import evaluate_checkpoint
+
+        task = ray.remote(num_cpus=self.resources.cpus_per_worker, num_gpus=self.resources.gpus_per_worker,
+                          max_retries=0)(evaluate_checkpoint)
+        return float(ray.get(task.remote(checkpoint)).result.test_value_acc)

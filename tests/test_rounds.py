@@ -1,0 +1,247 @@
+"""Seeds in rounds until decided (issue 57): the sweep file's `seeds` rule, the searcher's rounds on
+fake results (a decided claim stops, an undecided one continues, the last look reads "undecided at N
+seeds", a failed trial is no seed and never rerun, a restored searcher continues where it stopped),
+the looks table, `--plan`, and a tiny sweep in rounds on a local Ray with a cheap trainable."""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from psedual import seed_rounds
+from psedual.results.looks import looks_path, write_looks
+from psedual.tune.rounds import FINISHED, Pair, RoundPlan, SeedRounds
+from psedual.tune.seed_rule import SeedRule
+from psedual.tune.space import SpecError, build_spec
+
+ROOT = Path(__file__).parent.parent
+ARMS = {"a": {"variant": "base"}, "b": {"variant": "gcn"}, "c": {"variant": "gru"}}
+PAIRS = (Pair("b vs a", "a", "b"), Pair("c vs a", "a", "c"))
+RULE = SeedRule(first=3, step=2, max=7, target=0.9)
+LOOKS = seed_rounds.design(RULE).looks  # 3, 5, 7
+
+
+def real_judge(goals=None):
+    return functools.partial(seed_rounds.judge, RULE, goals or {}, LOOKS)
+
+
+def base_score(seed: int) -> float:
+    return 80.0 + (seed * 7919 % 13) / 5.0  # a base accuracy that varies by seed
+
+
+# b is far better than a at every seed (decided at the first look); c is a's score with a little noise
+# around 0 (never "better", too few seeds for "equivalent within ±0.45" or "smaller than +0.9" at sd ~2)
+SCORES = {"a": base_score, "b": lambda s: base_score(s) + 5.0 + (s % 3) * 0.1,
+          "c": lambda s: base_score(s) + (2.0 if s % 2 else -2.0) + s * 0.05}
+
+
+def run_rounds(searcher: SeedRounds, fail: set = frozenset(), stop_after: int | None = None) -> list:
+    """Drive the searcher as Tune would: ask for trials until none (the round's trials then end)
+    or FINISHED; returns the (arm, seed) suggested, in order. `fail`: (arm, seed) that error."""
+    suggested, n = [], 0
+    while True:
+        started = []
+        while True:
+            got = searcher.suggest(f"t{len(searcher.rounds.trials)}")
+            if got is None or got == FINISHED:
+                break
+            started.append(f"t{len(searcher.rounds.trials) - 1}")
+        if got == FINISHED:
+            return suggested
+        for trial in started:
+            arm, seed = searcher.rounds.trials[trial]
+            suggested.append((arm, seed))
+            searcher.on_trial_complete(trial, {"epoch": 1, "score": SCORES[arm](seed)}, error=(arm, seed) in fail)
+            n += 1
+            if stop_after is not None and n >= stop_after:
+                return suggested
+
+
+def score(trial_id, config, result):
+    return result["score"], None
+
+
+def test_a_decided_claim_stops_its_arm_and_an_undecided_one_runs_to_the_last_look():
+    searcher = SeedRounds(RoundPlan(ARMS, PAIRS, LOOKS), real_judge(), score)
+    suggested = run_rounds(searcher)
+    # round 1: seeds 0-2 of every arm; then b's claim is decided ("better"), so b gets no more seeds
+    assert sorted(s for a, s in suggested if a == "b") == [0, 1, 2]
+    assert sorted(s for a, s in suggested if a == "c") == list(range(7))
+    assert sorted(s for a, s in suggested if a == "a") == list(range(7))
+    assert len(suggested) == len(set(suggested))  # no seed run twice
+    rows = searcher.rounds.rows
+    assert [(r["claim"], r["planned_look"]) for r in rows] == [("b vs a", 1), ("c vs a", 1), ("c vs a", 2),
+                                                               ("c vs a", 3)]
+    assert rows[0]["decided"] and rows[0]["verdict"].startswith("better at look 1 of 3 (3 seeds; O'Brien–Fleming")
+    assert rows[-1]["verdict"].startswith("undecided at 7 seeds (look 3 of 3")
+    assert searcher.rounds.closed == {"b vs a": rows[0]["verdict"], "c vs a": rows[-1]["verdict"]}
+    # the figures are decide's on the complete pairs: Δ of c vs a over seeds 0..6
+    assert rows[-1]["delta"] == pytest.approx(sum(SCORES["c"](s) - SCORES["a"](s) for s in range(7)) / 7)
+
+
+def test_a_failed_trial_is_no_seed_never_rerun_and_said():
+    searcher = SeedRounds(RoundPlan(ARMS, PAIRS, LOOKS), real_judge(), score)
+    suggested = run_rounds(searcher, fail={("c", 3)})
+    assert suggested.count(("c", 3)) == 1
+    assert searcher.rounds.lost == {("c", 3): "failed"}
+    look2 = [r for r in searcher.rounds.rows if r["claim"] == "c vs a" and r["planned_look"] == 2][0]
+    assert (look2["seeds"], look2["planned_seeds"], look2["not_seeds"], look2["not_seeds_list"]) == (4, 5, 1, "3")
+    last = searcher.rounds.rows[-1]
+    assert last["seeds"] == 6 and last["verdict"].startswith("undecided at 6 seeds (look 3 of 3")
+
+
+def test_a_look_without_new_pairs_is_no_look():
+    fail = {("c", 3), ("c", 4)}
+    searcher = SeedRounds(RoundPlan(ARMS, PAIRS, LOOKS), real_judge(), score)
+    run_rounds(searcher, fail=fail)
+    rows = [r for r in searcher.rounds.rows if r["claim"] == "c vs a"]
+    assert rows[1]["verdict"] == "no look at 5 seeds: 3 complete seed pairs (seeds 3, 4 are no seeds: failed, " \
+                                 "stopped or lost)"
+    assert not rows[1]["decided"]
+    # the design's looks are those taken: 3, then the last at its 5 pairs (look 2 of 2)
+    assert rows[2]["look"] == 2 and rows[2]["of"] == 2 and rows[2]["seeds"] == 5
+
+
+def test_a_restored_searcher_continues_at_its_round(tmp_path):
+    whole = SeedRounds(RoundPlan(ARMS, PAIRS, LOOKS), real_judge(), score)
+    expected = run_rounds(whole)
+    first = SeedRounds(RoundPlan(ARMS, PAIRS, LOOKS), real_judge(), score)
+    before = run_rounds(first, stop_after=11)  # killed in round 2 (9 trials in round 1)
+    first.save(str(tmp_path / "searcher.pkl"))
+    again = SeedRounds(RoundPlan(ARMS, PAIRS, LOOKS), real_judge(), score)
+    again.restore(str(tmp_path / "searcher.pkl"))
+    assert again.rounds.look == 1
+    pending = again.rounds.pending  # trials running when it stopped: Tune resumes them, they end
+    for trial in pending:
+        arm, seed = again.rounds.trials[trial]
+        again.on_trial_complete(trial, {"epoch": 1, "score": SCORES[arm](seed)})
+    after = run_rounds(again)
+    ran = before + [again.rounds.trials[t] for t in pending] + after
+    assert sorted(ran) == sorted(expected)
+    assert len(ran) == len(set(ran))
+    assert again.rounds.rows == whole.rounds.rows
+
+
+def test_earlier_seeds_count_as_the_first_look_and_are_not_rerun():
+    rule = SeedRule(step=2, max=7, continue_from="old", taken=4)
+    looks = seed_rounds.design(rule).looks
+    assert looks == (4, 6, 7)
+    earlier = {(a, s): SCORES[a](s) for a in ("a", "c") for s in range(4)}
+    searcher = SeedRounds(RoundPlan(ARMS, (PAIRS[1],), looks, earlier),
+                          functools.partial(seed_rounds.judge, rule, {}, looks), score)
+    suggested = run_rounds(searcher)
+    assert min(s for _, s in suggested) == 4
+    assert searcher.rounds.rows[0]["seeds"] == 4 and searcher.rounds.rows[0]["planned_look"] == 1
+
+
+def test_the_looks_table_round_trips_through_polars(tmp_path):
+    searcher = SeedRounds(RoundPlan(ARMS, PAIRS, LOOKS), real_judge(), score,
+                          functools.partial(write_looks, str(tmp_path), "x"))
+    run_rounds(searcher, fail={("c", 3), ("c", 4)})
+    looks = pl.read_parquet(looks_path(str(tmp_path), "x"))
+    assert looks.height == len(searcher.rounds.rows) == 4
+    assert looks["claim"].to_list() == ["b vs a", "c vs a", "c vs a", "c vs a"]
+    assert looks["delta"][1] is not None and looks["delta"][2] is None  # the skipped look has no figures
+    assert looks.columns[:6] == ["claim", "look", "of", "planned_look", "seeds", "planned_seeds"]
+    with pytest.raises(ValueError, match="no column wrong"):
+        write_looks(str(tmp_path), "x", [{"claim": "c", "wrong": 1}])
+
+
+GRID = {"name": "s", "mode": "grid", "fixed": {"data.fold": 0, "epochs": 2},
+        "arms": [{"variant": "base"}, {"variant": "gcn"}]}
+
+
+@pytest.mark.parametrize(("seeds", "said"), [
+    ({"first": 2}, "s.yaml: seeds: first must be >= 3 seeds (a t statistic needs 2 degrees of freedom), got 2"),
+    ({"until": "tired"}, "s.yaml: seeds: until: unknown rule 'tired'; valid: decided"),
+    ({"max": "many"}, "s.yaml: seeds.max must be a whole number, got 'many'"),
+    ({"stpe": 4}, "s.yaml: seeds: unknown key 'stpe'; did you mean step?"),
+    ({"continue_from": "control"}, "s.yaml: seeds: give continue_from (the earlier experiment) and taken"),
+])
+def test_a_bad_rule_is_one_line_naming_the_key(seeds, said):
+    with pytest.raises(SpecError) as err:
+        build_spec({**GRID, "seeds": seeds}, "s.yaml")
+    assert str(err.value).startswith(said) and "\n" not in str(err.value)
+
+
+def test_the_rule_acts_in_a_grid_only():
+    with pytest.raises(SpecError, match="seeds: the seeds in rounds .*; it has no effect in an optuna sweep"):
+        build_spec({"name": "s", "mode": "optuna", "fixed": {"epochs": 2}, "seeds": {"first": 6}}, "s.yaml")
+
+
+@pytest.mark.parametrize(("seeds", "grid", "said"), [
+    ({"margin": 0.01}, {}, "s.yaml: seeds.margin 0.01 points of accuracy is refused: below 0.05 points no seed budget "
+                           "could show it; did you mean 1 (a percent)?"),
+    ({"margin": 60}, {}, "s.yaml: seeds.margin 60 points of accuracy is refused: a band of ±60 points"),
+    ({"spending": "haybittle"}, {}, "s.yaml: seeds: unknown spending 'haybittle': valid are obrien-fleming, pocock"),
+    ({}, {"seed": [0, 1]}, "s.yaml: seeds: grid.seed cannot be gridded in a sweep in rounds (the rule gives the seeds)"),
+])
+def test_the_design_refuses_at_load(seeds, grid, said):
+    spec = build_spec({**GRID, "grid": grid, "seeds": seeds} if grid else {**GRID, "seeds": seeds}, "s.yaml")
+    with pytest.raises(SpecError) as err:
+        seed_rounds.check(spec, "s.yaml")
+    assert str(err.value).startswith(said) and "\n" not in str(err.value)
+
+
+def test_a_margin_above_the_target_is_said_in_the_verdict():
+    rule = SeedRule(first=3, step=2, max=7, target=0.9, margin=1.0)
+    spec = build_spec({**GRID, "seeds": {"first": 3, "step": 2, "max": 7, "target": 0.9, "margin": 1.0}}, "s.yaml")
+    seed_rounds.check(spec, "s.yaml")  # said, not refused
+    row = seed_rounds.judge(rule, {"c": (0.9, "the sweep file's")}, LOOKS, Pair("c", "a", "b"), 0, (3,), [0.1, -0.2, 0.3])
+    assert "±1 includes the sweep file's +0.9: this does not test it" in row["verdict"]
+
+
+def test_plan_prints_expected_and_maximum_seeds_beside_the_fixed_design(capsys):
+    from psedual.job import TuneJob, run_job
+
+    assert run_job(TuneJob(space=str(ROOT / "psedual/search_spaces/control_rounds.yaml"),
+                           storage=str(ROOT / "docs/control/results"), plan=True, plan_from="control")) == 0
+    out = capsys.readouterr().out
+    assert "looks at 16, 20, 24, 28, 32, 36, 40 seeds" in out
+    assert "the first look is experiment control's 16 seeds (counted, not rerun)" in out
+    assert "target +0.9 (the paper's); sd of the per-seed Δ 1.92 (experiment control, 16 paired seeds)" in out
+    # the docs' (e) at the same sd: P(smaller than +0.9) 88% and 28 expected seeds at Δ 0; 38 fixed seeds
+    assert "true Δ +0: P(smaller than +0.9) 87.9%, undecided at 40 9.7%; expected seeds 28.0 (max 40)" in out
+    assert "the fixed design of the same power: 38 seeds" in out
+
+
+def fake_trial(config):
+    import ray.tune
+
+    ray.tune.report({"epoch": 1, "best_valid_value_acc": 0.5, "score": SCORES[config["arm_id"]](config["seed"])})
+
+
+@pytest.mark.slow
+def test_a_tiny_sweep_in_rounds_on_a_local_ray(tmp_path):
+    import ray
+    import ray.tune
+
+    arms = {k: {"arm_id": k} for k in ARMS}
+    searcher = SeedRounds(RoundPlan(arms, PAIRS, LOOKS), real_judge(), score,
+                          functools.partial(write_looks, str(tmp_path), "tiny"), metric="best_valid_value_acc", mode="max")
+    import sys
+
+    from ray import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the trials' workers cannot import tests/
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        tuner = ray.tune.Tuner(ray.tune.with_resources(fake_trial, {"cpu": 0.5}),
+                               tune_config=ray.tune.TuneConfig(search_alg=searcher, num_samples=-1,
+                                                               max_concurrent_trials=4, reuse_actors=True),
+                               run_config=ray.tune.RunConfig(name="tiny", storage_path=str(tmp_path / "ray"), verbose=0))
+        results = tuner.fit()
+    finally:
+        if started:
+            ray.shutdown()
+    ran = sorted((r.config["arm_id"], r.config["seed"]) for r in results)
+    assert ran == sorted([("b", s) for s in range(3)] + [(a, s) for a in "ac" for s in range(7)])
+    looks = pl.read_parquet(looks_path(str(tmp_path), "tiny"))
+    assert looks["verdict"][0].startswith("better at look 1 of 3") and looks["verdict"][-1].startswith("undecided at 7")
+    assert math.isclose(looks["delta"][-1], sum(SCORES["c"](s) - SCORES["a"](s) for s in range(7)) / 7)
