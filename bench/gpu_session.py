@@ -4,11 +4,16 @@ to one Markdown report as soon as it ends, so a run cut off keeps what it did.
 
 Stages, in order (`STAGES`): the environment; one fp32 and one bf16 training step of every
 solver × variant; the `gpu` tests; training and beam-5 evaluation speed of every solver
-(bench/train_speed.py); the side-by-side against the published GTS on the same device; 8 MAWPS
-trials at 0.125 GPU against the same trials one at a time; the calibration of the `full`
+(bench/train_speed.py); PseDual-GCN's step against the base step for GTS and Graph2Tree, with the
+masked (the GPU's) and the rows rollout side by side (`rollout`); the side-by-side against the
+published GTS on the same device; MAWPS trials sharing one GPU, 1, 2, 4 and 8 at once, their steady
+throughput and start-up apart (`share`); the calibration of the `full`
 profile's GPU trial shapes (`--calibrate`, its Math23K shapes, 10 steps each, the pretrained
 encoders stood in for: its rows go to costs.tsv beside the report); host-device syncs
 (bench/syncs.py); a 2-worker gloo Ray Train trial on one GPU.
+
+Issue 59's figures alone, inside 8 minutes on an H100 (`ISSUE59`):
+`--stages env rollout syncs share calibrate --budget 480`.
 
 `--device cpu` runs the same stages at toy size (a default-suite test runs it that way, so it
 cannot rot); there the `gpu` tests skip and the trials share CPUs, not a GPU.
@@ -126,6 +131,16 @@ def _speed(c: Context):
             "8", "--precisions", "fp32", "bf16"]
 
 
+def _rollout(c: Context):
+    if c.cuda:
+        return [str(BENCH / "train_speed.py"), "--device", "cuda", "--dataset", "math23k", "--solvers", "gts",
+                "graph2tree", "--variants", "base", "gcn", "--rollouts", "masked", "rows", "--precisions", "fp32",
+                "--batches", "8", "--eval-problems", "16"]
+    return [str(BENCH / "train_speed.py"), "--device", "cpu", "--dataset", "mawps", "--solvers", "gts",
+            "--variants", "base", "gcn", "--rollouts", "masked", "rows", "--precisions", "fp32", "--batches", "1",
+            "--warmup", "1", "--batch-size", "8", "--eval-problems", "8"]
+
+
 def _side_by_side(c: Context):
     if c.side_by_side is None or not c.side_by_side.is_file():
         return ("no side-by-side script (../shared/bench/gts_side_by_side.py here; bench/gpu_carry.py "
@@ -138,8 +153,10 @@ def _side_by_side(c: Context):
 
 
 def _share(c: Context):
+    # on a GPU: trials of about a minute (20 epochs of 1,024 problems), whose start-up is a few seconds
     return [str(BENCH / "gpu_trials.py"), "share", "--device", c.device] + (
-        [] if c.cuda else ["--trials", "2", "--epochs", "1", "--train-size", "64"])
+        ["--trials", "1", "2", "4", "8", "--epochs", "20", "--train-size", "1024"] if c.cuda else
+        ["--trials", "1", "2", "--epochs", "2", "--train-size", "64"])
 
 
 def _calibrate(c: Context):
@@ -173,22 +190,33 @@ STAGES = [Stage("env", "Environment", lambda c: ["-c", ENV_CODE], 10, 60),
           Stage("steps", "One fp32 and one bf16 training step of every solver × variant", _steps, 40, 240),
           Stage("gpu_tests", "The `gpu` tests (tests/test_gpu.py)", _tests, 90, 360),
           Stage("train_speed", "Training and beam-5 evaluation speed (bench/train_speed.py)", _speed, 80, 300),
+          Stage("rollout", "PseDual-GCN's step against the base step, masked and rows rollouts (train_speed.py)",
+                _rollout, 60, 240),
           Stage("side_by_side", "Beside the published GTS on the same device (gts_side_by_side.py)", _side_by_side,
                 60, 300),
-          Stage("share", "Trials sharing one GPU against one at a time (bench/gpu_trials.py share)", _share, 90, 300),
+          Stage("share", "Trials sharing one GPU at steady state, 1, 2, 4 and 8 at once (bench/gpu_trials.py share)",
+                _share, 260, 420),
           Stage("calibrate", "The full profile's GPU trial shapes, calibrated (--calibrate)", _calibrate, 120, 400),
           Stage("syncs", "Host-device syncs (bench/syncs.py)", _syncs, 25, 180),
           Stage("gloo", "Two Ray Train workers on one GPU over gloo (bench/gpu_trials.py gloo)", _gloo, 40, 240)]
 """The session's stages, in the order they run."""
 BY_NAME = {s.name: s for s in STAGES}
+ISSUE59 = ["env", "rollout", "syncs", "share", "calibrate"]
+"""Issue 59's figures: expected 60 + 25 + 260 + 120 + 10 = 475 s on an H100."""
 
 
 GOALS = [("train_speed", r"^gts\s+base\s+fp32 .*epoch ≈\s*([\d.]+) s", "GTS epoch on Math23K, fp32 (s)", "<=", 60.0),
          ("side_by_side", r"ratio train ([\d.]+)x", "training beside the published GTS (x)", ">=", 3.0),
          ("side_by_side", r"ratio train [\d.]+x eval ([\d.]+)x", "beam-5 evaluation beside the published GTS (x)",
           ">=", 20.0),
-         ("share", r"one at a time: ([\d.]+)x", "8 trials at 0.125 GPU against one at a time (x)", ">=", 4.0)]
-"""Issue 38's goals: the stage whose output holds the figure, how to find it, what, and the bound."""
+         ("rollout", r"step ratio gts gcn \(masked rollout\) / base, fp32: ([\d.]+)x",
+          "GTS PseDual-GCN step / base step, masked rollout (x)", "<=", 1.5),
+         ("rollout", r"step ratio graph2tree gcn \(masked rollout\) / base, fp32: ([\d.]+)x",
+          "Graph2Tree PseDual-GCN step / base step, masked rollout (x)", "<=", 1.5),
+         ("syncs", r"train step, gts gcn\s+\d+–(\d+) syncs", "host reads per PseDual-GCN step, GTS (most)", "<=", 5.0),
+         ("share", r"1 trial alone: ([\d.]+)x", "8 trials at 0.125 GPU against one alone, steady state (x)", ">=",
+          5.0)]
+"""Issues 38's and 59's goals: the stage whose output holds the figure, how to find it, what, and the bound."""
 
 
 def goals(state: dict, cuda: bool) -> list[str]:
@@ -283,7 +311,7 @@ def render(state: dict, c: Context, left: list[str]) -> str:
              f"Stages passed: {sum(1 for r in state['stages'].values() if r['rc'] == 0)} of {len(STAGES)}.", ""]
     if left:
         lines += [f"Left for the next run (same --work): {', '.join(left)}.", ""]
-    lines += ["Goals (issue 38):", "", *goals(state, c.cuda), ""]
+    lines += ["Goals (issues 38 and 59):", "", *goals(state, c.cuda), ""]
     for i, stage in enumerate(STAGES, 1):
         record = state["stages"].get(stage.name)
         lines.append(f"## {i}. {stage.title}")

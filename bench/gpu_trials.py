@@ -1,27 +1,38 @@
 """Trials sharing one GPU, through Ray Tune as a sweep runs them (bench/gpu_session.py).
 
-`share`: the sweep search_spaces/gpu_session.yaml (GTS on MAWPS, one trial per seed) twice on a
-local Ray: all trials at once, each holding 1/N of the GPU, then one at a time, each holding the
-whole GPU. Prints each pass's wall time, its trials per minute, and the ratio (the goal: 8
-trials at 0.125 GPU ≥ 4× the throughput of one at a time), after an untimed one-trial warm-up. On a CPU (`--device cpu`) the same,
-with CPUs for GPUs: N trials at once on one CPU each, then one at a time.
+`share`: the sweep search_spaces/gpu_session.yaml (GTS on MAWPS, one trial per seed) on a local
+Ray, once per count in `--trials` (default 1 2 4 8): that many trials at once, each holding 1/N of
+the GPU (on a CPU, `--device cpu`: one CPU each). Each trial's reports (Tune's result.json: one per
+epoch) split its time into start-up and steady state:
+- steady: an epoch after the first, timed from report to report (training, validation and the
+  epoch's checkpoint); a trial's steady rate is its training problems ÷ its median steady epoch;
+- start-up: the rest of the trial (from the pass's start to its last report, less its epochs at
+  the steady pace), in three parts: `ray` (placement and the trial's process, to the trainable's
+  start), `setup` (data, model and optimiser in the trainable, to its first epoch) and `warm-up`
+  (the first epoch's time beyond a steady one's).
+A pass's steady throughput is its trials' steady rates summed (they run at once); the table gives
+each pass's against one trial alone (the goal on a GPU: 8 trials at 0.125 GPU ≥ 5×), and each
+pass's start-up share of its trials' time (a figure that is steady only if it is under 10%).
+An untimed one-trial warm-up comes first (Ray's worker pool, the data cache).
 
 `gloo`: one trial of two Ray Train workers (DDP) on one GPU, half of it each; ranks that share a
 GPU talk over gloo (docs/gpu.md). On a CPU: two workers on the CPU.
 
 Every trial must complete; a trial that ends in error is printed, and the script exits 1.
 
-Usage: python bench/gpu_trials.py share|gloo [--device cuda|cpu] [--trials 8] [--epochs 2]
+Usage: python bench/gpu_trials.py share|gloo [--device cuda|cpu] [--trials 1 2 4 8] [--epochs 8]
            [--train-size 512]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import statistics
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from psedual.train.resources import Resources
@@ -31,18 +42,54 @@ from psedual.tune.sweep import run_sweep
 SPACE = Path(__file__).resolve().parent.parent / "search_spaces" / "gpu_session.yaml"
 
 
-def sweep(spec, resources: Resources, label: str) -> float:
-    """Run `spec` with `resources` in a fresh folder; its wall seconds (every trial completed)."""
+@dataclass(frozen=True)
+class TrialTime:
+    """One trial's time, from its reports (see the module's doc)."""
+
+    total: float
+    """Seconds from the pass's start to the trial's last report."""
+    steady_epoch: float
+    """The median epoch after the first, report to report (the first epoch's, with one epoch)."""
+    epochs: int
+    ray: float
+    """Placement and the trial's process, to the trainable's start."""
+    setup: float
+    """Data, model and optimiser, to the first epoch's start."""
+    warmup: float
+    """The first epoch beyond a steady one."""
+
+    @property
+    def startup(self) -> float:
+        return self.total - self.epochs * self.steady_epoch
+
+
+def trial_time(reports: list[dict], began: float) -> TrialTime:
+    """A trial's `TrialTime` from its reports (Tune's result.json lines, in order), the pass
+    having started at `began` (time.time())."""
+    first = reports[0]
+    iters = [r["time_this_iter_s"] for r in reports]
+    steady = statistics.median(iters[1:]) if len(iters) > 1 else iters[0]
+    start = first["timestamp"] - first["time_total_s"]  # the trainable's start (Tune's clock: whole seconds)
+    return TrialTime(total=reports[-1]["timestamp"] - began, steady_epoch=steady, epochs=len(reports),
+                     ray=max(0.0, start - began), setup=max(0.0, iters[0] - first["seconds"]),
+                     warmup=max(0.0, first["seconds"] - steady))
+
+
+def sweep(spec, resources: Resources, label: str) -> tuple[float, list[TrialTime]]:
+    """Run `spec` with `resources` in a fresh folder: its wall seconds and each trial's time
+    (every trial completed)."""
     with tempfile.TemporaryDirectory() as tmp:
-        began = time.perf_counter()
+        began, wall_began = time.time(), time.perf_counter()
         outcomes = run_sweep(replace(spec, name=label, resources=resources), tmp, verbose=False)
-        wall = time.perf_counter() - began
+        wall = time.perf_counter() - wall_began
+        times = [trial_time([json.loads(line) for line in path.read_text().splitlines() if line.strip()], began)
+                 for path in sorted(Path(tmp).glob("**/result.json"))]
     bad = [o for o in outcomes if o.status != "completed"]
     for o in bad:
         print(f"  trial {o.trial} {o.status}: {o.error}", flush=True)
     if bad or len(outcomes) != len(spec.trial_configs()):
         sys.exit(f"{label}: {len(bad)} of {len(outcomes)} trials did not complete")
-    return wall
+    return wall, times
 
 
 def parser() -> argparse.ArgumentParser:
@@ -50,7 +97,8 @@ def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("what", choices=("share", "gloo"))
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
-    parser.add_argument("--trials", type=int, default=8, help="share: trials (seeds), all at once then one at a time")
+    parser.add_argument("--trials", type=int, nargs="+", default=[1, 2, 4, 8],
+                        help="share: a pass of this many trials (seeds) at once, for each count")
     parser.add_argument("--epochs", type=int, default=None, help="default: the sweep file's")
     parser.add_argument("--train-size", type=int, default=None, help="default: the sweep file's")
     return parser
@@ -67,30 +115,49 @@ def resources(gpu: bool, trials: int) -> dict[str, Resources]:
             "gloo": Resources(num_workers=2, in_process=False)}
 
 
+def share_row(n: int, wall: float, times: list[TrialTime], problems: int, alone: float | None) -> str:
+    """One pass's line of the table (`alone`: one trial's steady throughput, once measured)."""
+    rate = sum(problems / t.steady_epoch for t in times)
+    startup = sum(t.startup for t in times) / sum(t.total for t in times)
+    mean = {k: statistics.mean(getattr(t, k) for t in times) for k in ("startup", "ray", "setup", "warmup")}
+    ratio = f"{rate / alone:6.2f}x" if alone else "     —"
+    return (f"{n:>6} {wall:8.1f} {statistics.mean(t.epochs for t in times):6.0f} "
+            f"{statistics.mean(t.steady_epoch for t in times):8.2f} {rate:12.1f} {ratio} "
+            f"{mean['startup']:9.1f} {100 * startup:8.1f}%{'' if startup < 0.1 else ' (not steady: >= 10%)'}"
+            f"   ray {mean['ray']:.1f} + setup {mean['setup']:.1f} + warm-up {mean['warmup']:.1f}")
+
+
 def main() -> None:
     args = parser().parse_args()
     spec = load_spec(SPACE)
     fixed = {**spec.fixed, "device": args.device}
     fixed |= {k: v for k, v in (("epochs", args.epochs), ("data.train_size", args.train_size)) if v is not None}
     gpu = args.device == "cuda"
-    placed = resources(gpu, args.trials)
+    placed = resources(gpu, 1)
     if args.what == "gloo":
         spec = replace(spec, fixed=fixed, grid={"seed": [0]})
-        wall = sweep(spec, placed["gloo"], "gloo")
+        wall, _ = sweep(spec, placed["gloo"], "gloo")
         print(f"one trial of 2 Ray Train workers on one {'GPU' if gpu else 'CPU'} over gloo: completed in {wall:.1f} s")
         return
-    spec = replace(spec, fixed=fixed, grid={"seed": list(range(args.trials))})
-    n = args.trials
-    together, alone = placed["together"], placed["alone"]
-    share = f"{1 / n:g} GPU" if gpu else "1 CPU"
+    share = "GPU" if gpu else "CPU"
     # untimed: the first sweep of a process starts Ray's worker pool and reads the data cache
-    sweep(replace(spec, grid={"seed": [0]}, fixed={**fixed, "epochs": 1}), alone, "warm-up")
-    wall_together = sweep(spec, together, "together")
-    print(f"{n} trials at once, {share} each: {wall_together:.1f} s, {60 * n / wall_together:.1f} trials/min", flush=True)
-    wall_alone = sweep(spec, alone, "alone")
-    print(f"{n} trials one at a time, {'1 GPU' if gpu else '1 CPU'} each: {wall_alone:.1f} s, "
-          f"{60 * n / wall_alone:.1f} trials/min", flush=True)
-    print(f"throughput at once / one at a time: {wall_alone / wall_together:.2f}x")
+    sweep(replace(spec, fixed={**fixed, "epochs": 1}, grid={"seed": [0]}), placed["alone"], "warm-up")
+    problems = int(fixed["data.train_size"])
+    print(f"trials sharing one {share}: steady throughput (training problems/s, summed over a pass's trials; "
+          f"{problems} problems an epoch) and start-up (seconds a trial, mean)")
+    print(f"{'trials':>6} {'wall s':>8} {'epochs':>6} {'epoch s':>8} {'problems/s':>12} {'vs 1':>7} {'start-up':>9} "
+          f"{'share':>9}   of which")
+    alone = rate = None
+    for n in sorted(set(args.trials)):
+        together = resources(gpu, n)["together"]
+        wall, times = sweep(replace(spec, fixed=fixed, grid={"seed": list(range(n))}), together, f"share{n}")
+        print(share_row(n, wall, times, problems, alone), flush=True)
+        rate = sum(problems / t.steady_epoch for t in times)
+        alone = rate if n == 1 else alone
+    most = max(args.trials)
+    if alone and most > 1:
+        each = f"{1 / most:g} GPU" if gpu else "1 CPU"
+        print(f"steady throughput, {most} trials at {each} each / 1 trial alone: {rate / alone:.2f}x")
 
 
 if __name__ == "__main__":

@@ -12,8 +12,13 @@ and whatever a torch call makes from one of them or with an explicit `device=`; 
 on the host (collate's, `Layout`'s before its copy) is left out until it is copied. On CUDA, `torch.cuda.set_sync_debug_mode`
 counts what the driver really synchronises (the same step, warnings counted).
 
+The tree solvers' sampled rollout runs masked on a GPU and by rows on a CPU
+(`psedual.solvers.tree_rollout`); on a CPU this counts the GPU's (masked) rollout unless
+`--rollout rows` asks for the CPU's own.
+
 Usage: python bench/syncs.py [--device cpu|cuda] [--dataset math23k] [--solver gts]
            [--variants base gru gcn] [--batch-size 64] [--steps 3] [--beam 5] [--decode 64] [--sites 8]
+           [--rollout masked|rows]
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from psedual.reexamine.schedules import Clock
 from psedual.solvers import SOLVERS
 from psedual.solvers.batch import Batch, TreeIndex, collate
 from psedual.solvers.config import SolverConfig
+from psedual.solvers.rollout import MASKED_DEVICES
 from psedual.solvers.vocab import Vocab
 from psedual.train.device import resolve
 from psedual.train.trainer import StepLoss, train_step
@@ -197,6 +203,8 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--decode", type=int, default=64, help="validation problems decoded (one batch)")
     parser.add_argument("--sites", type=int, default=8, help="lines shown per count (most syncs first)")
+    parser.add_argument("--rollout", default="masked", choices=("masked", "rows"),
+                        help="on a CPU, the tree rollout counted: a GPU's (masked, the default) or a CPU's (rows)")
     return parser
 
 
@@ -204,12 +212,15 @@ def main() -> None:
     args = parser().parse_args()
     torch.set_num_threads(2)
     device = resolve(args.device)
+    if device.type == "cpu" and args.rollout == "masked":
+        MASKED_DEVICES.add("cpu")
     splits = split_dataset(load_dataset(args.dataset), DataConfig.first_fold(args.dataset))
     vocab = Vocab.build(splits.train, splits.constants, min_word_count=5 if args.dataset == "math23k" else 1)
     train = list(splits.train)
     batches = [train[i * args.batch_size:(i + 1) * args.batch_size] for i in range(args.steps)]
     print(f"torch {torch.__version__}, {device}, {args.dataset}, {args.solver}, batch {args.batch_size}, "
-          f"{args.steps} steps, beam {args.beam}; syncs per step (min–max) and per decoded problem")
+          f"{args.steps} steps, beam {args.beam}, {'masked' if device.type in MASKED_DEVICES else 'rows'} rollout; "
+          "syncs per step (min–max) and per decoded problem")
     for variant in args.variants:
         torch.manual_seed(0)
         model = SOLVERS[args.solver](vocab, SolverConfig())

@@ -10,14 +10,20 @@ precision, so a bf16 row reuses its fp32 row's rate. `--plm DIR --plm-layers 12 
 times the pretrained-encoder solvers on a random encoder of BERT-base's size (a machine without
 the weights: a GPU session).
 
+The tree solvers' sampled expression (PseDual rows) is written by the rollout the device runs
+(masked on a GPU, by rows on a CPU: psedual/solvers/tree_rollout.py); `--rollouts masked rows`
+times both, one row each, side by side. Each PseDual row's ratio to its solver's base row (same
+precision) is printed after the rows.
+
 Usage: python bench/train_speed.py [--device cpu|cuda] [--precisions fp32 bf16] [--solvers gts]
            [--variants base gcn] [--dataset math23k] [--batches N] [--threads 2]
-           [--plm minilm|DIR] [--plm-layers N] [--plm-hidden N]
+           [--plm minilm|DIR] [--plm-layers N] [--plm-hidden N] [--rollouts auto|masked|rows ...]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import resource
 import time
 
@@ -32,6 +38,7 @@ from psedual.reexamine.schedules import Clock
 from psedual.solvers import SOLVERS
 from psedual.solvers.batch import collate
 from psedual.solvers.config import SolverConfig
+from psedual.solvers.rollout import MASKED_DEVICES
 from psedual.solvers.vocab import Vocab
 from psedual.train.device import resolve
 from psedual.train.test import evaluate
@@ -45,8 +52,9 @@ def _sync(device: torch.device) -> None:
 
 def bench(solver: str, variant: str, precision: str, splits, vocab, device: torch.device, batches: int,
           warmup: int, batch_size: int, eval_problems: int, config: SolverConfig,
-          eval_rate: float | None = None) -> tuple[str, float]:
-    """The row's line and its evaluation rate (measured unless `eval_rate` is given)."""
+          eval_rate: float | None = None) -> tuple[str, float, float]:
+    """The row's line, its evaluation rate (measured unless `eval_rate` is given) and its training
+    seconds per batch."""
     torch.manual_seed(0)
     model = SOLVERS[solver](vocab, config)
     reexaminer = None if variant == "base" else Reexaminer(vocab, config, PseDualConfig(expression_encoder=variant))
@@ -79,7 +87,22 @@ def bench(solver: str, variant: str, precision: str, splits, vocab, device: torc
               else f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB")
     return (f"{solver:<12} {variant:<4} {precision:<4} train {train_rate:7.1f} problems/s "
             f"({elapsed / batches:6.3f} s/batch)  eval beam 5 {eval_rate:6.1f} problems/s  epoch ≈ {epoch:6.1f} s "
-            f"({len(splits.train)} train + {len(splits.valid)} valid)  {memory}"), eval_rate
+            f"({len(splits.train)} train + {len(splits.valid)} valid)  {memory}"), eval_rate, elapsed / batches
+
+
+@contextlib.contextmanager
+def rollout_on(device: torch.device, rollout: str):
+    """The tree rollout `rollout` (masked, rows, or auto: the device's own) while timing a row."""
+    before = set(MASKED_DEVICES)
+    if rollout == "masked":
+        MASKED_DEVICES.add(device.type)
+    elif rollout == "rows":
+        MASKED_DEVICES.discard(device.type)
+    try:
+        yield "masked" if device.type in MASKED_DEVICES else "rows"
+    finally:
+        MASKED_DEVICES.clear()
+        MASKED_DEVICES.update(before)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -99,6 +122,8 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--plm", default="minilm", help="the pretrained-encoder solvers' encoder folder")
     parser.add_argument("--plm-layers", type=int, help="resize that encoder, randomly initialised")
     parser.add_argument("--plm-hidden", type=int, help="resize that encoder, randomly initialised")
+    parser.add_argument("--rollouts", nargs="+", default=["auto"], choices=("auto", "masked", "rows"),
+                        help="the PseDual rows' tree rollout: the device's own (auto), or each named, a row each")
     return parser
 
 
@@ -113,13 +138,22 @@ def main() -> None:
                            DataConfig.first_fold(args.dataset))
     vocab = Vocab.build(splits.train, splits.constants, min_word_count=5 if args.dataset == "math23k" else 1)
     print(f"torch {torch.__version__}, {name}, {args.dataset}, batch {args.batch_size}, {args.batches} timed batches")
+    seconds = {}  # (solver, variant, rollout, precision) -> training s/batch
     for solver in args.solvers:
         for variant in args.variants:
-            rate = None  # evaluation is fp32 at every training precision: measured once a solver and variant
-            for precision in precisions:
-                line, rate = bench(solver, variant, precision, splits, vocab, device, args.batches, args.warmup,
-                                   args.batch_size, args.eval_problems, config, rate)
-                print(line, flush=True)
+            for rollout in (["auto"] if variant == "base" else args.rollouts):
+                rate = None  # evaluation is fp32 at every training precision: measured once a solver and variant
+                with rollout_on(device, rollout) as running:
+                    for precision in precisions:
+                        line, rate, s = bench(solver, variant, precision, splits, vocab, device, args.batches,
+                                              args.warmup, args.batch_size, args.eval_problems, config, rate)
+                        used = "" if variant == "base" else running
+                        seconds[solver, variant, used, precision] = s
+                        print(line + (f"  ({used} rollout)" if used else ""), flush=True)
+    for (solver, variant, used, precision), s in seconds.items():
+        base = seconds.get((solver, "base", "", precision))
+        if variant != "base" and base:
+            print(f"step ratio {solver} {variant} ({used} rollout) / base, {precision}: {s / base:.2f}x")
 
 
 if __name__ == "__main__":
