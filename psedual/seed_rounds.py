@@ -185,8 +185,9 @@ def searcher(spec, planned, storage: str, experiment: str) -> SeedRounds:
     if spec.seeds.continue_from is not None:
         plan = RoundPlan(plan.arms, plan.pairs, plan.looks, earlier_scores(spec, plan, storage))
     return SeedRounds(plan, functools.partial(judge, spec.seeds, goals, plan.looks),
-                      CheckpointScore(storage, experiment, spec.resources),
-                      functools.partial(write_looks, storage, experiment), metric=OBJECTIVE, mode="max")
+                      CheckpointScore(storage, experiment),
+                      functools.partial(write_looks, storage, experiment), spec.resources.max_concurrent,
+                      metric=OBJECTIVE, mode="max")
 
 
 def plan_lines(spec, planned, spread, hours: dict | None = None, studies: int = 20_000) -> list[str]:

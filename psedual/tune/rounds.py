@@ -9,7 +9,7 @@ them have ended, each undecided comparison is judged on its complete seed pairs 
 starts, or the searcher answers FINISHED when every comparison is decided or at its last look.
 
 What a seed is: a trial that trained to its last epoch and was scored (`score`: its checkpoint
-tested). A failed, stopped or lost trial is no seed: it is listed (`Rounds.lost`) and never rerun;
+tested, `CheckpointScore`). A failed, stopped or lost trial is no seed: it is listed (`Rounds.lost`) and never rerun;
 its seed's pair is incomplete, so the look is judged on fewer pairs. A trial's end is read in
 `on_trial_complete`, never `on_trial_result` (Ray does not call the latter for a result on which
 a scheduler stops the trial). This module knows nothing of statistics: the judge decides.
@@ -187,12 +187,17 @@ class SeedRounds(Searcher):
     """Tune's searcher for a sweep in rounds (see the module's docstring)."""
 
     def __init__(self, plan: RoundPlan, judge: Judge, score: Score, write: Callable[[list], object] | None = None,
-                 metric: str | None = None, mode: str | None = None):
+                 max_concurrent: int = 0, metric: str | None = None, mode: str | None = None):
         super().__init__(metric=metric, mode=mode)
         self.judge, self.score, self.write = judge, score, write
+        self.max_concurrent = max_concurrent
+        """Trials running at once (0: no limit). Limited here, not by Tune's ConcurrencyLimiter: that
+        one forgets its live trials when a sweep is resumed and drops the ends of those it resumes."""
         self.rounds = Rounds(plan)
 
     def suggest(self, trial_id: str) -> dict | str | None:
+        if self.max_concurrent and len(self.rounds.pending) >= self.max_concurrent:
+            return None
         looked = len(self.rounds.rows)
         got = self.rounds.next(trial_id, self.judge)
         if self.write is not None and len(self.rounds.rows) != looked:
@@ -221,20 +226,22 @@ class SeedRounds(Searcher):
 @dataclass(frozen=True)
 class CheckpointScore:
     """A trial's score as the looks read it: its kept checkpoint tested once, test value accuracy
-    in points, in a Ray task holding what one of its workers held (its GPU where it had one). A
-    trial that did not reach its last epoch is no seed (`stopped at epoch 3 of 30`)."""
+    in points, in this (the driver's) process. Not in a Ray task holding a trial's CPUs: the trials
+    of the round still running and the actors Tune keeps for reuse hold them, and the searcher waits
+    on the test inside Tune's loop, so that task would never be placed. A trial that did not reach
+    its last epoch is no seed (`stopped at epoch 3 of 30`). The tables' test after the sweep tests
+    the checkpoint again, on the trial's own resources."""
 
     storage: str
     """The sweep's storage URI."""
     experiment: str
     """The experiment's name (its trials' folders are under storage/experiment)."""
-    resources: object
-    """The trials' `Resources`: the test task holds one worker's CPUs and GPU."""
 
     def __call__(self, trial_id: str, config: dict, result: dict | None) -> tuple[float | None, str | None]:
         from ray.train import Checkpoint
 
         from psedual.storage import filesystem
+        from psedual.tune.evaluate import evaluate_checkpoint
         from psedual.tune.sweep import trial_name
 
         epochs = make_config(config).epochs
@@ -251,14 +258,4 @@ class CheckpointScore:
             path = f"{base}/{folder}/{result['checkpoint_dir_name']}"
         else:
             return None, "no checkpoint reported"
-        return 100.0 * self.test(Checkpoint(path, filesystem=fs)), None
-
-    def test(self, checkpoint) -> float:
-        """The checkpoint's test value accuracy (a fraction), tested in a Ray task."""
-        import ray
-
-        from psedual.tune.evaluate import evaluate_checkpoint
-
-        task = ray.remote(num_cpus=self.resources.cpus_per_worker, num_gpus=self.resources.gpus_per_worker,
-                          max_retries=0)(evaluate_checkpoint)
-        return float(ray.get(task.remote(checkpoint)).result.test_value_acc)
+        return 100.0 * float(evaluate_checkpoint(Checkpoint(path, filesystem=fs)).result.test_value_acc), None

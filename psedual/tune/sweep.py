@@ -270,7 +270,10 @@ def _tune_config(spec: SweepSpec, storage: str, name: str, search_alg=None) -> r
                   reuse_actors=not spec.resources.uses_train_workers,
                   trial_name_creator=trial_name, trial_dirname_creator=trial_name)
     if search_alg is not None:  # its trials are as many as it suggests before it says FINISHED
-        return ray.tune.TuneConfig(**{**common, "num_samples": -1}, search_alg=search_alg)
+        # and it limits how many run at once itself: Tune's ConcurrencyLimiter forgets its live trials
+        # on --resume and would then drop the ends of the trials it resumes
+        return ray.tune.TuneConfig(**{**common, "num_samples": -1, "max_concurrent_trials": None},
+                                   search_alg=search_alg)
     if spec.mode == "grid":
         return ray.tune.TuneConfig(**common)
     from ray.tune.schedulers import ASHAScheduler
