@@ -16,6 +16,7 @@ psedual/layers.py's ROOMS; analysis/README.md says more of each):
     tables/paper.py          the paper's published figures (paper_numbers.csv)
     tables/claim.py          a claim: one typed frozen record, the claims table's row
     tables/text.py           a table as Markdown or LaTeX, and its cells
+    tables/looks.py          a sweep in rounds' looks table and its verdicts
     stats/stats.py           the paired, across-seed and interval computations (scipy)
     stats/multiple.py        Holm and Benjamini-Hochberg over a family of comparisons
     stats/power.py           each claim's power: its MDE and the seeds a target needs (statsmodels)
