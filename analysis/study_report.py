@@ -40,8 +40,9 @@ from pathlib import Path
 import polars as pl
 
 from analysis import presets
+from analysis.checks import arms
 from analysis.checks.guardrails import GuardrailError
-from analysis.claims import arms, exploratory
+from analysis.claims import exploratory
 from analysis.claims.claims import Claims
 from analysis.options import CompareOptions, StudyOptions
 from analysis.paper_report import code_commit

@@ -152,7 +152,7 @@ def test_the_study_report_reads_any_grid_study(tmp_path):
 def test_an_arm_s_final_epsilon_says_what_its_infiller_read():
     """ε mixes the gold and predicted expressions' keys: an arm that reads no expression has none to
     report (it read 0.500 before, like scheduled fusion), teacher forcing is 1 by definition."""
-    from analysis.claims import arms
+    from analysis.checks import arms
 
     def runs(**cols):
         return pl.DataFrame({"final_epsilon": [0.5, 0.5], **{k: [v, v] for k, v in cols.items()}})

@@ -12,7 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from analysis.checks import guardrails
-from analysis.checks.selection import FOLD, SEED
+from analysis.checks.guardrails import FOLD, SEED
 from analysis.tables import text
 from psedual.reexamine.config import NEAR_TEACHER_FORCING as WARN_ABOVE
 

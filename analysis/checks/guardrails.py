@@ -1,4 +1,5 @@
 """Checks that a claim compares what it says it compares, before any statistic is computed.
+Each is run as a named guardrail of `registry.GUARDRAILS` (its scope says where).
 
 - Results: a non-finite value (NaN, ±inf: a diverged run) is never a result and never wins a
   slot.
@@ -37,6 +38,8 @@ from psedual.reexamine.config import BASE
 from psedual.results.row import ARM_COLUMNS, NOT_COMPARED, RUN_RECORDS
 
 SHOWN_IDS = 5
+SEED, FOLD = "seed", "data.fold"
+"""The columns a claim pairs its arms' runs by (with the test example)."""
 DATA_IDENTITY = ("n_train", "data_train_hash", "data_test_hash")
 """What paired runs must share, seed by seed and fold by fold: the data they trained and tested on."""
 
@@ -133,11 +136,12 @@ run used (a GPU model, a CPU run: `cpu`) and the encoder snapshot it read (the s
 commit), not the node or the device index it happened to get."""
 
 
-def environment_flags(base_arm: str, treat: str, base: pl.DataFrame, other: pl.DataFrame) -> list[str]:
-    """A flag per `ENVIRONMENT` column whose values differ between the arms' runs; none where either
-    arm does not record it (tables written before the columns, LLM runs)."""
+def environment_flags(base_arm: str, treat: str, base: pl.DataFrame, other: pl.DataFrame,
+                      columns: tuple[str, ...] = ENVIRONMENT) -> list[str]:
+    """A flag per environment column (`columns`, default all of `ENVIRONMENT`) whose values differ between
+    the arms' runs; none where either arm does not record it (tables written before the columns, LLM runs)."""
     flags = []
-    for col in ENVIRONMENT:
+    for col in columns:
         a, b = _environment(base, col), _environment(other, col)
         if a and b and a != b:
             flags.append(f"environment differs (not refused: trials take the nodes that are free): {col}: "

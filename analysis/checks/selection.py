@@ -15,14 +15,12 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis.checks import guardrails, labels, run_checks, validation
-from analysis.checks.guardrails import GuardrailError
+from analysis.checks import guardrails, registry, validation
+from analysis.checks.guardrails import FOLD, SEED, GuardrailError  # FOLD, SEED: the slot keys; callers read them here too
 from analysis.tables import read
 from psedual.results.best import kept_epoch
 
 
-SEED, FOLD = "seed", "data.fold"
-"""The columns a claim pairs its arms' runs by (with the test example)."""
 
 
 def cell_label(row: dict, keys: list[str]) -> str:
@@ -150,17 +148,14 @@ def select(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, 
     if "error" not in runs.columns:  # tables written before the column
         runs = runs.with_columns(error=pl.lit(None, pl.String))
     runs = _usable(runs, notes)
-    labels.check(runs)  # a run is the arm its label says only if its config says so too
     if runs.is_empty():
         raise GuardrailError(f"no finished runs among those selected: {'; '.join(notes) or 'none'}")
-    guardrails.check_keys(runs, SEED, FOLD)
     compared = guardrails.config_columns(runs.columns, slot)
-    guardrails.check_slots(runs, slot, compared)
-    tuned = guardrails.tuning(runs, slot, compared)
     # every candidate's validation score is its epochs table's before one is picked by it
     epoch_rows = read.for_trials(epochs, runs).collect()
     several = runs.filter(pl.len().over(slot) > 1).select(read.KEY).rows()
-    run_checks.check_validation(runs, epoch_rows, set(several))
+    notes += registry.run(registry.Slots(runs, slot, compared, epoch_rows, frozenset(several)), registry.SELECTION)
+    tuned = guardrails.tuning(runs, slot, compared)
     selected: dict[tuple[str, str], list[str]] = {}
     runs = keep_one_per_slot(runs, slot, select_by, notes, selected)
     epoch_rows = epoch_rows.join(runs.select(read.KEY), on=list(read.KEY), how="semi")
@@ -171,8 +166,7 @@ def select(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, 
     wanted = list(dict.fromkeys([*columns, *(c for c in (*CHECKED, *extra) if c in present)]))
     preds = read.for_trials(predictions, runs).select(*read.KEY, "id", *wanted).collect().partition_by(
         list(read.KEY), as_dict=True)
-    run_checks.check_predictions(runs, preds, columns)
-    run_checks.check_seed_replicates(runs, [c for c in slot if c not in (SEED, FOLD)], SEED, preds, epoch_rows)
+    notes += registry.run(registry.Kept(runs, slot, preds, columns, epoch_rows), registry.KEPT)
     return Selected(runs, preds, run_flags, tuned, compared)
 
 

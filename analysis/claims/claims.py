@@ -9,7 +9,7 @@ a cell (e.g. one dataset and solver). Within a cell:
 - with one seed the unit is the example (exact McNemar, paired bootstrap CI, permutation test);
   with several the unit is the seed (paired t-test, Wilcoxon, Student-t CI of the mean difference).
 Runs whose test example sets, folds, data or configs differ, or whose predictions are incomplete, are
-refused (GuardrailError names them; see `guardrails`). `selection.select` is the one path from the runs
+refused (GuardrailError names them): the guardrails of `registry.GUARDRAILS`, run by name and scope. `selection.select` is the one path from the runs
 table to checked runs, for every table and figure (the infilling table too).
 Each claim also carries a TOST at ±`margin` points and the posterior probability that |Δ| < margin
 (`equivalence`). Each claim is one `Claim` record (`make`), judged by `verdicts.verdict` (the rule in
@@ -27,18 +27,17 @@ from dataclasses import dataclass, replace
 import numpy as np
 import polars as pl
 
-from analysis.checks import guardrails, pairs, validation
+from analysis.checks import arms as arm_flags
+from analysis.checks import guardrails, pairs, registry
 from analysis.checks.guardrails import SHOWN_IDS, GuardrailError
 from analysis.checks.selection import FOLD, SEED, cell_label, select
-from analysis.claims import arms as arm_flags
 from analysis.claims.verdicts import verdict
 from analysis.stats.equivalence import DEFAULT_MARGIN, equivalence
 from analysis.stats.multiple import METHODS, adjust
-from analysis.stats.stats import across_seeds, no_spread, paired, seed_warning
+from analysis.stats.stats import across_seeds, no_spread, paired
 from analysis.tables import read
 from analysis.tables.claim import CLAIMS_SCHEMA, Claim, frame
 from psedual.atomic import NAME_MAX, truncated, write_parquet
-from psedual.data.registry import DATASETS
 from psedual.reexamine.config import EXPRESSION_ENCODERS
 from psedual.results.best import SELECT_BY
 
@@ -268,18 +267,17 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
                     for a in (cmp.base, treat)}
             slots = {a: [tuple(r[k] for k in slot) for r in arms[a].iter_rows(named=True)] for a in arms}
             searched = set().union(*(tuned[k][1] for a in arms for k in slots[a]))
-            for a in arms:
-                guardrails.check_pooled(f"{cell}, {arm}={a}", arms[a], compared, searched, set(cmp.allow_diff))
-                validation.check_arm(f"{cell}, {arm}={a}", arms[a])
-            flags += guardrails.config_flags(cell, cmp.base, treat, arms[cmp.base], arms[treat], compared, searched,
-                                             set(cmp.allow_diff))
-            # the sets agree; each pair must too (a column crossed over the seeds, the validation split)
+            # the pairs: each seed and fold's two runs, whose tables are joined below
             paired_runs = [pairs.Pair(s, f, by_key[base[s][f]], by_key[other[s][f]]) for s in seeds for f in folds]
-            flags += pairs.check(cell, cmp.base, treat, paired_runs,
-                                 pairs.crossed(arms[cmp.base], arms[treat], compared, searched), set(cmp.allow_diff))
-            flags += guardrails.data_flags(cell, [(p.base, p.treatment) for p in paired_runs], set(cmp.allow_diff))
-            flags += guardrails.environment_flags(cmp.base, treat, arms[cmp.base], arms[treat])
-            flags += [f for a in arms for f in arm_flags.near_teacher_forcing(f"{arm}={a}", arms[a])]
+            dataset = str(first["data.dataset"])  # one per cell: `by` holds data.dataset
+            budgets = {a: guardrails.budget(tuned, slots[a]) for a in arms}
+            # a zero-shot LLM run trains nothing, so its one run is all there is to compare
+            trainable = "llm.model" not in arms[treat].columns or bool(
+                pl.concat([arms[cmp.base], arms[treat]])["llm.model"].is_null().any())
+            flags += registry.run(registry.Pairing(
+                cell=cell, arm=arm, base_arm=cmp.base, treatment_arm=treat, runs=arms, pairs=paired_runs,
+                compared=compared, searched=searched, allowed=set(cmp.allow_diff), run_flags=run_flags, seeds=seeds,
+                folds=folds, dataset=dataset, budgets=budgets, trainable=trainable), registry.CLAIM)
             tables = {s: _pooled(cell, folds, base[s], other[s], preds) for s in seeds}
             ids = tables[seeds[0]]["id"]
             for s in seeds[1:]:
@@ -287,25 +285,6 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
                     raise GuardrailError(f"{cell}: seed {s} was tested on other examples than seed {seeds[0]}")
             trials = {a: ["/".join(layout[s][f]) for s in seeds for f in folds]
                       for a, layout in (("base", base), ("treat", other))}
-            flags += [f for s in seeds for lay in (base, other) for f0 in folds
-                      for f in run_flags.get(lay[s][f0], [])]
-            dataset = str(first["data.dataset"])  # one per cell: `by` holds data.dataset
-            protocol = DATASETS[dataset].folds if dataset in DATASETS else 0
-            if len(folds) < protocol:
-                flags.append(f"{dataset} folds {folds} of {protocol}: not the {protocol}-fold protocol")
-            budgets = {a: guardrails.budget(tuned, slots[a]) for a in arms}
-            if budgets[cmp.base] != budgets[treat]:
-                flags.append(f"tuning budgets differ: {cmp.base} {budgets[cmp.base]} trial(s) per slot vs {treat} "
-                             f"{budgets[treat]}: the better-tuned arm had more chances to win")
-            # a zero-shot LLM run trains nothing, so its one run is all there is to compare
-            trainable = "llm.model" not in arms[treat].columns or bool(
-                pl.concat([arms[cmp.base], arms[treat]])["llm.model"].is_null().any())
-            warning = seed_warning(len(seeds))
-            if len(seeds) == 1 and trainable:
-                warning = ("1 seed: the test compares these two trained models on these test examples, not the "
-                           "methods; seed-to-seed variation is not measured")
-            if warning:
-                flags.append(warning)
             controls = sorted({str(c) for a in arms if arm_flags.CONTROL in arms[a].columns
                                for c in arms[a][arm_flags.CONTROL].drop_nulls().to_list() if c != "none"})
             pairing = {"cell": cell, "group": " / ".join(str(first[k]) for k in by if k != "data.dataset"),

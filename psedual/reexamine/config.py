@@ -42,7 +42,7 @@ PUBLISHED_EPOCHS = 100
 `epsilon_hold_epochs` (20) of 100 epochs, then ×`epsilon_epoch_decay` (0.99) per epoch, ending at
 0.99^80 = 0.448. The `epoch` schedule scales that shape to the run's own epochs (`schedules`)."""
 """A scheduled-fusion run whose ε ends above this is close to teacher forcing: its runs warn
-(`schedules.warning`) and its claims are flagged (`analysis.claims.arms`)."""
+(`schedules.warning`) and its claims are flagged (`analysis.checks.arms`)."""
 
 # Each choice is one Literal type: the fields' annotations (so the CLI lists the choices), the
 # checks below and the sweep validation all read it.
