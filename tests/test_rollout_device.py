@@ -220,6 +220,7 @@ def _sampled_lengths(mawps, vocab, seeds: range) -> list[int]:
     return lengths
 
 
+@pytest.mark.slow  # 80 rollouts
 def test_with_dropout_the_masked_rollout_samples_from_the_same_distribution(mawps, vocab):
     """The two rollouts differ with dropout only in which dropout masks they draw: over 40 seeds
     their expressions' lengths are one distribution (two-sample Kolmogorov-Smirnov)."""
@@ -263,3 +264,31 @@ def test_the_masked_rollout_reads_the_host_a_few_times_whatever_the_length(mawps
     else:
         assert check_every(17) == 5
         assert got["reads"] == 4  # after steps 5, 10, 15 and 20 (the last token's step is the 17th)
+
+
+@pytest.mark.parametrize("path", PATHS, indirect=True)
+@pytest.mark.parametrize("max_length", [1, 3, 8])
+def test_every_expression_is_complete_within_max_length(mawps, vocab, path, max_length):
+    """Prefix expressions with two operands per operator, no longer than `max_length`; each
+    position's row picks its token; rows after the end are zero (both rollouts, short limits)."""
+    from psedual.reexamine.module import GumbelNoise
+
+    torch.manual_seed(0)
+    solver = get_solver("graph2tree")(vocab, replace(SMALL, dropout=0.5))
+    reexaminer = Reexaminer(vocab, SMALL, PseDualConfig(fusion="predicted"))
+    batch = collate(mawps.train[:24], vocab)
+    V, n_ops = len(vocab.output_tokens), len(vocab.operators)
+    noise = GumbelNoise([p.id for p in batch.problems], max_length, V, torch.device("cpu"))
+    plain = reexaminer._pick(1.0, noise)
+    bias = torch.where(torch.arange(V) < n_ops, 3.0, 0.0)  # operators wherever the grammar allows one
+    r = solver.rollout(batch, solver.encode(batch), lambda s, rows, at: plain(s + bias, rows, at), max_length)
+    assert r.ids == [[t for t in row if t >= 0] for row in r.tokens.tolist()]
+    assert max(map(len, r.ids)) == min(max_length, 7 if max_length == 8 else max_length)  # prefix lengths are odd
+    for ids, choice in zip(r.ids, r.choices):
+        need = 1
+        for t in ids:
+            assert need > 0
+            need += 1 if t < n_ops else -1
+        assert need == 0 and len(ids) <= max_length
+        assert torch.equal(choice[:len(ids)].argmax(-1), torch.tensor(ids))
+        assert choice[len(ids):].abs().sum() == 0
