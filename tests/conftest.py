@@ -31,6 +31,14 @@ def pytest_configure(config):
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
 
+def pytest_collection_modifyitems(items):
+    """The modules that use the shared Ray (`local_ray`) run last, one after another: one Ray start
+    serves them all, and no idle Ray runs through the modules between them (idle, it takes ~4% of a
+    core: more than a start, ~5 CPU-seconds, over a few minutes). Otherwise pytest's order."""
+    uses = {item.module for item in items if "local_ray" in getattr(item, "fixturenames", ())}
+    items.sort(key=lambda item: getattr(item, "module", None) in uses)  # stable: each module's order kept
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_cache(tmp_path_factory):
     """Tests never read or write the user's cache (~/.cache/psedual)."""
@@ -83,12 +91,28 @@ def vocab(mawps):
 
 
 @pytest.fixture(scope="module")
-def local_ray():
-    """A private 2-CPU Ray for one test module (never a running cluster)."""
+def local_ray(request):
+    """A private 2-CPU Ray (never a running cluster), shared: each start costs seconds of both
+    cores (half a minute on a loaded machine), so the modules that ask for it share one (they run
+    last, together: `pytest_collection_modifyitems`). Started by the first module that asks (again
+    after tests that needed a Ray of their own: `own_ray`), stopped after the last that asks."""
     import ray
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    if not ray.is_initialized():
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
+    items = request.session.items
+    last = max(i for i, item in enumerate(items) if getattr(item, "module", None) is request.module)
+    if not any("local_ray" in getattr(item, "fixturenames", ()) for item in items[last + 1:]):
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def own_ray():
+    """For tests that start a Ray of their own (a cluster stand-in, another environment): the
+    shared one stopped first (a process holds one Ray at a time); the next `local_ray` starts it again."""
+    import ray
+
     ray.shutdown()
 
 

@@ -48,7 +48,7 @@ def s3():
 
 
 @pytest.fixture(scope="module")
-def s3_ray(s3):
+def s3_ray(s3, own_ray):
     """A private 2-CPU Ray started with the S3 server's environment (its workers inherit it)."""
     import ray
 

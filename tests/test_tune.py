@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from psedual.results import tables
-from psedual.tune.evaluate import collect
+from psedual.tune.evaluate import collect, evaluate_trials
 from psedual.tune.paper import is_paper_file
 from psedual.tune.space import SpecError, load_spec, make_config
 
@@ -142,7 +142,12 @@ def test_smoke_sweep_writes_the_three_tables(local_ray, tmp_path, data_root):
     smoke = load_spec(ROOT / "search_spaces" / "smoke.yaml")
     spec = replace(smoke, fixed={**smoke.fixed, "data.data_root": str(data)})
     outcomes = run_sweep(spec, str(tmp_path), verbose=0)
-    runs = collect(outcomes, str(tmp_path), spec.name)
+    from psedual.tune import evaluate
+
+    tested = {}  # the trials' tests, kept for the second collect below
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(evaluate, "evaluate_trials", lambda *a: tested.update(evaluate_trials(*a)) or tested)
+        runs = collect(outcomes, str(tmp_path), spec.name)
     assert sorted(runs["variant"]) == ["base", "gcn"] and (runs["status"] == "completed").all()
     got = _check_tables(tmp_path, "smoke", 2)
     assert got["runs"].height == 2 and got["epochs"].height == 2 and got["predictions"].height == 2 * 397
@@ -162,8 +167,11 @@ def test_smoke_sweep_writes_the_three_tables(local_ray, tmp_path, data_root):
     per_trial = got["predictions"].group_by("trial").agg(pl.col("value_correct").mean())
     joined = got["runs"].join(per_trial, on="trial")
     assert (joined["test_value_acc"] - joined["value_correct"]).abs().max() < 1e-12
-    # collecting again (as after --resume) replaces each trial's files: no duplicate rows
-    collect(outcomes, str(tmp_path), spec.name)
+    # collecting again (as after --resume) replaces each trial's files: no duplicate rows (the same
+    # tests, deterministic, not decoded a second time: 2 x 397 problems)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(evaluate, "evaluate_trials", lambda *a: tested)
+        collect(outcomes, str(tmp_path), spec.name)
     assert _check_tables(tmp_path, "smoke", 2)["predictions"].height == 2 * 397
     assert not list(tmp_path.rglob("*.tmp"))
     with pytest.raises(ValueError, match="holds a sweep already"):
