@@ -21,7 +21,7 @@ LOOPBACK = "127.0.0.1"
 
 
 @pytest.fixture
-def cluster():
+def cluster(own_ray):
     """A head with 2 CPUs and no GPU, two nodes with 1 CPU and 1 (fake) GPU each, all on
     127.0.0.1; this test's own Ray, shut down at its end (never one it did not start)."""
     import ray
@@ -228,7 +228,7 @@ and the raylets' shutdown, with room for a loaded machine."""
 
 
 @pytest.mark.slow
-def test_the_gpu_clusters_node_types_scale_from_zero_and_place_gpu_work_on_the_workers(tmp_path):
+def test_the_gpu_clusters_node_types_scale_from_zero_and_place_gpu_work_on_the_workers(tmp_path, own_ray):
     """Issue 42: Ray's `fake_multinode` provider on clusters/gpu.yaml's own node types (their
     resources, worker counts, upscaling speed): no GPU at the start, two GPU tasks bring up two
     `gpu_worker` nodes and run there, never on the 0-GPU head; idle for the idle timeout, both
