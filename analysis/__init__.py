@@ -5,7 +5,8 @@ with Polars, tests differences with scipy, and prints Markdown/LaTeX tables and 
 It imports neither torch nor Ray, so it runs where only the tables are; of the `psedual` package
 it reads only what is plain Python: the registries (arm labels, datasets' folds), the atomic
 writer, the storage root and table names, the best-epoch rule, the data-identity hash, the unused-slot
-marker and the row records, which say what is an outcome (tests/test_analysis.py checks the list).
+marker, the row records, which say what is an outcome, the recipes' table and a command line's refusals
+(tests/test_analysis.py checks the list).
 
 Its modules, in rooms that import down (a module imports its own room and the rooms listed above it;
 psedual/layers.py's ROOMS; analysis/README.md says more of each):

@@ -374,11 +374,11 @@ def test_commands_fail_clearly(tmp_path, capsys):
 def test_analysis_imports_neither_torch_nor_ray_and_of_psedual_only_its_registries():
     # the registries are how analysis labels arms and knows datasets' folds (the dataset registry
     # brings its readers, which are plain Python), and it shares the package's one atomic writer
-    # and one best-epoch rule, and the row records (which columns are outcomes), and the recipes' table
-    # (the published epochs); nothing else of psedual
+    # and one best-epoch rule, and the row records (which columns are outcomes), the recipes' table
+    # (the published epochs) and a command line's refusals (every psedual command's); nothing else of psedual
     registries = ("psedual", "psedual.reexamine", "psedual.reexamine.config", "psedual.data", "psedual.atomic",
                   "psedual.storage", "psedual.results", "psedual.results.best", "psedual.results.records",
-                  "psedual.results.row", "psedual.train", "psedual.train.recipe_table")
+                  "psedual.results.row", "psedual.train", "psedual.train.recipe_table", "psedual.option_errors")
     code = ("import sys, analysis.cli, analysis.report.summaries; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'ray') or "
             f"(m.split('.')[0] == 'psedual' and m not in {registries!r} and not m.startswith('psedual.data.'))]; "
