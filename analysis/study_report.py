@@ -14,7 +14,7 @@ refuse the same things, at each entry's equivalence margin), then writes <out>/r
 - every claim: seeds, base and treatment mean ± sd, Δ with its 95% CI, the paired t-test's p,
   Holm-adjusted within its comparison (as the job printed) and over all the study's claims, the
   TOST at its margin and P(|Δ| < margin), the MDE and the seeds the paper's Δ (else 1 point) needs,
-  the paper's Δ, the verdict (better / worse / equivalent within ±m / undecided: N more seeds) and
+  the paper's Δ, the verdict (`verdicts.rule()`, said under the table) and
   its numbered flags;
 - exploratory: every pair of arms no comparison planned, no verdict, p Holm over all pairs;
 - the forest plot (claims and exploratory pairs, the paper's Δ, the margin shaded);
@@ -42,7 +42,7 @@ import polars as pl
 from analysis import presets
 from analysis.checks import arms
 from analysis.checks.guardrails import GuardrailError
-from analysis.claims import exploratory
+from analysis.claims import exploratory, verdicts
 from analysis.claims.claims import Claims
 from analysis.options import CompareOptions, StudyOptions
 from analysis.paper_report import code_commit
@@ -67,9 +67,7 @@ CLAIMS_NOTE = (
     "Δ = treatment − base in points, paired over seeds (paired t-test over seeds; CI: its t interval). "
     "TOST: two one-sided paired t-tests that |Δ| < m at the comparison's margin m (statsmodels' "
     "ttost_paired), its p and, in brackets, Holm-adjusted within its comparison; P(|Δ| < m): the "
-    "Student-t posterior of the mean per-seed Δ. Verdict: better / worse (adjusted p < 0.05), "
-    "equivalent within ±m (adjusted TOST p < 0.05), else undecided, with the seeds at which the "
-    "quicker of the two tests reaches 80% power at the observed Δ and sd (docs/analysis.md). MDE: "
+    "Student-t posterior of the mean per-seed Δ. " + verdicts.rule() + " MDE: "
     "the smallest |Δ| this test at these seeds detects with 80% power (two-sided 0.05, unadjusted); "
     "n: the seeds that would detect the target (statsmodels' TTestPower). 'p Holm (all claims)' "
     "adjusts over every claim of this study; the verdicts use the adjustment within each comparison, "
