@@ -62,7 +62,7 @@ def run_rounds(searcher: SeedRounds, fail: set = frozenset(), stop_after: int | 
 
 
 def score(trial_id, config, result):
-    return result["score"], None
+    return (result["score"], None) if result and "score" in result else (None, "no result")
 
 
 def test_a_decided_claim_stops_its_arm_and_an_undecided_one_runs_to_the_last_look():
@@ -149,6 +149,16 @@ def test_the_looks_table_round_trips_through_polars(tmp_path):
     assert looks.columns[:6] == ["claim", "look", "of", "planned_look", "seeds", "planned_seeds"]
     with pytest.raises(ValueError, match="no column wrong"):
         write_looks(str(tmp_path), "x", [{"claim": "c", "wrong": 1}])
+    # analysis reads it with its experiment, and each claim's verdict is its last look
+    from analysis.tables.looks import read_looks, verdicts
+
+    read = read_looks(str(tmp_path))
+    assert read["experiment"].unique().to_list() == ["x"] and read.height == 4
+    last = verdicts(read)
+    assert last["claim"].to_list() == ["b vs a", "c vs a"]
+    assert last["verdict"][1].startswith("undecided at 5 seeds (look 2 of 2")
+    with pytest.raises(FileNotFoundError, match="no looks of experiment y; present: x"):
+        read_looks(str(tmp_path), ["y"])
 
 
 GRID = {"name": "s", "mode": "grid", "fixed": {"data.fold": 0, "epochs": 2},
@@ -222,7 +232,8 @@ def test_a_tiny_sweep_in_rounds_on_a_local_ray(tmp_path):
 
     arms = {k: {"arm_id": k} for k in ARMS}
     searcher = SeedRounds(RoundPlan(arms, PAIRS, LOOKS), real_judge(), score,
-                          functools.partial(write_looks, str(tmp_path), "tiny"), metric="best_valid_value_acc", mode="max")
+                          functools.partial(write_looks, str(tmp_path), "tiny"), max_concurrent=4,
+                          metric="best_valid_value_acc", mode="max")
     import sys
 
     from ray import cloudpickle
@@ -233,8 +244,7 @@ def test_a_tiny_sweep_in_rounds_on_a_local_ray(tmp_path):
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         tuner = ray.tune.Tuner(ray.tune.with_resources(fake_trial, {"cpu": 0.5}),
-                               tune_config=ray.tune.TuneConfig(search_alg=searcher, num_samples=-1,
-                                                               max_concurrent_trials=4, reuse_actors=True),
+                               tune_config=ray.tune.TuneConfig(search_alg=searcher, num_samples=-1, reuse_actors=True),
                                run_config=ray.tune.RunConfig(name="tiny", storage_path=str(tmp_path / "ray"), verbose=0))
         results = tuner.fit()
     finally:
@@ -245,3 +255,90 @@ def test_a_tiny_sweep_in_rounds_on_a_local_ray(tmp_path):
     looks = pl.read_parquet(looks_path(str(tmp_path), "tiny"))
     assert looks["verdict"][0].startswith("better at look 1 of 3") and looks["verdict"][-1].startswith("undecided at 7")
     assert math.isclose(looks["delta"][-1], sum(SCORES["c"](s) - SCORES["a"](s) for s in range(7)) / 7)
+
+
+KILLED = """
+import functools, sys, time
+import ray, ray.tune
+sys.path.insert(0, {tests!r})
+from ray import cloudpickle
+import test_rounds as t
+cloudpickle.register_pickle_by_value(t)
+
+
+def slow_trial(config):
+    time.sleep(1.0)
+    t.fake_trial(config)
+
+
+root, resume = {root!r}, sys.argv[1] == "resume"
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+fn = ray.tune.with_resources(slow_trial, {{"cpu": 0.5}})
+if resume:
+    ray.tune.Tuner.restore(root + "/ray/resumed", trainable=fn, resume_unfinished=True, resume_errored=True).fit()
+else:
+    arms = {{k: {{"arm_id": k}} for k in t.ARMS}}
+    searcher = t.SeedRounds(t.RoundPlan(arms, t.PAIRS, t.LOOKS), t.real_judge(), t.score,
+                            functools.partial(t.write_looks, root, "resumed"), max_concurrent=2)
+    ray.tune.Tuner(fn, tune_config=ray.tune.TuneConfig(search_alg=searcher, num_samples=-1, reuse_actors=True),
+                   run_config=ray.tune.RunConfig(name="resumed", storage_path=root + "/ray", verbose=0)).fit()
+"""
+"""A sweep in rounds in its own process (and its own Ray): `first` runs it (the test kills it),
+`resume` restores it as `--resume` does."""
+
+
+@pytest.mark.slow
+def test_a_killed_sweep_in_rounds_resumes_at_its_round(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import ray.tune
+
+    script = tmp_path / "rounds.py"
+    script.write_text(KILLED.format(tests=str(Path(__file__).parent), root=str(tmp_path)))
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    first = subprocess.Popen([sys.executable, str(script), "first"], env=env, start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    table = Path(looks_path(str(tmp_path), "resumed"))
+    began = time.time()
+    while not table.exists() and first.poll() is None and time.time() - began < 600:
+        time.sleep(0.5)
+    time.sleep(3.0)  # round 2 under way: its trials started, some perhaps ended
+    os.killpg(first.pid, signal.SIGKILL)  # the driver and its Ray, as a lost head would
+    first.wait()
+    assert pl.read_parquet(table).height == 2  # the first look only: b decided, c not
+    again = subprocess.run([sys.executable, str(script), "resume"], env=env, timeout=900, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr[-2000:]
+    trials = ray.tune.ExperimentAnalysis(str(tmp_path / "ray" / "resumed")).trials
+    ran = [(t.config["arm_id"], t.config["seed"]) for t in trials]
+    looks = pl.read_parquet(table)
+    assert len(ran) == len(set(ran))  # no seed run twice
+    assert sorted(ran) == sorted([("b", s) for s in range(3)] + [(a, s) for a in "ac" for s in range(7)]), \
+        (sorted(ran), looks.select("claim", "planned_look", "seeds", "verdict").rows())
+    assert looks["planned_look"].to_list() == [1, 1, 2, 3]
+    assert looks["verdict"][-1].startswith("undecided at 7 seeds")
+
+
+@pytest.mark.slow
+def test_a_trial_is_scored_by_testing_its_checkpoint_and_a_short_one_is_no_seed(tmp_path, data_root):
+    from psedual.train.test import evaluate_run
+    from psedual.train.trainer import train
+    from psedual.tune.rounds import CheckpointScore
+    from psedual.tune.space import make_config
+
+    flat = {"solver": "gts", "data.dataset": "mawps", "data.fold": 0, "data.train_size": 16, "data.data_root":
+            str(data_root), "epochs": 1, "batch_size": 16, "beam_size": 1, "model.embedding_size": 8,
+            "model.hidden_size": 8, "model.layers": 1, "threads": 1, "variant": "base", "seed": 3}
+    # where Tune keeps a trial's checkpoint: storage/experiment/<variant>-s<seed>-<id>/checkpoint_...
+    folder = tmp_path / "exp" / "base-s3-abc" / "checkpoint_000000"
+    train(make_config(flat), folder, progress=False, test=False)
+    score = CheckpointScore(str(tmp_path), "exp")
+    got, why = score("abc", flat, {"epoch": 1, "checkpoint_dir_name": "checkpoint_000000"})
+    assert why is None and got == pytest.approx(100.0 * evaluate_run(folder).result.test_value_acc)
+    assert score("abc", flat, {"epoch": 1, "checkpoint_path": str(folder)}) == (got, None)  # a Ray Train trial's
+    assert score("abc", {**flat, "epochs": 3}, {"epoch": 1}) == (None, "stopped at epoch 1 of 3")
+    assert score("abc", flat, {}) == (None, "lost before its first report")
+    assert score("abc", flat, {"epoch": 1}) == (None, "no checkpoint reported")
