@@ -374,8 +374,8 @@ def test_the_gpu_calibration_runs_end_to_end_on_the_cluster_and_the_plan_prices_
     path = tmp_path / "paper.yaml"
     path.write_text(GPU_PAPER)
     costs = tmp_path / "costs.tsv"
-    job = TuneJob(space=str(path), profile="gpu", calibrate=True, address=cluster.address, costs=str(costs),
-                  storage=str(tmp_path / "storage"), calibrate_steps=2)
+    job = TuneJob.of(space=str(path), profile="gpu", calibrate=True, address=cluster.address, costs=str(costs),
+                     storage=str(tmp_path / "storage"), calibrate_steps=2)
     assert paper_job.run_paper(job) == 0
     # one task, on a fake-GPU worker node, never the 0-GPU head
     assert len(measured) == 1 and measured[0]["node"] in {n.node_id for n in nodes}

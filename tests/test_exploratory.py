@@ -15,9 +15,9 @@ from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
 from analysis.claims import exploratory
+from analysis.cli import main as analyze
 from analysis.tables import read
 from analysis.tables.text import p_value
-from analysis.cli import main as analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 CONVERGED = ROOT / "docs" / "converged" / "results"
