@@ -14,7 +14,7 @@ from psedual.solvers.config import PROBLEM_VECTOR_SOLVERS, SolverConfig
 
 
 Device = Literal["auto", "cpu", "cuda"]
-Precision = Literal["fp32", "bf16"]
+Precision = Literal["fp32", "bf16", "auto"]
 LRSchedule = Literal["step", "linear"]
 Optimizer = Literal["adam", "adamw"]
 Selection = Literal["best", "last"]
@@ -93,7 +93,9 @@ class TrainConfig:
     device is the one Ray assigned, whatever this says. Not part of a run's identity: a run
     may resume on another device."""
     precision: Precision = "fp32"
-    """`fp32`, or `bf16`: the training forward pass under autocast (decoding stays fp32)."""
+    """`fp32`, or `bf16`: the training forward pass under autocast (decoding stays fp32); `auto`
+    (what a published recipe sets): the one measured faster for the solver on the device it trains
+    on, fp32 on a CPU (`psedual.train.recipe_table.precision_for`)."""
 
     def __post_init__(self) -> None:
         get_solver(self.solver)

@@ -80,4 +80,6 @@ def autocast(device: torch.device, precision: str):
     bf16 autocast works too (slowly, without AMX); it is there so CI can run the path."""
     if precision == "fp32":
         return contextlib.nullcontext()
+    if precision != "bf16":  # `auto` is resolved before a step (recipe_table.precision_for), never bf16 by default
+        raise ValueError(f"precision {precision!r} at a training step; valid: fp32, bf16")
     return torch.autocast(device.type, dtype=torch.bfloat16)

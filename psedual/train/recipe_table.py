@@ -13,6 +13,11 @@ encoder's language): a setting's `scope` is `*` (every data set), a language (`z
 
 Adding a recipe: its row in `RECIPES` (each value with its source), its test in
 tests/test_recipes.py, then `make readme`.
+
+A recipe also trains at the precision measured faster for its solver on the device it runs on
+(`PRECISIONS_MEASURED`, each figure beside the report and line it was read from; a recipe's
+`precision` is `auto`, which the trainer resolves with `precision_for`): the published codes train
+in fp32, and bf16 is only how fast a step runs on our code, not part of what the source trained.
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ from psedual.data.registry import DATASETS
 
 ANY = "*"
 """The scope of a setting that holds on every data set."""
+AUTO = "auto"
+"""A recipe's `precision`: the one `PRECISIONS_MEASURED` chose for the solver on the run's device
+(`--precision fp32|bf16` overrides it)."""
 LANGUAGES = ("zh", "en")
 """The languages a scope may name (the data sets' `language`)."""
 NOT_RECIPE = ("solver", "variant", "seed", "data.", "psedual.", "device", "threads", "precision")
@@ -108,8 +116,10 @@ class Recipe:
         return {key: s for key, (_, s) in best.items()}
 
     def flat(self, dataset: str) -> dict[str, object]:
-        """The recipe's dotted keys on `dataset`, with the solver's."""
-        return {"solver": self.solver, **{key: s.value for key, s in self.values(dataset).items()}}
+        """The recipe's dotted keys on `dataset`, with the solver's and its precision (`auto`:
+        the one measured faster for the solver on the device the run trains on, `precision_for`)."""
+        return {"solver": self.solver, **{key: s.value for key, s in self.values(dataset).items()},
+                "precision": AUTO}
 
 
 def _recurrent(code: str, where: dict[str, str], dropout: str, no_clip: str) -> tuple[Setting, ...]:
@@ -224,3 +234,93 @@ RECIPES: dict[str, Recipe] = {r.solver: r for r in (
     )),
 )}
 """Solver name -> its published recipe (`psedual train --recipe NAME`, a paper part's `recipe: published`)."""
+
+H100_REPORT = "docs/gpu/h100_report.md"
+"""The first GPU session's report (commit 3d2b7a9, one H100 80GB): its `bench/train_speed.py` section."""
+
+
+@dataclass(frozen=True)
+class StepSpeed:
+    """One solver x variant's training rate at fp32 and at bf16 on one device, as measured."""
+
+    variant: str
+    """`base` or the PseDual expression encoder measured (`gcn`)."""
+    fp32: float
+    """Training problems/s in fp32."""
+    bf16: float
+    """Training problems/s under bf16 autocast."""
+    source: str
+    """The report and the line of the fp32 row (the bf16 row is the next line)."""
+
+    def __post_init__(self) -> None:
+        if self.fp32 <= 0 or self.bf16 <= 0:
+            raise ValueError(f"{self.variant}: problems/s must be > 0, got fp32 {self.fp32}, bf16 {self.bf16}")
+        if not self.source:
+            raise ValueError(f"{self.variant}: name the report the speed was read from")
+
+
+@dataclass(frozen=True)
+class MeasuredPrecision:
+    """The precision a solver's recipe trains at on a device type, chosen by measurement."""
+
+    solver: str
+    """The solver's registry name."""
+    device: str
+    """The torch device type it was measured on (`cuda`); a CPU always trains in fp32."""
+    gpu: str
+    """The device the figures are from."""
+    speeds: tuple[StepSpeed, ...]
+    """Its measured variants' fp32 and bf16 rates (the variants a bench ran: base and PseDual-GCN)."""
+    accuracy: str
+    """What is known of bf16's accuracy beside fp32's (a choice is by speed only where accuracy is not
+    measured: said here, not assumed)."""
+
+    def __post_init__(self) -> None:
+        if self.device == "cpu":
+            raise ValueError(f"{self.solver}: a CPU trains in fp32; no measurement chooses there")
+        if not self.speeds:
+            raise ValueError(f"{self.solver}: no measured speeds")
+
+    @property
+    def precision(self) -> str:
+        """bf16 where it trained faster than fp32 for every variant measured, else fp32: one
+        precision for all of a solver's arms, so a claim's base and PseDual arms never differ in it."""
+        return "bf16" if all(s.bf16 > s.fp32 for s in self.speeds) else "fp32"
+
+
+def _h100(solver: str, base: tuple[float, float, int], gcn: tuple[float, float, int], accuracy: str,
+          ) -> MeasuredPrecision:
+    """A solver's H100 figures: (fp32, bf16 problems/s, the fp32 row's line) for base and GCN."""
+    return MeasuredPrecision(solver, "cuda", "NVIDIA H100 80GB HBM3 (3d2b7a9, Math23K, batch 64, published sizes)",
+                             tuple(StepSpeed(variant, fp32, bf16, f"{H100_REPORT}:{line}")
+                                   for variant, (fp32, bf16, line) in (("base", base), ("gcn", gcn))), accuracy)
+
+
+_FIRST_STEP = ("not measured over a run; one training step's loss (MAWPS, batch 64) at bf16 is within {} of "
+               "fp32's ({}:{})")
+_STAND_IN = "; timed with a stand-in encoder (random weights, 12 layers x 768), not the recipe's own"
+PRECISIONS_MEASURED: dict[str, MeasuredPrecision] = {m.solver: m for m in (
+    _h100("gts", (511.5, 384.4, 205), (153.6, 151.7, 207), _FIRST_STEP.format("0.1%", H100_REPORT, 56)),
+    _h100("dns", (425.3, 387.4, 209), (380.2, 284.1, 211), _FIRST_STEP.format("0.1%", H100_REPORT, 44)),
+    _h100("graph2tree", (384.4, 316.1, 213), (201.5, 180.3, 215), _FIRST_STEP.format("0.5%", H100_REPORT, 50)),
+    _h100("bert_tree", (299.5, 260.1, 217), (197.7, 215.1, 219),
+          _FIRST_STEP.format("0.3%", H100_REPORT, 38) + _STAND_IN),
+    _h100("re_deduction", (419.6, 691.6, 221), (250.3, 313.3, 223),
+          _FIRST_STEP.format("0.4%", H100_REPORT, 62) + _STAND_IN),
+)}
+"""Solver -> the precision its recipe trains at on a GPU, from the H100 session's `bench/train_speed.py`
+rows. bf16 is slower for the small recurrent solvers (the step is bound by kernel launches, and
+autocast adds casts) and for BERT-Tree's base step; it is faster for RE-Deduction's steps (a 12-layer
+encoder at batch 64). The figures are at the published sizes with batch 64, not each recipe's own
+batch; a GPU other than the H100 takes the H100's choice until it is measured itself."""
+
+
+def precision_for(solver: str, device_type: str, precision: str = AUTO) -> str:
+    """The precision a run trains at: `precision` itself unless `auto`; `auto` on a CPU is fp32,
+    on another device the measured choice for `solver` (fp32 for a solver without a measurement)."""
+    if precision != AUTO:
+        return precision
+    measured = PRECISIONS_MEASURED.get(solver)
+    if device_type == "cpu" or measured is None or measured.device != device_type:
+        return "fp32"
+    return measured.precision

@@ -42,6 +42,7 @@ from psedual.train import checkpoint, setup
 from psedual.train.config import TrainConfig
 from psedual.train.device import CPU, autocast, environment, resolve
 from psedual.train.distributed import all_sum, gather, share, shard
+from psedual.train.recipe_table import precision_for
 from psedual.train.test import accuracies, evaluate, test_run
 from psedual.train.view import sets, view
 
@@ -180,7 +181,8 @@ def _train_epoch(run: setup.Run, epoch: int, show_bar: bool) -> dict:
                       share(run.reexaminer.loss_terms(mine), run.reexaminer.loss_terms(problems), weight, world_size)
                       if run.reexaminer is not None else 0.0)
         stepped = train_step(run.step_fn, run.opt, collate(mine, run.vocab).to(run.device), clock,
-                             clip_grad_norm=config.clip_grad_norm, device=run.device, precision=config.precision,
+                             clip_grad_norm=config.clip_grad_norm, device=run.device,
+                             precision=precision_for(config.solver, run.device.type, config.precision),
                              forward=run.forward, shares=shares)
         if config.lr_schedule == "linear":
             run.sched.step()
