@@ -22,7 +22,11 @@ psedual/layers.py's ROOMS; analysis/README.md says more of each):
     stats/multiple.py        Holm and Benjamini-Hochberg over a family of comparisons
     stats/power.py           each claim's power: its MDE and the seeds a target needs (statsmodels)
     stats/equivalence.py     the TOST at a margin and P(|delta| < margin)
-    stats/sequential.py      seeds until decided: a group-sequential design
+    stats/sequential.py      seeds until decided: a group-sequential design (one name for the four below)
+    stats/boundaries.py      its design and boundaries, calibrated to t at each look's seeds
+    stats/decisions.py       what one look decides, and its verdict
+    stats/margins.py         the margins a user could mean, the default margin, the test at a target
+    stats/operating.py       many studies through a design: error rates and expected seeds
     checks/guardrails.py     what is refused between runs (other data, confounded configs) or flagged
     checks/pairs.py          each seed pair of a claim, run against run
     checks/validation.py     runs validated on their own test split
@@ -34,6 +38,7 @@ psedual/layers.py's ROOMS; analysis/README.md says more of each):
     checks/protocol.py       how the runs' protocol differs from the paper's
     claims/claims.py         one claim row per comparison
     claims/verdicts.py       a claim's verdict
+    claims/targets.py        a verdict against its target and margin (smaller than the paper's?)
     claims/left_out.py       the runs a filter left out of a claim's arms
     claims/exploratory.py    every unplanned pair of arms, with no verdict
     report/report.py         Markdown / LaTeX claim tables, their footer, the training-size figure

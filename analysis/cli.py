@@ -191,7 +191,7 @@ SWEEP_READERS = ("study",)
 """The commands that read a sweep file: `run` hands them the planner `psedual analyze` passes."""
 
 
-TAKES = {"margin": "a number of accuracy points, e.g. 1"}
+TAKES = {"margin": "a number of points of accuracy from 0.1 to 10, e.g. 0.45"}
 """An option's own words for what it takes, said when a value is refused instead of its type's."""
 
 LIST_HINT = "a list option takes `--key+ VALUE`, repeated to add more, or `--key '[A, B]'`"

@@ -16,6 +16,7 @@ from typing import Literal, Union, get_args
 
 from analysis.claims.claims import METRICS
 from analysis.stats.equivalence import DEFAULT_MARGIN
+from analysis.stats.margins import check_margin
 from analysis.stats.multiple import METHODS, Correction
 from analysis.tables.text import FORMATS, Format
 from psedual.reexamine.config import BASE
@@ -82,8 +83,10 @@ class ClaimOptions(AnalyzeOptions):
     """The Δ (points) each claim gives the seeds needed for; none: the paper's Δ for the cell,
     else 1 point."""
     margin: float = DEFAULT_MARGIN
-    """The equivalence margin in points: each claim's TOST and posterior ask whether |Δ| < margin,
-    and a claim whose TOST decides reads `equivalent within ±margin`."""
+    """The equivalence margin in points of accuracy, from 0.1 to 10 (`analysis.stats.margins`): each
+    claim's TOST and posterior ask whether |Δ| < margin, and a claim whose TOST decides reads `equivalent
+    within ±margin`. A margin at or above a claim's target Δ (the paper's, or --target_delta) cannot test
+    it, and its verdict says so; half the target is what a sweep in rounds takes by default."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -91,8 +94,7 @@ class ClaimOptions(AnalyzeOptions):
         _check("correction", [self.correction], METHODS)
         if self.target_delta is not None and not 0 < abs(self.target_delta) < 100:
             raise ValueError(f"target_delta must be a nonzero Δ in points, within ±100; got {self.target_delta}")
-        if not 0 < self.margin < 100:
-            raise ValueError(f"margin must be a positive number of points below 100; got {self.margin}")
+        check_margin(self.margin, name="--margin")  # one line: the option, the value, the unit and the bounds
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -184,8 +184,9 @@ def test_the_rule_acts_in_a_grid_only():
 
 
 @pytest.mark.parametrize(("seeds", "grid", "said"), [
-    ({"margin": 0.01}, {}, "s.yaml: seeds.margin 0.01 points of accuracy is refused: below 0.05 points no seed budget "
-                           "could show it; did you mean 1 (a percent)?"),
+    ({"margin": 0.01}, {}, "s.yaml: seeds.margin 0.01 points of accuracy is refused: no seed budget could show a "
+                           "difference that small; give one from 0.1 to 10 points of accuracy (did you mean 1, a "
+                           "percent typed as a fraction?)"),
     ({"margin": 60}, {}, "s.yaml: seeds.margin 60 points of accuracy is refused: a band of ±60 points"),
     ({"spending": "haybittle"}, {}, "s.yaml: seeds: unknown spending 'haybittle': valid are obrien-fleming, pocock"),
     ({}, {"seed": [0, 1]}, "s.yaml: seeds: grid.seed cannot be gridded in a sweep in rounds (the rule gives the seeds)"),
@@ -202,7 +203,7 @@ def test_a_margin_above_the_target_is_said_in_the_verdict():
     spec = build_spec({**GRID, "seeds": {"first": 3, "step": 2, "max": 7, "target": 0.9, "margin": 1.0}}, "s.yaml")
     seed_rounds.check(spec, "s.yaml")  # said, not refused
     row = seed_rounds.judge(rule, {"c": (0.9, "the sweep file's")}, LOOKS, Pair("c", "a", "b"), 0, (3,), [0.1, -0.2, 0.3])
-    assert "±1 includes the sweep file's +0.9: this does not test it" in row["verdict"]
+    assert "±1 points of accuracy includes the sweep file's +0.9: this does not test it" in row["verdict"]
 
 
 def test_plan_prints_expected_and_maximum_seeds_beside_the_fixed_design(capsys):

@@ -145,7 +145,7 @@ def test_a_real_difference_inside_the_margin_says_both(issue):
 
 def test_a_margin_at_or_above_the_target_is_said(issue):
     look = sq.decide(issue, _shaped(16, 0.2, 1.3), 2, margin=1.0, target=0.9, target_from="the paper's")
-    assert look.verdict.endswith("; ±1 includes the paper's +0.9: this does not test it")
+    assert look.verdict.endswith("; ±1 points of accuracy includes the paper's +0.9: this does not test it")
     assert sq.check_margin(0.45, 0.9) is None
     margin, why = sq.default_margin(0.9)
     assert margin == pytest.approx(0.45) and "half the target +0.9" in why and "points of accuracy" in why
@@ -159,22 +159,45 @@ def test_run_looks_stops_at_the_first_decision(issue):
     assert len(sq.run_looks(issue, _shaped(12, 0.0, 3.0), margin=0.45)) == 2  # only the looks the seeds reach
 
 
+BOUNDS = "give one from 0.1 to 10 points of accuracy"
+
+
 @pytest.mark.parametrize("margin, message", [
-    (float("nan"), "margin nan is not a finite number of points of accuracy"),
-    (float("inf"), "margin inf is not a finite number of points of accuracy"),
-    (0.0, "margin 0 points of accuracy must be above 0"),
-    (-1.0, "margin -1 points of accuracy must be above 0"),
-    (50.0, "margin 50 points of accuracy is refused: a band of ±50 points admits almost any accuracy difference"),
+    (float("nan"), f"margin nan is not a finite number of points of accuracy; {BOUNDS}"),
+    (float("inf"), f"margin inf is not a finite number of points of accuracy; {BOUNDS}"),
+    (0.0, "margin 0 points of accuracy is refused: it is the half-width of the equivalence band ±margin, so above 0"),
+    (-1.0, "margin -1 points of accuracy is refused: it is the half-width"),
+    (50.0, f"margin 50 points of accuracy is refused: a band of ±50 points admits almost any accuracy difference; "
+           f"{BOUNDS}"),
+    (10.5, "margin 10.5 points of accuracy is refused: a band of ±10.5 points"),
     (99.9, "margin 99.9 points of accuracy is refused"),
-    (0.01, "margin 0.01 points of accuracy is refused: below 0.05 points no seed budget could show it; "
-           "did you mean 1 (a percent)?"),
-    (1e-300, "margin 1e-300 points of accuracy is refused: below 0.05 points no seed budget could show it"),
+    (0.01, f"margin 0.01 points of accuracy is refused: no seed budget could show a difference that small; {BOUNDS} "
+           f"(did you mean 1, a percent typed as a fraction?)"),
+    (0.09, f"margin 0.09 points of accuracy is refused: no seed budget could show a difference that small; {BOUNDS} "
+           f"(did you mean 9, a percent typed as a fraction?)"),
+    (1e-300, f"margin 1e-300 points of accuracy is refused: no seed budget could show a difference that small; {BOUNDS}"),
 ])
 def test_margins_no_user_could_mean_are_refused_in_one_line(issue, margin, message):
     with pytest.raises(ValueError) as err:
         sq.decide(issue, _shaped(6, 0.0, 1.0), 0, margin=margin)
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
-    assert "did you mean" not in str(err.value) or margin == 0.01
+    assert "did you mean" not in str(err.value) or margin in (0.01, 0.09)
+
+
+def test_the_margin_bounds_are_inclusive_and_an_option_is_named():
+    assert sq.check_margin(0.1) is None and sq.check_margin(10.0) is None
+    with pytest.raises(ValueError, match=r"^--margin 50 points of accuracy is refused"):
+        sq.check_margin(50.0, name="--margin")
+
+
+def test_the_one_sided_test_at_the_target_is_scipys():
+    d = _shaped(16, 0.17, 2.0)
+    p = sq.below_target(0.17, float(d.std(ddof=1)), 16, 0.9)
+    assert p == pytest.approx(stats.ttest_1samp(d, 0.9, alternative="less").pvalue)
+    negative = sq.below_target(-0.17, float(d.std(ddof=1)), 16, -0.9)  # smaller in size: Δ above −0.9
+    assert negative == pytest.approx(stats.ttest_1samp(-d, -0.9, alternative="greater").pvalue) == pytest.approx(p)
+    assert sq.below_target(0.17, 0.0, 16, 0.9) is None and sq.below_target(0.17, 2.0, 1, 0.9) is None
+    assert sq.below_target(0.17, 2.0, 16, 0.0) is None
 
 
 @pytest.mark.parametrize("fields, message", [

@@ -1,0 +1,44 @@
+"""Margins a user could mean (issue 57): `psedual analyze --margin` goes through the same check as a
+sweep file's `seeds.margin` (`analysis.stats.margins.check_margin`), refused in one line that names
+the option, the value, the unit and the bounds."""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis import cli
+from analysis.options import CompareOptions
+
+BOUNDS = "give one from 0.1 to 10 points of accuracy"
+
+
+@pytest.mark.parametrize("margin, said", [
+    (50.0, f"--margin 50 points of accuracy is refused: a band of ±50 points admits almost any accuracy difference; "
+           f"{BOUNDS}"),
+    (0.01, f"--margin 0.01 points of accuracy is refused: no seed budget could show a difference that small; {BOUNDS} "
+           f"(did you mean 1, a percent typed as a fraction?)"),
+    (99.9, "--margin 99.9 points of accuracy is refused"),
+    (1e-300, "--margin 1e-300 points of accuracy is refused"),
+    (0.0, "--margin 0 points of accuracy is refused: it is the half-width of the equivalence band"),
+])
+def test_the_option_refuses_a_margin_no_user_could_mean(margin, said):
+    with pytest.raises(ValueError) as err:
+        CompareOptions(treatment=("gcn",), margin=margin)
+    assert str(err.value).startswith(said) and "\n" not in str(err.value)
+
+
+def test_the_bounds_are_accepted():
+    assert CompareOptions(treatment=("gcn",), margin=0.1).margin == 0.1
+    assert CompareOptions(treatment=("gcn",), margin=10).margin == 10
+    assert CompareOptions(treatment=("gcn",)).margin == 1.0
+
+
+@pytest.mark.parametrize("value, said", [
+    ("50", "psedual analyze: error: --margin 50 points of accuracy is refused"),
+    ("0.01", "psedual analyze: error: --margin 0.01 points of accuracy is refused"),
+    ("abc", "psedual analyze compare: error: --margin abc: expected a number of points of accuracy from 0.1 to 10"),
+])
+def test_the_command_line_says_it_in_one_line(value, said, tmp_path, capsys):
+    code = cli.main(["analyze", "compare", "--root", str(tmp_path), "--treatment+", "gcn", "--margin", value])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(said) and err.count("\n") == 1
