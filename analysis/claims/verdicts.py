@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from analysis.checks.protocol import TEST_PROBLEMS
 from analysis.stats.equivalence import MAX_N, to_decide
 from analysis.stats.power import spread
 from analysis.stats.stats import MIN_SEEDS, MIN_TEST_EXAMPLES
@@ -47,10 +48,10 @@ DIFFERENCE = ("better", "worse")
 
 
 def says_differ(verdict: str | None) -> bool:
-    """Whether a verdict says the arms differ (`better` or `worse`): a claim whose verdict refuses
-    the test (too few test examples, untestable) or holds it back (inconclusive) gets no star, whatever
-    its p."""
-    return verdict in DIFFERENCE
+    """Whether a verdict says the arms differ (`better` or `worse`, alone or before what `targets`
+    adds after a `;`): a claim whose verdict refuses the test (too few test examples, untestable) or
+    holds it back (inconclusive) gets no star, whatever its p."""
+    return verdict is not None and verdict.split(";", 1)[0] in DIFFERENCE
 
 
 def level(alpha: float, correction: str, members: int) -> float:
@@ -66,17 +67,27 @@ def _held_back(claim: Claim) -> bool:
 
 
 def _undecided(claim: Claim) -> str:
-    """'undecided: about 12 more seeds would decide (TOST at ±1, 22 in all)'."""
+    """'undecided: about 12 more seeds would decide (TOST at ±1, 22 in all)'. Only advice the rules could
+    then follow: one seed of trained (or sampled) arms reads `inconclusive (1 seed)` at any number of
+    examples, so it is told the seeds a claim on the method needs; examples never beyond the benchmark's
+    test problems (`protocol.TEST_PROBLEMS`)."""
     seeds = claim.n_seeds > 1
+    if not seeds and claim.trainable:
+        return (f"undecided: 1 seed: a claim on the method needs at least {MIN_SEEDS} seeds ({MIN_SEEDS - 1} more), "
+                f"whatever the test examples; the spread over seeds, not measurable from one, says how many decide")
     unit, n = ("seeds", claim.n_seeds) if seeds else ("test examples", claim.n_examples)
     decision = to_decide(claim.delta, spread(claim), claim.margin,
                          level(claim.alpha, claim.correction, claim.n_family))
+    benchmark = None if seeds else sum(TEST_PROBLEMS.get(claim.dataset, {}).values()) or None
     if decision.n is None:
         said = f"undecided: more than {MAX_N:,} {unit} would be needed to decide at this Δ and spread"
     else:
         total = max(decision.n, MIN_SEEDS if seeds else 0, n + 1)
         test = "the difference test" if decision.by == "difference" else f"TOST at ±{claim.margin:g}"
         said = f"undecided: about {total - n} more {unit} would decide ({test}, {total} in all)"
+        if benchmark is not None and total > benchmark:
+            said = (f"undecided: more test examples than the benchmark's {benchmark:,} would be needed to decide at "
+                    f"this Δ and spread ({test}: about {total:,})")
     return said if seeds else f"{said}; 1 seed: the seeds needed are not measurable"
 
 
