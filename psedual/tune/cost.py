@@ -27,7 +27,7 @@ import csv
 import functools
 import os
 import platform
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from psedual.tune.instances import ClusterCost, gpu_machine
@@ -159,6 +159,12 @@ class PartPlan:
     """Its shapes whose figures carry a note (a stand-in encoder) → the note."""
     part_commit: str = ""
     """The commit its part overhead was measured on."""
+    after_seconds: float = 0.0
+    """`seconds` with the speed-ups measured beside its figures applied (`speedup`): the plan's 'after'."""
+    priced: int = 0
+    """Trials with figures (those `seconds` and `after_seconds` sum)."""
+    sped_up: dict = field(default_factory=dict)
+    """A speed-up's name -> the trials it was applied to."""
 
     @property
     def hours(self) -> float:
@@ -197,12 +203,72 @@ def plan_part(part: str, configs: list, resources, costs: dict, where: str, size
             missing.add(key)
         else:
             plan.seconds += trial_seconds(fig, config.epochs, per_epoch, n)
+            plan.priced += 1
+            factor, name = speedup(config, fig) if gpu else (1.0, "")
+            plan.after_seconds += trial_seconds(replace(fig, step_s=fig.step_s / factor), config.epochs, per_epoch, n)
+            if name:
+                plan.sped_up[name] = plan.sped_up.get(name, 0) + 1
             plan.shapes[key] = fig.commit
             if fig.note:
                 plan.notes[key] = fig.note
     plan.uncalibrated = tuple(sorted(missing))
     plan.part_commit = part_fig.commit if part_fig else ""
     return plan
+
+
+SPEEDUP_SESSION = "3d2b7a9"
+"""The GPU session (commit) whose calibration rows the measured speed-ups below were measured beside:
+they apply to its rows only (rows calibrated later already train with them)."""
+PRECISION_SPEEDUP = "precision by measurement"
+"""A recipe's `auto` precision (bf16 where the H100 measured it faster: `recipe_table.PRECISIONS_MEASURED`)."""
+NOT_APPLIED = (
+    "the masked rollout (PseDual's sampled expression without a host read per token, GTS, Graph2Tree, "
+    "BERT-Tree): not measured on a GPU (on a CPU it is slower than the rows rollout the CPU keeps, docs/gpu.md); "
+    "not applied until a GPU session's rollout stage measures it",
+    "several trials sharing a GPU: 1.65x measured for 8 trials of 2 epochs, start-up bound, not steady state "
+    "(docs/gpu/h100_report.md); the plan's GPU trials hold a GPU each: not applied",
+)
+"""Issue 59's speed-ups without a GPU figure the plan may use: said, never assumed."""
+
+
+def speedup(config, fig: Figures) -> tuple[float, str]:
+    """The factor a GPU shape's calibrated step seconds divide by with the speed-ups measured beside
+    its figures, and the speed-up's name (1.0 and "" when none applies): a recipe's `auto` precision
+    on a solver measured faster in bf16, for a variant measured (fp32 and bf16 problems/s of the same
+    session's `bench/train_speed.py`)."""
+    from psedual.train.recipe_table import AUTO, PRECISIONS_MEASURED, precision_for
+
+    measured = PRECISIONS_MEASURED.get(config.solver)
+    if fig.commit != SPEEDUP_SESSION or config.precision != AUTO or measured is None:
+        return 1.0, ""
+    if precision_for(config.solver, measured.device, AUTO) != "bf16":
+        return 1.0, ""
+    speed = next((s for s in measured.speeds if s.variant == config.variant), None)
+    return (1.0, "") if speed is None else (speed.bf16 / speed.fp32, PRECISION_SPEEDUP)
+
+
+def before_after(plans: list[PartPlan]) -> list[str]:
+    """The GPU parts' hours from their calibrated shapes, before and after the measured speed-ups,
+    and the speed-ups not applied for want of a GPU figure."""
+    gpu = [p for p in plans if p.gpu]
+    lines = [f"GPU-hours before and after issue 59's speed-ups (the trials with calibrated figures; session "
+             f"{SPEEDUP_SESSION}'s rows):",
+             f"  {'part':<9}{'trials priced':>15}{'before':>14}{'after':>14}"]
+    for p in gpu:
+        lines.append(f"  {p.part:<9}{f'{p.priced} of {p.trials}':>15}{p.hours:>8.2f} GPU-h"
+                     f"{p.after_seconds * p.units / 3600:>8.2f} GPU-h")
+    before, after = sum(p.hours for p in gpu), sum(p.after_seconds * p.units / 3600 for p in gpu)
+    lines.append(f"  {'total':<9}{f'{sum(p.priced for p in gpu)} of {sum(p.trials for p in gpu)}':>15}"
+                 f"{before:>8.2f} GPU-h{after:>8.2f} GPU-h")
+    from psedual.train.recipe_table import PRECISIONS_MEASURED
+
+    bf16 = ", ".join(m.solver for m in PRECISIONS_MEASURED.values() if m.precision == "bf16") or "no solver"
+    applied = sum(p.sped_up.get(PRECISION_SPEEDUP, 0) for p in gpu)
+    lines.append(f"  applied: {PRECISION_SPEEDUP} (bf16 where measured faster on the H100 for base and GCN: {bf16}; "
+                 f"the measured step ratio, to those variants' steps) to {applied} priced trial(s)"
+                 + ("" if applied else ": none of the priced trials trains in bf16"))
+    lines += [f"  not applied: {line}" for line in NOT_APPLIED]
+    return lines
 
 
 DATASET_KEY = "data.dataset"
@@ -260,6 +326,8 @@ def render(plans: list[PartPlan], where: str, price_cpu_hour: float, price_gpu_h
                                                          if known else "   (parts without calibration left out)"))
     if cluster is not None and any(p.gpu for p in plans):
         lines += _cluster_lines(plans, cluster, total_wall, total_dollars, known)
+    if any(p.gpu for p in plans):
+        lines += before_after(plans)
     for p in plans:
         if p.part_s is None:
             lines.append(f"  {p.part}: no per-part overhead measured on {p.machine or where} at concurrency "
