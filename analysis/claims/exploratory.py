@@ -23,6 +23,7 @@ from analysis.checks import guardrails
 from analysis.checks.guardrails import GuardrailError
 from analysis.checks.selection import FOLD, SEED
 from analysis.claims import claims as claims_mod
+from analysis.stats.equivalence import DEFAULT_MARGIN
 from analysis.stats.multiple import adjust
 from analysis.tables import text
 
@@ -67,10 +68,10 @@ def differing(runs: pl.DataFrame, base: Arm, treat: Arm) -> list[str]:
 
 
 def pair(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, base: Arm, treat: Arm,
-         by: tuple[str, ...], n_resamples: int, rng_seed: int) -> pl.DataFrame:
+         by: tuple[str, ...], n_resamples: int, rng_seed: int, margin: float = DEFAULT_MARGIN) -> pl.DataFrame:
     """One unplanned pair as claim rows (`claims.build`, uncorrected: `adjust_all` corrects them
-    with the planned ones), each named by its arms and marked exploratory; a GuardrailError where
-    the arms cannot be paired."""
+    with the planned ones), each named by its arms and marked exploratory, its TOST at `margin` (the
+    planned claims' margin, not a fixed ±1); a GuardrailError where the arms cannot be paired."""
     cols = differing(runs, base, treat)
     if not cols:
         raise GuardrailError(f"{treat.name} and {base.name}: no config column tells them apart")
@@ -85,9 +86,25 @@ def pair(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, ba
                                                 for a in (base, treat)))
     cmp = claims_mod.Comparison(family="exploratory", arm=arm, base=str(values[base][0]),
                                 treatments=(str(values[treat][0]),), by=tuple(c for c in by if c not in cols),
-                                correction="none", n_resamples=n_resamples, rng_seed=rng_seed, allow_diff=allowed)
+                                correction="none", n_resamples=n_resamples, rng_seed=rng_seed, allow_diff=allowed,
+                                margin=margin)
     rows = claims_mod.build(mine, epochs, predictions, cmp).rows
     return rows.with_columns(pl.lit(f"{treat.name} vs {base.name}").alias("comparison"), pl.lit(VERDICT).alias("verdict"))
+
+
+def margin_of(claims: pl.DataFrame) -> float:
+    """The margin an unplanned pair takes from the planned claims it sits among: theirs, the smallest
+    where they differ (the strictest), DEFAULT_MARGIN where none is recorded."""
+    margins = [m for m in claims["margin"].to_list() if m is not None] if "margin" in claims.columns else []
+    return min(margins, default=DEFAULT_MARGIN)
+
+
+def margin_near(claims: pl.DataFrame, base: Arm, treat: Arm) -> float:
+    """The margin of an unplanned pair of a study: `margin_of` the planned claims either arm is in
+    (all of them where neither is)."""
+    near = [i for i, r in enumerate(claims.iter_rows(named=True))
+            if {frozenset(r["base_trials"]), frozenset(r["treatment_trials"])} & {base.trials, treat.trials}]
+    return margin_of(claims[near] if near else claims)
 
 
 def adjust_all(planned: list[float | None], rows: pl.DataFrame, correction: str = "holm") -> pl.DataFrame:
@@ -108,18 +125,22 @@ def write(rows: pl.DataFrame, root: str, family: str) -> str:
 
 def table(rows: pl.DataFrame, fmt: str = "markdown") -> str:
     """The exploratory rows: comparison, seeds, each arm's score, Δ, its CI, the test's p, the p
-    adjusted over all pairs, the second test's p, and the flags that say how the arms differ."""
+    adjusted over all pairs, the second test's p, the TOST's p at the claims' margin (unadjusted), and
+    the flags that say how the arms differ."""
     header = ["comparison (exploratory)", "seeds", "base", "treatment", "Δ", "95% CI", "p", "p holm (all pairs)",
-              "second test", "how the arms differ"]
+              "second test", "TOST p at ±m (points of accuracy)", "how the arms differ"]
     body = []
     for r in rows.iter_rows(named=True):
-        ci = "–" if r["ci_low"] is None else f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]"
-        second = "–" if r["p_secondary"] is None else f"{r['test_secondary']} p {text.p_value(r['p_secondary'])}"
+        why = text.untested(r)  # every "–" says why (issue 60, class 6)
+        ci = text.dash(why) if r["ci_low"] is None else f"[{r['ci_low']:+.2f}, {r['ci_high']:+.2f}]"
+        second = text.dash(why) if r["p_secondary"] is None else f"{r['test_secondary']} p {text.p_value(r['p_secondary'])}"
         # 'config differs (allowed by --allow_diff): COLUMN: ...': the other settings the arms differ in
         also = [f.split(": ", 2)[1] for f in r["flags"] if f.startswith("config differs")]
         body.append([r["comparison"], str(r["n_seeds"]), text.score(r["base"], r["base_sd"]),
                      text.score(r["treatment"], r["treatment_sd"]), f"{r['delta']:+.2f}", ci,
-                     text.p_value(r["p"]), text.p_value(r["p_all"]), second,
+                     text.dash(why) if r["p"] is None else text.p_value(r["p"]),
+                     text.dash(why) if r["p_all"] is None else text.p_value(r["p_all"]), second,
+                     "–" if r.get("p_tost") is None else f"{text.p_value(r['p_tost'])} at ±{r['margin']:g}",
                      ", ".join([r["arm"], *also])])
     return text.render(header, body, fmt)
 
@@ -128,7 +149,8 @@ def among_treatments(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.L
                      by: tuple[str, ...], n_resamples: int, rng_seed: int) -> tuple[pl.DataFrame, list[str]]:
     """`analyze compare`'s unplanned pairs: in each cell of its `planned` claims, each two of their
     treatment arms (the earlier the base), built by `pair` from the very runs the claims paired and
-    adjusted with them (`adjust_all`); and a note per pair the guardrails refuse."""
+    adjusted with them (`adjust_all`), at the margin of the cell's claims; and a note per pair the
+    guardrails refuse."""
     frames, notes = [], []
     for cell in planned["cell"].unique(maintain_order=True).to_list():
         mine = planned.filter(pl.col("cell") == cell).unique("treatment_arm", maintain_order=True)
@@ -136,7 +158,7 @@ def among_treatments(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.L
                  for r in mine.iter_rows(named=True)]
         for base, treat in combinations(found, 2):
             try:
-                rows = pair(runs, epochs, predictions, base, treat, by, n_resamples, rng_seed)
+                rows = pair(runs, epochs, predictions, base, treat, by, n_resamples, rng_seed, margin_of(mine))
             except GuardrailError as err:  # named, not dropped: the planned claims stand without it
                 notes.append(f"exploratory {treat.name} vs {base.name} ({cell}): not compared: {err}")
                 continue

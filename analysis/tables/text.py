@@ -34,6 +34,17 @@ def p_value(p: float | None) -> str:
     return "< 1e-300" if p == 0 else f"{p:.3g}"
 
 
+def dash(reason: str) -> str:
+    """An empty cell that says why it is empty: '– (no spread)'. No table shows a bare '–'."""
+    return f"– ({reason})"
+
+
+def untested(row) -> str:
+    """Why a claim row (a `Claim` or a row's dict) has no p, CI or TOST: no spread, else untested."""
+    get = row.get if hasattr(row, "get") else lambda k: getattr(row, k, None)
+    return "no spread" if get("untestable") or get("delta_sd") == 0 else "untested"
+
+
 def score(mean: float, sd: float | None) -> str:
     return f"{mean:.2f}" if sd is None else f"{mean:.2f} ± {sd:.2f}"
 
