@@ -29,13 +29,14 @@ from jsonargparse import ArgumentError, ArgumentParser, set_parsing_settings
 
 from analysis import leakage, paper_report, presets, study_report
 from analysis.checks import protocol
-from analysis.claims import exploratory
+from analysis.claims import exploratory, targets
 from analysis.errors import ERRORS, one_line
 from psedual.option_errors import check_config_files, refusal
-from analysis.options import (LIST_OPTIONS, AnalyzeOptions, CompareOptions, CurveOptions, InfillOptions,
-                              LeakageOptions, OptunaOptions, ReportOptions, StudyOptions, Table1Options,
-                              Table3Options)
+from analysis.options import (LIST_OPTIONS, AnalyzeOptions, ClaimOptions, CompareOptions, CurveOptions,
+                              InfillOptions, LeakageOptions, OptunaOptions, ReportOptions, StudyOptions,
+                              Table1Options, Table3Options)
 from analysis.report import alone, learning, report
+from analysis.tables import looks as looks_mod
 from analysis.tables import paper, read, trials
 
 # The help of each option is the docstring under its field.
@@ -66,6 +67,7 @@ def _paper_table(args: Table1Options | Table3Options, command: str) -> None:
     if built.rows["folds"].list.len().max() > 1:
         print(report.fold_scores(built.rows))
     print(report.footer(built.rows, built.notes))
+    _margin_and_looks(args, built.rows)
 
 
 def _compare(args: CompareOptions) -> None:
@@ -77,6 +79,7 @@ def _compare(args: CompareOptions) -> None:
     print()
     print(report.fold_scores(built.rows))
     print(report.footer(built.rows, built.notes))
+    _margin_and_looks(args, built.rows)
     extra, notes = exploratory.among_treatments(runs, read.scan(args.root, "epochs", args.experiment),
                                                 read.scan(args.root, "predictions", args.experiment), built.rows,
                                                 cmp.by, args.resamples, args.rng_seed)
@@ -92,6 +95,16 @@ def _compare(args: CompareOptions) -> None:
     curve = presets.learning_curves(args, built, runs)
     if not curve.is_empty():  # runs without epochs (a language model's) have no curve
         _standings(curve, built)
+
+
+def _margin_and_looks(args: ClaimOptions, rows) -> None:
+    """The margin the claims read and why; then, where the root holds a looks table of these
+    experiments (a sweep in rounds), its design, its looks and the seeds after each decisive look."""
+    print(targets.margin_line(rows, ClaimOptions.margin))
+    found = looks_mod.present(args.root, list(args.experiment) or None)
+    if found is not None:
+        print("\nLooks on record (a sweep in rounds: the study's verdicts are these):\n")
+        print(looks_mod.section(found, rows, args.format))
 
 
 def _standings(curve, built) -> None:

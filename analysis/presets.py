@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from analysis.claims import claims as claims_mod
-from analysis.claims import left_out
+from analysis.claims import left_out, targets
 from analysis.claims.claims import Comparison
 from analysis.options import AnalyzeOptions, ClaimOptions
 from analysis.report import learning, report, summaries
@@ -49,13 +49,14 @@ def family(args: ClaimOptions, command: str) -> str:
 
 
 def build(args: ClaimOptions, cmp: Comparison, runs: pl.DataFrame) -> claims_mod.Claims:
-    """The claims of `cmp` with their power (`power.annotate`), written to
+    """The claims of `cmp` with their power (`power.annotate`) and their verdicts against their target
+    and margin (`targets.judge`), written to
     <root>/claims/<family>.parquet (said in a note)."""
     built = claims_mod.build(runs, read.scan(args.root, "epochs", args.experiment),
                              read.scan(args.root, "predictions", args.experiment), cmp)
     if args.where:  # the runs of the compared arms the filter left out, named on each claim
         built.rows = left_out.flag(built.rows, runs, read.scan(args.root, "runs", args.experiment).collect(), cmp)
-    built.rows = power.annotate(built.rows, target_delta=args.target_delta)
+    built.rows = targets.judge(power.annotate(built.rows, target_delta=args.target_delta))  # against its target
     path = claims_mod.write(built.rows, args.root, cmp.family)
     built.notes.append(f"{built.rows.height} claim row{'' if built.rows.height == 1 else 's'} written to {path}")
     return built

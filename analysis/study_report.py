@@ -1,6 +1,5 @@
-"""`psedual analyze study`: a grid study's report: its arms, its planned comparisons decided or not,
-every unplanned pair of arms (exploratory), a forest plot of them all, and its learning curves as
-small multiples.
+"""`psedual analyze study`: a grid study's report: its arms, its planned comparisons decided or not, its
+looks, every unplanned pair of arms (exploratory), a forest plot of them all, its learning curves.
 
     psedual analyze study --space search_spaces/converged.yaml --experiment converged \
         --root results --out docs/converged --wall '50 trials in 5816 s (...)'
@@ -14,13 +13,13 @@ refuse the same things, at each entry's equivalence margin), then writes <out>/r
 - every claim: seeds, base and treatment mean ± sd, Δ with its 95% CI, the paired t-test's p,
   Holm-adjusted within its comparison (as the job printed) and over all the study's claims, the
   TOST at its margin and P(|Δ| < margin), the MDE and the seeds the paper's Δ (else 1 point) needs,
-  the paper's Δ, the verdict (`verdicts.rule()`, said under the table) and
-  its numbered flags;
-- exploratory: every pair of arms no comparison planned, no verdict, p Holm over all pairs;
+  the paper's Δ, the verdict (`verdicts.rule()`, and `targets`: against the paper's Δ) and its flags;
+- a sweep in rounds (its root holds its looks table): the design and each look (`looks.section`);
+- exploratory: every pair of arms no comparison planned, no verdict, p Holm over all pairs, the
+  TOST at its arms' claims' margin;
 - the forest plot (claims and exploratory pairs, the paper's Δ, the margin shaded);
 - where the arms stand by epoch, and the curves as small multiples with a Δ strip per panel;
-- the wall time of the sweep (the runs table does not record first start to last end, so the
-  job's own line is passed with --wall).
+- the wall time (not in the runs table: the job's own line, passed with --wall).
 
 The sweep file is read above analysis (analysis never imports the sweep code): `psedual analyze`
 passes a `Plan`, `psedual.job.study_plan`, that turns it into the job's `analyze compare` options.
@@ -42,13 +41,13 @@ import polars as pl
 from analysis import presets
 from analysis.checks import arms
 from analysis.checks.guardrails import GuardrailError
-from analysis.claims import exploratory, verdicts
+from analysis.claims import exploratory, targets, verdicts
 from analysis.claims.claims import Claims
 from analysis.options import CompareOptions, StudyOptions
 from analysis.paper_report import code_commit
 from analysis.report import forest, learning, report
 from analysis.stats import multiple, power
-from analysis.tables import paper, read, text
+from analysis.tables import looks, paper, read, text
 from analysis.tables.claim import Claim
 
 Plan = Callable[[str, str, str], Sequence[CompareOptions]]
@@ -253,7 +252,8 @@ def unplanned_pairs(options: StudyOptions, found: Sequence[exploratory.Arm], cla
     frames, notes = [], []
     for base, treat in exploratory.unplanned(list(found), planned):
         try:
-            frames.append(exploratory.pair(everything, epochs, preds, base, treat, by, options.resamples, 0))
+            frames.append(exploratory.pair(everything, epochs, preds, base, treat, by, options.resamples, 0,
+                                           exploratory.margin_near(claims, base, treat)))
         except GuardrailError as err:
             notes.append(f"{treat.name} vs {base.name}: not compared: {err}")
     if not frames:
@@ -324,7 +324,13 @@ def _claims(r: StudyReport) -> str:
 
 
 def _claims_note(r: StudyReport) -> str:
-    return "\n".join([CLAIMS_NOTE, *[f"- flag [{k}]: {f}" for f, k in r.numbered.items()]])
+    return "\n".join([CLAIMS_NOTE, targets.margin_line(r.claims), *(f"- flag [{k}]: {f}" for f, k in r.numbered.items())])
+
+
+def _looks(r: StudyReport) -> str | None:
+    """The looks on record, where the study ran in rounds (its root holds its looks table)."""
+    found = looks.present(r.options.root, [r.options.experiment])
+    return None if found is None else "## Looks (a sweep in rounds: the study's verdicts)\n\n" + looks.section(found, r.claims)
 
 
 def _fold_scores(r: StudyReport) -> str | None:
@@ -374,7 +380,7 @@ def _learning(r: StudyReport) -> str:
 
 
 SECTIONS: tuple[Callable[[StudyReport], str | None], ...] = (
-    _header, _arms, _claims, _claims_note, _fold_scores, _exploratory, _forest, _standing, _learning)
+    _header, _arms, _claims, _claims_note, _looks, _fold_scores, _exploratory, _forest, _standing, _learning)
 """The report's sections in order: each renders from the record (none: the section is left out);
 a section that draws a figure writes it into the report's folder."""
 

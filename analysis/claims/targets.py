@@ -86,13 +86,14 @@ def judge(rows: pl.DataFrame) -> pl.DataFrame:
         pl.Series("verdict", verdicts, dtype=pl.String))
 
 
-def margin_line(rows: pl.DataFrame, given: bool) -> str:
-    """The margin these claims read and why, in one line under them (`given`: from --margin or a
-    sweep file, else analyze's default)."""
+def margin_line(rows: pl.DataFrame, default: float | None = None) -> str:
+    """The margin these claims read and why, in one line under them: `default` is the command's own
+    (analyze's --margin default; None: the margins are the sweep file's comparisons'), and where a
+    claim has a target, the default a sweep in rounds takes instead and why."""
     margins = sorted({m for m in rows["margin"].to_list() if m is not None}) if "margin" in rows.columns else []
     shown = ", ".join(f"±{points(m)}" for m in margins) or "none"
-    why = ("as given (--margin, or the sweep file's comparison)" if given else
-           "analyze's default where no margin is given (--margin)")
+    why = ("its sweep file's comparisons'" if default is None else
+           "--margin, at analyze's default" if margins == [default] else "as --margin gives it")
     targets = []
     if "target_from" in rows.columns:
         targets = sorted({abs(t) for t, s in zip(rows["target_delta"].to_list(), rows["target_from"].to_list())
@@ -103,4 +104,4 @@ def margin_line(rows: pl.DataFrame, given: bool) -> str:
         tail = (f"; a margin at or above a claim's target cannot test it (an effect of the target's size would read "
                 f"'equivalent'): half the target ({half}) is the default a sweep in rounds takes, so that "
                 f"'equivalent' refutes the target with as much room as 'better' refutes no effect")
-    return f"margin: {shown} {UNIT}, {why}{tail}."
+    return f"margin: {shown} {UNIT} ({why}){tail}."
