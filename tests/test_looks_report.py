@@ -87,3 +87,25 @@ def test_analyze_compare_prints_the_looks_and_the_claims_margin(tmp_path, capsys
     assert "not shown smaller than the paper's +0.8 points of accuracy (one-sided t at the target" in out
     extra = pl.read_parquet(tmp_path / "results/exploratory/compare_converged.parquet")
     assert extra["margin"].to_list() == [0.45] and "| 0.234 at ±1 |" not in out
+
+
+@pytest.mark.slow
+def test_the_study_report_has_a_looks_section(tmp_path):
+    """`psedual analyze study` on the converged runs with looks beside them: the section after the
+    claims, the margin line under the claims, and the rule for seeds after a decisive look."""
+    import subprocess
+    import sys
+
+    shutil.copytree(ROOT / "docs/converged/results", tmp_path / "results")
+    write_looks(str(tmp_path / "results"), "converged", _rows())
+    done = subprocess.run([sys.executable, "-m", "psedual.cli", "analyze", "study", "--space",
+                           str(ROOT / "search_spaces/converged.yaml"), "--experiment", "converged", "--root",
+                           str(tmp_path / "results"), "--out", str(tmp_path / "out"), "--resamples", "200"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = (tmp_path / "out/report.md").read_text(encoding="utf-8")
+    claims, section = report.index("## Claims (planned)"), report.index("## Looks (a sweep in rounds: the study's verdicts)")
+    assert claims < section < report.index("## Exploratory")
+    assert "\nmargin: ±1 points of accuracy (its sweep file's comparisons'); a margin at or above" in report
+    assert f"- {NAMES['gcn']}: 4 seeds finished after its decisive look (1 of 3, 6 seeds): 6, 7, 8, 9" in report
+    assert looks.RULE in report and "looks at 6, 8, 10 seeds" in report
