@@ -149,4 +149,4 @@ def test_margin_is_an_option_and_old_claims_tables_still_read(tmp_path, capsys):
     assert loaded.height == old.height + 1
     assert loaded.filter(pl.col("margin").is_null()).height == old.height  # the old rows: null, not an error
     assert analyze([*words, "--margin", "0"]) == 2
-    assert "margin must be a positive number" in capsys.readouterr().err
+    assert "--margin 0 points of accuracy is refused" in capsys.readouterr().err
