@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 from scipy import stats as sps
 
-from analysis.claims import claims
+from analysis.claims import claims, targets
 from analysis.cli import main as analyze
 from analysis.stats import equivalence, multiple, power, stats
 from analysis.tables import read
@@ -334,11 +334,14 @@ def test_table1_command_prints_marks_and_writes_claims(tmp_path, capsys):
     assert "| gts | base |" in out and "PseDual-GCN" in out and "(Δ +" in out and "*)" not in out
     assert "holm correction over family 'table1_all' (1 comparison)" in out
     saved = pl.read_parquet(tmp_path / "claims" / "table1_all.parquet")
-    assert saved.schema == pl.Schema(claims.CLAIMS_SCHEMA | power.COLUMNS) and saved["verdict"].to_list() == ["inconclusive (1 seed)"]
+    assert saved.schema == pl.Schema(claims.CLAIMS_SCHEMA | power.COLUMNS | targets.COLUMNS)
+    assert saved["verdict"].to_list() == ["inconclusive (1 seed)"]
     _grid(tmp_path / "six", rng, n=400, seeds=range(6))
     assert analyze(["analyze", "table1", "--root", str(tmp_path / "six"), "--resamples", "500"]) == 0
     assert "**)" in capsys.readouterr().out
-    assert pl.read_parquet(tmp_path / "six" / "claims" / "table1_all.parquet")["verdict"].to_list() == ["better"]
+    verdict = pl.read_parquet(tmp_path / "six" / "claims" / "table1_all.parquet")["verdict"].to_list()
+    assert verdict == ["better; ±1 points of accuracy includes the paper's +0.9: this does not test it; not shown smaller "
+                       "than the paper's +0.9 points of accuracy (one-sided t at the target, p 1, holm 1)"]  # issue 57
     assert analyze(["analyze", "table1", "--root", str(tmp_path), "--format", "latex", "--resamples", "500"]) == 0
     assert r"\toprule" in capsys.readouterr().out
 
