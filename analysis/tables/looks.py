@@ -59,7 +59,7 @@ def present(root: str, experiments: list[str] | None = None) -> pl.DataFrame | N
     None where none has one (the runs of a sweep with a fixed seed count)."""
     try:
         found = read_looks(root)
-    except FileNotFoundError:
+    except (FileNotFoundError, OSError, pl.exceptions.ComputeError):  # a remote root's glob that finds none
         return None
     if experiments:
         found = found.filter(pl.col("experiment").is_in(list(experiments)))
