@@ -33,7 +33,8 @@ psedual/layers.py's ROOMS; analysis/README.md says more of each):
     checks/labels.py         a run's variant against its config's expression encoder
     checks/run_checks.py     each run against its own tables (predictions, epochs, replicate seeds)
     checks/selection.py      the one checked path from the runs table to one run per slot
-    checks/arms.py           what an arm is, read from its runs (near teacher forcing)
+    checks/arms.py           what an arm is, read from its runs (near teacher forcing, a control, sampling)
+    checks/dropped.py        the seeds a claim drops, scored beside the kept ones
     checks/registry.py       every guardrail by name, with its scope: what selection and claims run
     checks/protocol.py       how the runs' protocol differs from the paper's
     claims/claims.py         one claim row per comparison

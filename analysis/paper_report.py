@@ -21,7 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis import presets
-from analysis.checks import guardrails, protocol, selection
+from analysis.checks import arms, guardrails, protocol, selection
 from analysis.errors import ERRORS, one_line
 from analysis.options import ReportOptions
 from analysis.report import forest, learning, report
@@ -83,6 +83,14 @@ class Report:
         self.shown |= set(hit.cells)
         return str(hit)
 
+    def figure(self, table: str, c, arm: str, encoder: str | None) -> str:
+        """The paper's figure beside one arm of claim `c`: none beside a control (`CONTROL`), which the
+        paper never ran, and none beside any arm of a claim with a control whose arms are not known
+        (a table older than `control_arms`)."""
+        if arm in c.control_arms or (c.controls and not c.control_arms):
+            return CONTROL
+        return self.published(table, c.dataset, c.solver, arm, c.metric, encoder)
+
     def section(self, title: str, build) -> None:
         """Append `build()`'s Markdown under `title`, or the one line that says why it is not there."""
         try:
@@ -107,17 +115,16 @@ class Report:
             # the base arm's line before the first treatment paired with these very base runs: a
             # treatment that lost seeds is paired with fewer base runs, and gets its own base line
             base_key = (c.cell, c.metric, tuple(c.base_trials))
-            arm_rows = [] if base_key in shown else [(c.base_arm, c.base, c.base_sd, "–")]
+            arm_rows = [] if base_key in shown else [(c.base_arm, c.base, c.base_sd, text.dash("the reference"))]
             shown.add(base_key)
             delta = f"{c.delta:+.2f}{report.claim_mark(c)}".replace("-", "−")
             arm_rows.append((c.treatment_arm, c.treatment, c.treatment_sd, delta))
             for arm, acc, sd, d in arm_rows:
-                figure = self.published(table, c.dataset, c.solver, arm, c.metric, encoder)
-                body.append([c.dataset, c.group, c.metric, text.label(arm), str(c.n_seeds),
-                             text.score(acc, sd), d, protocol.beside(figure, differ)])
-            pair = [self.published(table, c.dataset, c.solver, a, c.metric, encoder)
-                    for a in (c.base_arm, c.treatment_arm)]
-            beside.append(" → ".join(pair) if set(pair) == {"–"} else protocol.beside(" → ".join(pair), differ))
+                figure = self.figure(table, c, arm, encoder)
+                body.append([c.dataset, c.group, c.metric, arms.named(arm, c.control_arms, c.controls), str(c.n_seeds),
+                             text.score(acc, sd), d, _shown(figure, differ)])
+            pair = [self.figure(table, c, a, encoder) for a in (c.base_arm, c.treatment_arm)]
+            beside.append(_pair(pair, differ, c))
         group = " / ".join(k for k in by if k != "data.dataset")
         header = ["dataset", group, "metric", rows["arm"][0], "seeds", "ours (%)",
                   f"Δ vs {text.label(rows['base_arm'][0])}", "paper (%)"]
@@ -178,6 +185,24 @@ class Report:
         args = self.part_args("table2")
         cmp = presets.comparison(args, args.name, "variant", LLM_ARMS[0], LLM_ARMS[1:], ("data.dataset", "solver"))
         return self.claims("table2", presets.build(args, cmp, runs), cmp.by, runs)
+
+
+CONTROL = text.dash("a control: the paper ran no such arm")
+NO_FIGURE = text.dash("no paper figure for this cell")
+
+
+def _shown(figure: str, differ: list[str]) -> str:
+    """A paper figure beside one of our arms: with how the protocol differs; an absent one says why."""
+    return NO_FIGURE if figure == "–" else figure if figure == CONTROL else protocol.beside(figure, differ)
+
+
+def _pair(pair: list[str], differ: list[str], c) -> str:
+    """The paper's base → treatment beside a claim; where a control stands in it, no pair at all."""
+    if CONTROL in pair:
+        return CONTROL
+    if set(pair) == {"–"}:
+        return NO_FIGURE
+    return protocol.beside(" → ".join(pair), differ)
 
 
 def _not_run(numbers: pl.DataFrame, shown: set[tuple]) -> list[str]:

@@ -138,8 +138,9 @@ def test_the_study_report_reads_any_grid_study(tmp_path):
                           timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     text = (out / "report.md").read_text()
-    for name in ("| base |", "| PseDual-GCN |", "| PseDual-GCN, another problem's expression |",
-                 "| PseDual-GCN, no expression |", "| PseDual-GCN, teacher forcing |"):
+    # a control's name says it is one (issue 60, class 1)
+    for name in ("| base |", "| PseDual-GCN |", "| PseDual-GCN, control: another problem's expression |",
+                 "| PseDual-GCN, control: no expression |", "| PseDual-GCN, teacher forcing |"):
         assert name in text, name
     exploratory_rows = [x for x in text.split("## Exploratory")[1].split("![forest")[0].splitlines()
                         if x.startswith("| PseDual-GCN")]

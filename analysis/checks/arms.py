@@ -1,5 +1,9 @@
 """What an arm is, read from its runs: flags for an arm that is not what its name says.
 
+A control arm (`psedual.control` other than `none`: its infiller reads another problem's expression, or
+none) is a control, not the method: its name says so wherever it is shown (`named`, `short_names`),
+and no paper figure of the method stands beside it.
+
 A scheduled-fusion arm whose ε ends above the platform's near-teacher-forcing threshold
 (`psedual.reexamine.config.NEAR_TEACHER_FORCING`, the threshold its runs warn at) gives the predicted
 expression a weight of at most 1 − ε: it is close to teacher forcing, whatever its schedule's name.
@@ -21,12 +25,51 @@ FINAL = "final_epsilon"
 CONTROL = "psedual.control"
 
 
+NO_EXPRESSION = "no_expression"
+"""the control whose infiller reads no expression: ε, which weighs two expressions, means nothing for it"""
+
+
+def controls(runs: pl.DataFrame) -> list[str]:
+    """The controls (`psedual.control` other than `none`) an arm's runs hold, sorted."""
+    if CONTROL not in runs.columns:
+        return []
+    return sorted({str(c) for c in runs[CONTROL].drop_nulls().to_list() if c != "none"})
+
+
+def control_words(values) -> str:
+    """'control: another problem's expression', for a name."""
+    return "control: " + ", ".join(text.label(str(v)) for v in values)
+
+
+def named(arm: str, control_arms, controls_said: str | None) -> str:
+    """An arm's label, with `[control: ...]` where it is one of a claim's `control_arms` (its `controls`
+    the claim's controls, `, `-joined): 'PseDual-GCN [control: another problem's expression]'; an arm
+    whose value is itself the control (`--arm psedual.control`) reads '... [control]'."""
+    shown = text.label(str(arm))
+    if str(arm) not in tuple(control_arms or ()):
+        return shown
+    said = (controls_said or "").split(", ")
+    return f"{shown} [control]" if str(arm) in said else f"{shown} [{control_words(said)}]"
+
+
+def comparison(claim) -> str:
+    """A claim's name, 'PseDual-GCN [control: another problem's expression] vs base': each arm by
+    `named`; a claim from a table older than `control_arms` that holds a control says so after both."""
+    name = f"{named(claim.treatment_arm, claim.control_arms, claim.controls)} vs " \
+           f"{named(claim.base_arm, claim.control_arms, claim.controls)}"
+    if claim.controls and not claim.control_arms:
+        name += f" [{control_words(claim.controls.split(', '))}]"
+    return name
+
+
 def near_teacher_forcing(name: str, runs: pl.DataFrame) -> list[str]:
     """A flag when `runs` (one arm's) use scheduled fusion and ε ended above WARN_ABOVE in any of
-    them; none for teacher forcing (ε = 1 is its definition) or tables without the columns."""
+    them; none for teacher forcing (ε = 1 is its definition), for runs whose infiller reads no
+    expression (`no_expression`: nothing for ε to weigh) or tables without the columns."""
     if FUSION not in runs.columns or FINAL not in runs.columns:
         return []
-    scheduled = runs.filter((pl.col(FUSION) == "scheduled") & pl.col(FINAL).is_not_null())
+    reads = pl.col(CONTROL).ne_missing(NO_EXPRESSION) if CONTROL in runs.columns else pl.lit(True)
+    scheduled = runs.filter((pl.col(FUSION) == "scheduled") & pl.col(FINAL).is_not_null() & reads)
     high = scheduled.filter(pl.col(FINAL) > WARN_ABOVE)
     if high.is_empty():
         return []
@@ -72,8 +115,31 @@ def short_names(runs: dict[str, pl.DataFrame]) -> dict[str, str]:
             if len(values) != 1 or not others or str(values[0]) == variant:  # the encoder `variant` sets
                 continue
             usual = max(set(others), key=others.count)  # the study's usual value of this setting
-            if values[0] != usual:
+            if col == CONTROL:  # a control says it is one, however usual; the method (`none`) is none
+                parts += [control_words(values)] if values[0] != "none" else []
+            elif values[0] != usual:
                 shown = text.label(str(values[0]))
                 parts.append(shown if shown != str(values[0]) else f"{col.removeprefix('psedual.')} {values[0]}")
         out[key] = ", ".join(parts)
     return out
+
+
+LLM_MODEL, TEMPERATURE, SAMPLES = "llm.model", "llm.temperature", "llm.samples"
+
+
+def sampling(runs: pl.DataFrame) -> str | None:
+    """How an arm's runs decode by sampling ('temperature 0.7', 'temperature 0.7, 3 samples'), None where
+    every run decodes deterministically: a language model at temperature 0 with one sample, or a trained
+    solver (beam search or argmax: psedual/solvers/tree_search.py; no solver decodes by sampling). A
+    sampled run is one sample of the method: two of them differ by chance as two seeds do."""
+    if LLM_MODEL not in runs.columns:
+        return None
+    llm = runs.filter(pl.col(LLM_MODEL).is_not_null())
+    said = []
+    if TEMPERATURE in llm.columns:
+        hot = sorted({float(t) for t in llm[TEMPERATURE].drop_nulls().to_list() if t > 0})
+        said += [f"temperature {', '.join(f'{t:g}' for t in hot)}"] if hot else []
+    if SAMPLES in llm.columns:
+        many = sorted({int(n) for n in llm[SAMPLES].drop_nulls().to_list() if n > 1})
+        said += [f"{', '.join(map(str, many))} samples"] if many else []
+    return ", ".join(said) or None

@@ -10,8 +10,9 @@ from the runs' own rows:
 - a training subset (`data.train_size`);
 - fewer test problems than the benchmark's test split (`TEST_PROBLEMS`; an LLM run's `limit`);
 - fewer folds than the dataset's protocol.
-The benchmarks' test sizes need the data loaded, which analysis does not: they are held here, and
-tests/test_protocol.py keeps them equal to the loaded benchmarks.
+The benchmarks' test sizes need the data loaded, which analysis does not: they are held in
+`analysis.tables.paper.TEST_PROBLEMS` (power and the verdicts read them too), and tests/test_protocol.py
+keeps them equal to the loaded benchmarks.
 """
 
 from __future__ import annotations
@@ -19,14 +20,10 @@ from __future__ import annotations
 import polars as pl
 
 from analysis.checks.selection import FOLD, SEED
+from analysis.tables.paper import TEST_PROBLEMS
 from psedual.data.registry import DATASETS
 from psedual.train.recipe_table import RECIPES
 
-TEST_PROBLEMS: dict[str, dict[int | None, int]] = {
-    "math23k": {None: 1000}, "svamp": {None: 1000}, "mathqa": {None: 2410}, "mawps-single": {None: 199},
-    "mawps": {0: 397, 1: 397, 2: 397, 3: 397, 4: 399},
-}
-"""Each benchmark's test problems, per fold (None: no folds), as the platform reads them."""
 
 
 def _recipe(solver: str, dataset: str) -> int | None:

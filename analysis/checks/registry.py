@@ -112,12 +112,17 @@ class Guardrail:
     check: Callable[..., list[str]]
     """its function: `check(context)`, or for the `arm` scope `check(pairing, arm_value)`; returns its
     flags, raises `GuardrailError` to refuse; its docstring says what it checks"""
+    applies: str = "every arm"
+    """the arms (or runs) it applies to, in words: its function checks that an arm is one of them before it
+    flags it (`applies_table`, docs/analysis.md)"""
 
     def __post_init__(self) -> None:
         if self.scope not in SCOPES:
             raise ValueError(f"guardrail {self.check.__name__}: unknown scope {self.scope!r}; valid: {', '.join(SCOPES)}")
         if not (self.check.__doc__ or "").strip():
             raise ValueError(f"guardrail {self.check.__name__}: its function needs a docstring saying what it checks")
+        if not self.applies.strip():
+            raise ValueError(f"guardrail {self.check.__name__}: say which arms it applies to")
 
     @property
     def about(self) -> str:
@@ -213,6 +218,31 @@ def near_teacher_forcing(p: Pairing, arm: str) -> list[str]:
     return arm_flags.near_teacher_forcing(f"{p.arm}={arm}", p.runs[arm])
 
 
+def control(p: Pairing, arm: str) -> list[str]:
+    """An arm whose runs are controls (`psedual.control` other than `none`) is named so: a control, not the
+    method, and no paper figure stands beside it (`arms.controls`)."""
+    held = arm_flags.controls(p.runs[arm])
+    if not held:
+        return []
+    return [f"control: {p.arm}={arm}'s runs are psedual.control={', '.join(held)} "
+            f"({arm_flags.control_words(held).removeprefix('control: ')}): a control, not the method; no paper "
+            f"figure of the method stands beside it (docs/psedual.md)"]
+
+
+def sampled(p: Pairing) -> list[str]:
+    """A sampled run (an LLM at temperature > 0 or drawing several samples) is one sample: one per arm
+    compares two samples, not the methods, and holds the verdict back as one seed of trained arms does;
+    repeated samples (seeds) pair as seeds do (`arms.sampling`)."""
+    said = {a: arm_flags.sampling(runs) for a, runs in p.runs.items()}
+    said = {a: s for a, s in said.items() if s}
+    if not said or len(p.seeds) > 1:
+        return []
+    which = "; ".join(f"{p.arm}={a}: {s}" for a, s in said.items())
+    return [f"sampled: {which}: each run is one sample of its arm, so one run per arm compares two samples, "
+            f"not the methods (no verdict beyond inconclusive); run more seeds, each a sample, and they pair as "
+            f"seeds do"]
+
+
 def selected(p: Pairing) -> list[str]:
     """What selection said of each paired run (chosen on test, no validation split, ...), seed by seed."""
     keys = {(q.seed, q.fold): [(r["experiment"], r["trial"]) for r in (q.base, q.treatment)] for q in p.pairs}
@@ -239,6 +269,8 @@ def same_budget(p: Pairing) -> list[str]:
 def enough_seeds(p: Pairing) -> list[str]:
     """Too few seeds are said: one seed of trained arms compares two models, not the methods."""
     warning = seed_warning(len(p.seeds))
+    if len(p.seeds) == 1 and any(arm_flags.sampling(r) for r in p.runs.values()):
+        return []  # `sampled` says what one sample per arm is
     if len(p.seeds) == 1 and p.trainable:
         warning = ("1 seed: the test compares these two trained models on these test examples, not the "
                    "methods; seed-to-seed variation is not measured")
@@ -246,25 +278,41 @@ def enough_seeds(p: Pairing) -> list[str]:
 
 
 GUARDRAILS: dict[str, Guardrail] = {
-    "labelled": Guardrail("slot", labelled),
-    "keyed": Guardrail("slot", keyed),
-    "one_data_version": Guardrail("slot", one_data_version),
-    "validation_scores": Guardrail("slot", validation_scores),
-    "complete_predictions": Guardrail("run", complete_predictions),
-    "seed_replicates": Guardrail("run", seed_replicates),
-    "pooled": Guardrail("arm", pooled),
-    "validated_apart": Guardrail("arm", validated_apart),
-    "same_config": Guardrail("arms", same_config),
-    "pairs_alike": Guardrail("seed pair", pairs_alike),
-    "same_data": Guardrail("seed pair", same_data),
-    **{f"environment[{c}]": Guardrail("environment", environment(c)) for c in guardrails.ENVIRONMENT},
-    "near_teacher_forcing": Guardrail("arm", near_teacher_forcing),
-    "selected": Guardrail("seed pair", selected),
-    "all_folds": Guardrail("arms", all_folds),
-    "same_budget": Guardrail("arms", same_budget),
-    "enough_seeds": Guardrail("arms", enough_seeds),
+    "labelled": Guardrail("slot", labelled, "every run that names a PseDual variant or base (its config's encoder)"),
+    "keyed": Guardrail("slot", keyed, "every run"),
+    "one_data_version": Guardrail("slot", one_data_version, "every slot of more than one trial"),
+    "validation_scores": Guardrail("slot", validation_scores,
+                                   "trained runs that compete for a slot (a zero-shot LLM run has no validation)"),
+    "complete_predictions": Guardrail("run", complete_predictions, "every kept run"),
+    "seed_replicates": Guardrail("run", seed_replicates, "every arm of two or more seeds"),
+    "pooled": Guardrail("arm", pooled, "every arm"),
+    "validated_apart": Guardrail("arm", validated_apart, "trained arms (runs with a validation split)"),
+    "same_config": Guardrail("arms", same_config, "every claim"),
+    "pairs_alike": Guardrail("seed pair", pairs_alike, "every claim"),
+    "same_data": Guardrail("seed pair", same_data, "every claim whose runs record their data identity"),
+    **{f"environment[{c}]": Guardrail("environment", environment(c), "runs that record it (trained runs)")
+       for c in guardrails.ENVIRONMENT},
+    "near_teacher_forcing": Guardrail("arm", near_teacher_forcing,
+                                      "scheduled-fusion arms whose infiller reads an expression (not `no_expression`)"),
+    "control": Guardrail("arm", control, "arms whose runs are controls (`psedual.control` other than `none`)"),
+    "selected": Guardrail("seed pair", selected, "every kept run"),
+    "all_folds": Guardrail("arms", all_folds, "claims on a dataset with folds (MAWPS)"),
+    "same_budget": Guardrail("arms", same_budget, "every claim (a tuned sweep's arms)"),
+    "sampled": Guardrail("arms", sampled, "claims of one seed whose arms decode by sampling (an LLM at temperature "
+                                          "> 0 or drawing several samples; no trained solver samples)"),
+    "enough_seeds": Guardrail("arms", enough_seeds,
+                              "claims of fewer than 6 seeds (one seed: trained or sampled arms only; one greedy "
+                              "zero-shot LLM run is the method)"),
 }
 """Every guardrail by name, in the order they run (and a claim's flags are numbered)."""
+
+
+def applies_table() -> str:
+    """Every guardrail, its scope, the arms it applies to and what it checks, as a Markdown table
+    (docs/analysis.md holds it; a test keeps them equal)."""
+    rows = ["| guardrail | scope | applies to | what it checks |", "|---|---|---|---|"]
+    rows += [f"| `{name}` | {g.scope} | {g.applies} | {g.about.replace('|', '/')} |" for name, g in GUARDRAILS.items()]
+    return "\n".join(rows)
 
 
 def run(context: Slots | Kept | Pairing, scopes: tuple[str, ...]) -> list[str]:

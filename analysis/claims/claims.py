@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 
 from analysis.checks import arms as arm_flags
-from analysis.checks import guardrails, pairs, registry
+from analysis.checks import dropped, guardrails, pairs, registry
 from analysis.checks.guardrails import SHOWN_IDS, GuardrailError
 from analysis.checks.selection import FOLD, SEED, cell_label, select
 from analysis.claims.verdicts import verdict
@@ -255,13 +255,12 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
                 notes.append(f"{cell}: no {cmp.base if not base else treat} runs; {treat} vs {cmp.base} skipped")
                 continue
             seeds = sorted(set(base) & set(other))
-            flags = []
-            dropped = sorted(set(base) ^ set(other))
-            if dropped:
-                flags.append(f"unpaired seeds dropped: {dropped}")
             if not seeds:
                 notes.append(f"{cell}: {treat} and {cmp.base} share no seed; skipped")
                 continue
+            # the seeds one arm ran and the other did not, each arm's scored beside its kept ones
+            flags = dropped.check(cell, {a: cell_runs.filter(pl.col(arm) == typed[a]) for a in (cmp.base, treat)},
+                                  seeds, set(cmp.allow_diff))
             folds = _check_folds(cell, cmp.base, treat, {s: base[s] for s in seeds}, {s: other[s] for s in seeds})
             arms = {a: cell_runs.filter((pl.col(arm) == typed[a]) & pl.col(SEED).is_in(seeds))
                     for a in (cmp.base, treat)}
@@ -271,9 +270,11 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
             paired_runs = [pairs.Pair(s, f, by_key[base[s][f]], by_key[other[s][f]]) for s in seeds for f in folds]
             dataset = str(first["data.dataset"])  # one per cell: `by` holds data.dataset
             budgets = {a: guardrails.budget(tuned, slots[a]) for a in arms}
-            # a zero-shot LLM run trains nothing, so its one run is all there is to compare
+            # a zero-shot LLM run trains nothing, so its one run is all there is to compare, unless it
+            # decodes by sampling: then it is one sample, and one per arm compares two samples
             trainable = "llm.model" not in arms[treat].columns or bool(
-                pl.concat([arms[cmp.base], arms[treat]])["llm.model"].is_null().any())
+                pl.concat([arms[cmp.base], arms[treat]])["llm.model"].is_null().any()) or any(
+                arm_flags.sampling(arms[a]) for a in arms)
             flags += registry.run(registry.Pairing(
                 cell=cell, arm=arm, base_arm=cmp.base, treatment_arm=treat, runs=arms, pairs=paired_runs,
                 compared=compared, searched=searched, allowed=set(cmp.allow_diff), run_flags=run_flags, seeds=seeds,
@@ -290,6 +291,7 @@ def build(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, c
             pairing = {"cell": cell, "group": " / ".join(str(first[k]) for k in by if k != "data.dataset"),
                        "dataset": dataset, "solver": ",".join(sorted(set(cell_runs["solver"].to_list()))),
                        "arm": arm, "treatment_arm": treat, "controls": ", ".join(controls) or None,
+                       "control_arms": tuple(str(a) for a in arms if arm_flags.controls(arms[a])),
                        "trainable": trainable, "base_trials": tuple(trials["base"]),
                        "treatment_trials": tuple(trials["treat"]), "base_budget": budgets[cmp.base],
                        "treatment_budget": budgets[treat]}

@@ -140,7 +140,7 @@ def table(rows: pl.DataFrame, fmt: str = "markdown") -> str:
                      text.score(r["treatment"], r["treatment_sd"]), f"{r['delta']:+.2f}", ci,
                      text.dash(why) if r["p"] is None else text.p_value(r["p"]),
                      text.dash(why) if r["p_all"] is None else text.p_value(r["p_all"]), second,
-                     "–" if r.get("p_tost") is None else f"{text.p_value(r['p_tost'])} at ±{r['margin']:g}",
+                     text.dash(why) if r.get("p_tost") is None else f"{text.p_value(r['p_tost'])} at ±{r['margin']:g}",
                      ", ".join([r["arm"], *also])])
     return text.render(header, body, fmt)
 

@@ -28,7 +28,7 @@ from analysis.checks import selection
 from analysis.checks.selection import FOLD, SEED, cell_label
 from analysis.stats.stats import percent_ci, proportion_ci
 from analysis.tables import paper, read
-from analysis.tables.text import render
+from analysis.tables.text import dash, render
 from psedual.data.registry import DATASETS
 
 
@@ -179,9 +179,10 @@ def table(rows: list[Alone], fmt: str) -> str:
         pub = r.published
         inside = [v for v in (pub.value, pub.reported) if v is not None] if pub else []
         body.append([r.cell, r.arm, str(r.seeds), _folds(r), f"{r.problems:,}", f"{r.acc:.2f}",
-                     f"[{r.low:.2f}, {r.high:.2f}]", f"{pub.value:.1f}" if pub else "–",
-                     f"{pub.reported:.1f}" if pub and pub.reported is not None else "–",
-                     ", ".join("yes" if r.low <= v <= r.high else f"no ({v - r.acc:+.2f})" for v in inside) or "–"])
+                     f"[{r.low:.2f}, {r.high:.2f}]", f"{pub.value:.1f}" if pub else dash("the paper has none"),
+                     f"{pub.reported:.1f}" if pub and pub.reported is not None else dash("the paper has none"),
+                     ", ".join("yes" if r.low <= v <= r.high else f"no ({v - r.acc:+.2f})" for v in inside)
+                     or dash("no paper figure")])
     lines = [render(header, body, fmt), "", "fold scores (descriptive only; the accuracy above pools the folds' "
              "out-of-fold predictions):"]
     lines += [f"  {r.cell}, {r.arm}: " + ", ".join(f"fold {f}: {a:.2f}" for f, a in zip(r.folds, r.fold_acc))
@@ -200,7 +201,7 @@ def table(rows: list[Alone], fmt: str) -> str:
 def _folds(r: Alone) -> str:
     """'5 of 5', or the folds present where the protocol's are not all there."""
     if not r.protocol:
-        return "–"
+        return dash("no folds")
     if len(r.folds) == r.protocol:
         return f"{r.protocol} of {r.protocol}"
     return f"{len(r.folds)} of {r.protocol} ({', '.join(map(str, r.folds))}): not the {r.protocol}-fold protocol"

@@ -11,9 +11,9 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.checks import arms
 from analysis.report import report
 from analysis.stats import power
-from analysis.tables import text
 from analysis.tables.claim import claims_of
 
 PLANNED, EXPLORATORY = "planned", "exploratory"
@@ -57,9 +57,11 @@ def planned_rows(claims, numbers, labels: list[str] | None = None) -> list[Row]:
     out = []
     for i, c in enumerate(claims_of(claims)):
         got = power.target(numbers, c)
-        name = f"{text.label(c.treatment_arm)} vs {text.label(c.base_arm)}"
+        name = arms.comparison(c)
         where = " / ".join(x for x in (c.dataset, c.group) if x)
         name = labels[i] if labels else f"{where}: {name}" if several else name
+        if c.controls and "control" not in name:  # a study's arm names may leave the control unsaid
+            name += " [control]"
         out.append(Row(name, c.delta, c.ci_low, c.ci_high, c.margin, PLANNED, c.verdict,
                        got[0] if got[1] == "paper" else None))
     return out

@@ -16,7 +16,7 @@ import polars as pl
 
 from analysis.checks.selection import SEED
 from analysis.tables import read
-from analysis.tables.text import label, render
+from analysis.tables.text import dash, label, render
 from psedual.reexamine.config import BASE
 
 METRIC = "valid_value_acc"
@@ -115,7 +115,7 @@ def table(curve: pl.DataFrame, fmt: str, every: int = 1) -> str:
         for key in columns:
             r = values.get((*key, e))
             if r is None:
-                row.append("–")
+                row.append(dash("no run reached it"))
                 continue
             sd = "" if r["sd"] is None else f" ± {r['sd']:.2f}"
             n = "" if r["n_seeds"] == full[key] else f" (n {r['n_seeds']})"

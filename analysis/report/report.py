@@ -6,10 +6,11 @@ from pathlib import Path
 
 import polars as pl
 
+from analysis.checks import arms as arm_flags
 from analysis.claims.verdicts import rule, says_differ
 from analysis.stats.power import line as power_line
 from analysis.tables.claim import Claim, claims_of
-from analysis.tables.text import label, mark, p_value, render, score
+from analysis.tables.text import dash, label, mark, p_value, render, score, untested
 
 
 def claim_mark(claim: Claim) -> str:
@@ -31,17 +32,18 @@ def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
         mine = claims.filter(pl.col("group") == group)
         arms = [mine["base_arm"][0], *mine["treatment_arm"].unique(maintain_order=True)]
         for i, arm in enumerate(arms):
-            row = [group if i == 0 else "", label(arm)]
+            row = [group if i == 0 else "", _arm_name(mine, arm)]
             for dataset, metric in columns:
                 cell = mine.filter((pl.col("dataset") == dataset) & (pl.col("metric") == metric))
                 one_base = cell["base_trials"].n_unique() <= 1  # every Δ of the cell from the same base runs
                 if i == 0:
-                    row.append("–" if cell.is_empty() else score(cell["base"][0], cell["base_sd"][0]) if one_base
-                               else "– (bases differ: see each Δ)")
+                    row.append(dash("no claim in this cell") if cell.is_empty() else
+                               score(cell["base"][0], cell["base_sd"][0]) if one_base else
+                               dash("bases differ: see each Δ"))
                     continue
                 c = cell.filter(pl.col("treatment_arm") == arm)
                 if c.is_empty():
-                    row.append("–")
+                    row.append(dash("no claim of this arm here: see the notes"))
                     continue
                 r = Claim.from_row(c.row(0, named=True))
                 delta = f"{r.delta:+.2f}".replace("-", "−")
@@ -49,6 +51,14 @@ def grid(claims: pl.DataFrame, fmt: str, group_name: str) -> str:
                 row.append(f"{score(r.treatment, r.treatment_sd)} (Δ {delta}{claim_mark(r)}{base})")
             body.append(row)
     return render(header, body, fmt)
+
+
+def _arm_name(claims: pl.DataFrame, arm: str) -> str:
+    """An arm's row label in a grid: its label, `[control: ...]` where its claims say it is a control."""
+    for r in claims_of(claims):
+        if arm in (r.base_arm, r.treatment_arm) and arm in r.control_arms:
+            return arm_flags.named(arm, r.control_arms, r.controls)
+    return label(arm)
 
 
 def claim_lines(claims: pl.DataFrame, fmt: str, extra: dict[str, list[str]] | None = None) -> str:
@@ -62,28 +72,32 @@ def claim_lines(claims: pl.DataFrame, fmt: str, extra: dict[str, list[str]] | No
     numbers = _flag_numbers(claims)
     body = []
     for i, r in enumerate(claims_of(claims)):
-        ci = "–" if r.ci_low is None else f"[{r.ci_low:+.2f}, {r.ci_high:+.2f}]"
-        disc = "–" if r.only_base is None else f"{r.only_base}/{r.only_treatment}"
-        p, p_adj = p_value(r.p), p_value(r.p_adjusted)
-        second = "–" if r.p_secondary is None else f"{r.test_secondary} p {p_value(r.p_secondary)}"
-        body.append([r.cell, r.metric, f"{label(r.treatment_arm)} vs {label(r.base_arm)}",
+        why = untested(r)
+        ci = dash(why) if r.ci_low is None else f"[{r.ci_low:+.2f}, {r.ci_high:+.2f}]"
+        disc = dash("one seed only") if r.only_base is None else f"{r.only_base}/{r.only_treatment}"
+        p = dash(why) if r.p is None else p_value(r.p)
+        p_adj = dash(why) if r.p_adjusted is None else p_value(r.p_adjusted)
+        second = dash(why) if r.p_secondary is None else f"{r.test_secondary} p {p_value(r.p_secondary)}"
+        body.append([r.cell, r.metric, arm_flags.comparison(r),
                      str(r.n_examples), str(r.n_seeds), score(r.base, r.base_sd),
                      score(r.treatment, r.treatment_sd), f"{r.delta:+.2f}", ci, r.test, p, p_adj,
                      tost_cell(r), within_cell(r), second, disc, f"{r.base_budget}/{r.treatment_budget}",
-                     *(v[i] for v in extra.values()), r.verdict, ", ".join(f"[{numbers[f]}]" for f in r.flags) or "–"])
+                     *(v[i] for v in extra.values()), r.verdict, ", ".join(f"[{numbers[f]}]" for f in r.flags) or "none"])
     return render(header, body, fmt)
 
 
 def tost_cell(claim: Claim) -> str:
     """A claim's TOST in a table cell: 'p 0.042 (0.084) at ±1', its p and adjusted p."""
     if claim.p_tost is None:
-        return "–"
+        return dash("no TOST in this table" if claim.margin is None else untested(claim))
     return f"{p_value(claim.p_tost)} ({p_value(claim.p_tost_adjusted)}) at ±{claim.margin:g}"
 
 
 def within_cell(claim: Claim) -> str:
     """A claim's posterior probability that |Δ| < margin, in a table cell."""
-    return "–" if claim.p_equivalent is None else f"{claim.p_equivalent:.2f}"
+    if claim.p_equivalent is None:
+        return dash("no margin in this table" if claim.margin is None else untested(claim))
+    return f"{claim.p_equivalent:.2f}"
 
 
 def _flag_numbers(claims: pl.DataFrame) -> dict[str, int]:
@@ -130,8 +144,12 @@ def footer(claims: pl.DataFrame, notes: list[str]) -> str:
     if "mde" in claims.columns:
         lines.append("MDE: the smallest |Δ| (points) the claim's own test at its own n detects with 80% power at a "
                      "two-sided 0.05 (unadjusted), from the observed sd of the paired differences (per seed; one "
-                     "seed: per example); n for target Δ: the seeds (one seed: test examples) that detect the "
-                     "target, the paper's Δ for the cell (paper) or 1 point (default); statsmodels' TTestPower "
+                     "seed: per example); n for target Δ: the seeds (a zero-shot LLM's one run: test examples, never "
+                     "beyond the benchmark's) at which the t-test detects the target, the paper's Δ for the cell or a "
+                     "default 1 point, at 0.05 before correction; statsmodels' TTestPower. The verdict's 'N more "
+                     "would decide' answers another question: at the observed Δ, the fewer of the difference test's "
+                     "and the TOST's counts, at the family's corrected level; so both stand in one row. One seed of "
+                     "trained arms: no count of examples makes a claim on the method, which needs 6 seeds "
                      "(docs/analysis.md).")
     lines += [f"flag [{k}]: {f}" for f, k in _flag_numbers(claims).items()]
     lines += [f"note: {n}" for n in notes]
@@ -161,11 +179,11 @@ def infill_table(table: pl.DataFrame, by: list[str], fmt: str,
     for i, r in enumerate(table.iter_rows(named=True)):
         acc = [score(r["infill_acc"], r["infill_sd"]), f"[{r['infill_low']:.2f}, {r['infill_high']:.2f}]"]
         pmr = [score(r["pmr"], r["pmr_sd"]), f"[{r['pmr_low']:.2f}, {r['pmr_high']:.2f}]"]
-        if paper is not None:
-            acc.append(paper[i][0])
-            pmr.append(paper[i][1])
+        if paper is not None:  # a figure the paper has not says so
+            acc.append(dash("no paper figure") if paper[i][0] == "–" else paper[i][0])
+            pmr.append(dash("no paper figure") if paper[i][1] == "–" else paper[i][1])
         body.append([*(str(r[k]) for k in by), str(r["n_seeds"]), str(r["n_examples"]), *acc, *pmr,
-                     ", ".join(f"[{numbers[f]}]" for f in r["flags"]) or "–"])
+                     ", ".join(f"[{numbers[f]}]" for f in r["flags"]) or "none"])
     return render(header, body, fmt)
 
 
@@ -185,7 +203,9 @@ def curve_table(points: pl.DataFrame, fmt: str) -> str:
     """The figure's points: training size, arm, seeds, accuracy, its 95% CI, the adjusted p's mark."""
     header = ["training problems", "arm", "seeds", "value acc (%)", "95% CI", "p adj"]
     body = [[f"{r['n_train']:.0f}", label(r["arm"]), str(r["n_seeds"]), f"{r['acc']:.2f}",
-             f"[{r['low']:.2f}, {r['high']:.2f}]", f"{p_value(r['p_adjusted'])} {r['star']}".strip()]
+             f"[{r['low']:.2f}, {r['high']:.2f}]",
+             (dash("the reference") if r.get("reference") else dash("no spread")) if r["p_adjusted"] is None
+             else f"{p_value(r['p_adjusted'])} {r['star']}".strip()]
             for r in points.sort("n_train", "arm").iter_rows(named=True)]
     return render(header, body, fmt)
 

@@ -161,5 +161,5 @@ def size_points(runs: pl.DataFrame, predictions: pl.LazyFrame, arm: str, arms: l
             star += "↑" if claim.delta > 0 else "↓"
         out.append({"arm": first[arm], "n_train": float(per_seed["n_train"].mean()),
                     "acc": float(np.mean(accs)), "low": low, "high": high, "n_seeds": len(accs), "seed_accs": accs,
-                    "p_adjusted": p_adj, "star": star, **{k: first[k] for k in by}})
+                    "p_adjusted": p_adj, "star": star, "reference": claim is None, **{k: first[k] for k in by}})
     return pl.DataFrame(out)

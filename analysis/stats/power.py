@@ -20,6 +20,7 @@ import warnings
 import polars as pl
 from statsmodels.stats.power import TTestPower
 
+from analysis.stats.stats import MIN_SEEDS
 from analysis.tables import paper
 from analysis.tables.claim import Claim, claims_of
 
@@ -117,17 +118,34 @@ def annotate(claims: pl.DataFrame, numbers: pl.DataFrame | None = None,
         one = c.n_seeds == 1 and c.only_base is not None  # one seed: the examples are the unit
         sd, n, unit = spread(c), (c.n_examples if one else c.n_seeds), ("examples" if one else "seeds")
         goal, source = (target_delta, "given") if target_delta is not None else target(numbers, c)
-        out.append({"mde": mde(sd, n), "target_delta": goal, "target_from": source, "n_needed": n_needed(goal, sd),
+        need = n_needed(goal, sd)
+        if one and c.trainable:  # one trained (or sampled) seed: no count of examples makes a method claim
+            need, unit = None, "seeds"
+        out.append({"mde": mde(sd, n), "target_delta": goal, "target_from": source, "n_needed": need,
                     "needed_unit": unit})
     added = pl.DataFrame(out, schema=COLUMNS)
     return claims.drop([c for c in COLUMNS if c in claims.columns]).with_columns(added)
 
 
+TARGETS = {"paper": "the paper's", "default": "a default", "given": "the given"}
+"""where a target Δ comes from, as a power cell says it"""
+
+
 def line(row: dict) -> str:
-    """A claim's power in a table cell: 'MDE 4.1; 40 seeds for +0.9 (paper)'."""
+    """A claim's power in a table cell, naming its test and its Δ, so that it reads beside the verdict's
+    count (which is at the observed Δ, the fewer of the difference test's and the TOST's): '4.10; 588 seeds
+    to detect the paper's +0.8 (t-test, 80% power)'. Never a count the data cannot hold: examples beyond the
+    benchmark's test problems read '> the benchmark's N'; one trained seed, the seeds a method claim needs."""
     if row.get("mde") is None:
-        return "–"
+        return "– (no spread: no power to compute)"
+    goal = f"{TARGETS.get(row['target_from'], row['target_from'])} {row['target_delta']:+.1f}"
+    test = "t-test, 80% power" if row["needed_unit"] == "seeds" else "examples paired, 80% power"
     need = row["n_needed"]
-    count = f"> {MAX_N:,}" if need > MAX_N else str(need)
+    if need is None:
+        return f"{row['mde']:.2f} (examples); 1 seed: a method claim needs ≥ {MIN_SEEDS} seeds, however many examples"
+    count = f"> {MAX_N:,}" if need > MAX_N else f"{need:,}"
+    size = paper.benchmark_size(row.get("dataset") or "") if row["needed_unit"] == "examples" else None
+    if size is not None and need > size:
+        count = f"> the benchmark's {size:,}"
     unit = "ex" if row["needed_unit"] == "examples" else "seeds"
-    return f"{row['mde']:.2f}; {count} {unit} for {row['target_delta']:+.1f} ({row['target_from']})"
+    return f"{row['mde']:.2f}; {count} {unit} to detect {goal} ({test})"

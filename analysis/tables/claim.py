@@ -36,6 +36,8 @@ CLAIMS_SCHEMA = {
     "controls": pl.String,
     # what else the verdict reads (issue 56; absent from older tables: read as None, True and 0.05)
     "untestable": pl.String, "trainable": pl.Boolean, "alpha": pl.Float64,
+    # which arms are controls (issue 60; absent from older tables: read as none known)
+    "control_arms": pl.List(pl.String),
 }
 """The claims table's columns, in the order they are written: a column may be added at the end, never
 renamed or dropped (tables already written are read with it null). One per `Claim` field (a test checks)."""
@@ -72,8 +74,11 @@ class Claim:
     """the compared arm's value"""
     controls: str | None = None
     """the controls either arm's runs hold (`, `-joined; None for none): a claim with a control takes no paper Δ"""
+    control_arms: tuple[str, ...] = ()
+    """the arms (their values) whose runs are controls: their names say so, and no paper figure stands beside them"""
     trainable: bool = True
-    """whether the arms train (False for zero-shot LLM runs: one run of them is the method, not one model)"""
+    """whether one run per arm is one draw, not the method (False only for zero-shot LLM runs that decode
+    greedily, temperature 0 and one sample: one run of them is the method; a sampled run is a sample)"""
     # what it was measured on
     n_examples: int
     """the paired test examples (every fold's, pooled)"""

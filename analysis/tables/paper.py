@@ -37,6 +37,19 @@ SCHEMA = {"table": pl.String, "dataset": pl.String, "solver": pl.String, "arm": 
           "value": pl.Float64, "source": pl.String, "via": pl.String}
 SOURCE_SCHEMA = {"table": pl.String, "dataset": pl.String, "solver": pl.String, "arm": pl.String,
                  "metric": pl.String, "value": pl.Float64, "note": pl.String}
+TEST_PROBLEMS: dict[str, dict[int | None, int]] = {
+    "math23k": {None: 1000}, "svamp": {None: 1000}, "mathqa": {None: 2410}, "mawps-single": {None: 199},
+    "mawps": {0: 397, 1: 397, 2: 397, 3: 397, 4: 399},
+}
+"""Each benchmark's test problems, per fold (None: no folds), as the platform reads them (the data is not
+loaded here: tests/test_protocol.py keeps them equal to the loaded benchmarks)."""
+
+
+def benchmark_size(dataset: str) -> int | None:
+    """A benchmark's test problems over all its folds (MAWPS: 1,987); None for one the platform does not list."""
+    return sum(TEST_PROBLEMS.get(dataset, {}).values()) or None
+
+
 TABLES = ("table1", "table2", "table3", "table4", "figure1")
 METRICS = ("value", "expression_values", "infill_acc", "perfect_match")
 PSEDUAL = "psedual"
