@@ -4,8 +4,8 @@ target Δ needs (a sweep file's `seeds_for`).
 Each comparison of the sweep (its `compare` entries, or every PseDual variant against base) is a
 paired t-test over seeds, and a TOST at its equivalence margin (`analysis.stats.equivalence`); their
 power depends on the sd of the per-seed Δ, which no sweep knows before it runs. The plan takes that
-sd from an earlier experiment's runs of the same comparison (`--plan_from EXPERIMENT`: the runs
-table's test value accuracy, paired by seed, folds averaged), or as stated (`--plan_sd`, or
+sd from an earlier experiment's runs of the same comparison (`--plan_from EXPERIMENT`, else the sweep's own
+last experiment where it ran: the runs table's test value accuracy, paired by seed, folds averaged), or as stated (`--plan_sd`, or
 `seeds_for.sd` in the file), and gives per comparison (named by its arms and its `where`) the seeds
 the sweep has, the smallest Δ they detect (80% power, two-sided 0.05: `analysis.stats.power`,
 statsmodels), the seeds the target Δ needs (the paper's for the cell, else 1 point), the seeds at
@@ -73,7 +73,8 @@ def line(name: str, seeds: int, spread: Spread | None, goal: tuple[float, str], 
     the family's correction at worst)."""
     if spread is None:
         return (f"  {name}: {seeds} seeds; no spread to plan from (give --plan_from EXPERIMENT that ran this "
-                f"comparison on 2 or more seeds, or --plan_sd POINTS)")
+                f"comparison on 2 or more seeds, or --plan_sd POINTS; once this sweep has run, --plan reads its "
+                f"last experiment)")
     mde = power.mde(spread.sd, seeds)
     need = power.n_needed(goal[0], spread.sd)
     what = f"the paper's {goal[0]:+.1f}" if goal[1] == "paper" else f"a {abs(goal[0]):g}-point Δ"
@@ -115,17 +116,38 @@ def names(arm: str, base: str, treatment: str, where: str = "") -> str:
     return f"{label(treatment)} vs {label(base)}" + (f" ({said})" if said else "")
 
 
+def last_experiment(storage: str, name: str) -> str | None:
+    """The sweep's own last experiment in `storage`: of `name`, `name-2`, ... (the names a sweep takes,
+    `psedual.job.experiment_name`) the last whose runs table holds rows; None where it never ran there.
+    `--plan` right after a sweep reads its spread (issue 61, item 5) without `--plan_from`."""
+    import pyarrow.fs as pafs
+
+    from psedual.storage import filesystem
+
+    fs, base = filesystem(storage)
+    last, k = None, 1
+    while True:
+        name_k = name if k == 1 else f"{name}-{k}"
+        if fs.get_file_info(f"{base}/runs/experiment={name_k}").type == pafs.FileType.NotFound:
+            return last
+        last, k = name_k, k + 1
+
+
 def resolve_seeds(spec, job, planned: list) -> tuple[object, list[str]]:
     """The spec with `seeds_for` resolved to `grid.seed` (unchanged without it), and what the plan
     says of each of `planned` (`job.comparisons`) at those seeds; `job`: the TuneJob's plan options."""
     from psedual.tune.space import SpecError
 
     spreads = {}
+    stated = job.plan_sd is not None or (spec.seeds_for is not None and spec.seeds_for.sd is not None)
+    own = None if job.plan_from is not None or stated else last_experiment(job.storage, spec.name)
     for p in planned:
         for t in p.treatments:
             got = None
             if job.plan_from is not None:
                 got = observed(job.storage, job.plan_from, list(p.where), p.arm, p.base, t)
+            elif own is not None and (got := observed(job.storage, own, list(p.where), p.arm, p.base, t)):
+                got = Spread(got.sd, f"{got.source}: this sweep's last experiment (--plan_from names another)")
             elif job.plan_sd is not None:
                 got = Spread(job.plan_sd, "--plan_sd")
             elif spec.seeds_for is not None and spec.seeds_for.sd is not None:
