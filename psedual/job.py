@@ -206,7 +206,7 @@ class TuneJob:
     verbose: bool = False
     """Ray's own output on this terminal: every trial's log (each epoch, Ray Train's checkpoint and
     reporting lines) and Tune's status table. Without it, one line per trial start, epoch and
-    end, and Ray's output stays in /tmp/ray/session_latest/logs."""
+    end, and Ray's output stays in the running Ray's session logs (the path is printed)."""
     paper: PaperOptions = field(default_factory=PaperOptions)
     """A paper file's profile, parts and table2's chat model."""
     calibration: CalibrationOptions = field(default_factory=CalibrationOptions)
@@ -359,11 +359,15 @@ def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, v
         print(table)
     print(f"{len(runs)} trials in {time.perf_counter() - began:.0f} s; tables in "
           f"{storage}/{{runs,epochs,predictions}}/experiment={name}/")
-    failed = runs.filter(pl.col("status") == "error")
+    from psedual.results.records import FAILED
+
+    failed = runs.filter(pl.col("status").is_in(FAILED))
     for row in failed.iter_rows(named=True):
-        print(f"trial {row['trial']} failed: {row['error']}", flush=True)
-    # a failed trial (its node lost, its retries spent) is one error row: the others are still
-    # compared (the comparison skips it, saying so) and their claims written
+        print(f"trial {row['trial']} {'lost' if row['status'] == 'lost' else 'failed'}: {row['error']}", flush=True)
+    if failed.height:
+        print(rerun_line(spec, name, failed.height), flush=True)
+    # a failed trial (its retries spent) is one error row, or a lost one where its node died: the
+    # others are still compared (the comparison skips it, saying so) and their claims written
     from analysis.cli import run as analyze
 
     if getattr(spec, "seeds", None) is not None:
@@ -383,6 +387,16 @@ def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, v
         print(f"\nBeside the paper: psedual analyze table1 --root {storage} --experiment+ {name}\n", flush=True)
         analyze("table1", Table1Options(root=storage, experiment=(name,)))
     return 1 if failed.height else 0
+
+
+def rerun_line(spec, name: str, n: int) -> str:
+    """What to do about `n` failed or lost trials: `--resume NAME` reruns a grid sweep's from their
+    last checkpoint; an Optuna sweep's stay failed (its study has told them so: `sweep.run_sweep`)."""
+    if spec.mode == "optuna":
+        return (f"{n} trial(s) did not finish; --resume {name} reruns only those Tune left unfinished (an Optuna "
+                f"study's failed trial cannot be reopened); resources.max_failures lets Tune retry a trial itself")
+    return (f"{n} trial(s) did not finish: rerun them with --resume {name} (the same flags), each from its last "
+            f"checkpoint")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from analysis.checks import guardrails, registry, validation
 from analysis.checks.guardrails import FOLD, SEED, GuardrailError  # FOLD, SEED: the slot keys; callers read them here too
 from analysis.tables import read
 from psedual.results.best import kept_epoch
+from psedual.results.records import FAILED, STATUSES  # STATUSES: the tables' statuses (any other is refused)
 
 
 
@@ -27,15 +28,13 @@ def cell_label(row: dict, keys: list[str]) -> str:
     return ", ".join(f"{k}={row[k]}" for k in keys)
 
 
-STATUSES = ("completed", "stopped", "error")
-"""The statuses the result tables record (`psedual.results.records.Trial.status`): any other is refused."""
-FINISHED = (pl.col("status") != "error") & pl.col("error").is_null() & pl.col("test_value_acc").is_not_null()
+FINISHED = (~pl.col("status").is_in(FAILED)) & pl.col("error").is_null() & pl.col("test_value_acc").is_not_null()
 """A run with a test result to compare (a stopped trial's chosen checkpoint was tested too) that
 recorded no error: a filled `error` column is a run that failed, whatever its status says."""
 
 
 def _why_left_out(r: dict) -> str:
-    if r["status"] == "error" or r["error"] is None:
+    if r["status"] in FAILED or r["error"] is None:
         return f"status {r['status']}" + ("" if r["test_value_acc"] is not None else ", no test result")
     return f"error: {' '.join(str(r['error']).split())[:200]}"
 

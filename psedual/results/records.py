@@ -296,6 +296,14 @@ class LLMRecord:
     """Completion tokens the endpoint counted."""
 
 
+STATUSES = ("completed", "stopped", "error", "lost")
+"""How a trial ended, as the runs table's `status` says: all its epochs; stopped by the scheduler
+(ASHA) before its last; failed by itself; or its node died under it and its retries were spent (its
+`error` names the node and when; `--resume` reruns it)."""
+FAILED = ("error", "lost")
+"""The statuses of a trial that did not finish: no result, whatever its checkpoint's test scored."""
+
+
 @dataclass(frozen=True)
 class Trial:
     """What the result tables add to a run's metrics row: which trial it was and how it ended."""
@@ -303,11 +311,18 @@ class Trial:
     trial: str
     """Tune's trial id, or the run folder's name (`psedual results add`)."""
     status: str = field(metadata=COMPARED)
-    """`completed`, `stopped` (by ASHA before its last epoch) or `error`."""
+    """One of `STATUSES`: `completed`, `stopped` (by ASHA before its last epoch), `error` or `lost`
+    (its node died under it)."""
     error: str | None
-    """`Type: message` of the exception that ended the trial, or null."""
+    """`Type: message` of the exception that ended the trial (a lost node's: `NodeLost: node ID
+    (ADDRESS) lost at TIME UTC after epoch N of M ...`), or null."""
     code_version: str = field(metadata=COMPARED)
     """`git describe` of the code that wrote the row."""
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"trial {self.trial}: status {self.status!r} is none the runs table records; valid: "
+                             f"{', '.join(STATUSES)}")
 
 
 ENV_PREFIX = "env."

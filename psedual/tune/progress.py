@@ -19,10 +19,8 @@ from pathlib import Path
 import ray.tune
 
 from psedual.train.config import TrainConfig
+from psedual.tune.lost import RAY_LOGS, error_file, lost_node, ray_logs  # noqa: F401  (RAY_LOGS: re-exported)
 from psedual.tune.space import SweepSpec, expand
-
-RAY_LOGS = "/tmp/ray/session_latest/logs"
-"""Where a local Ray keeps its logs (the trials' output included); on a cluster, the head's."""
 
 
 def varied(spec: SweepSpec) -> list[str]:
@@ -54,7 +52,8 @@ def plural(n: int, word: str) -> str:
 
 class Progress(ray.tune.Callback):
     """Prints each trial's start, every epoch's training loss and validation accuracy, and its end
-    (done, stopped early by the scheduler, or failed), each end with where the sweep stands."""
+    (done, stopped early by the scheduler, failed, or lost with its node), each end with where the
+    sweep stands; a trial retried after a failure (`resources.max_failures`) says so."""
 
     def __init__(self, spec: SweepSpec, epochs: int, stream=None, total: int | None = None,
                  bar: bool | None = None) -> None:
@@ -69,7 +68,7 @@ class Progress(ray.tune.Callback):
         self.epoch_of: dict[str, int] = {}
         """Each trial's last reported epoch."""
         self.ends: dict[str, str] = {}
-        """Each ended trial's end: `done`, `stopped` or `failed`."""
+        """Each ended trial's end: `done`, `stopped`, `failed` or `lost` (its node died)."""
         self._tqdm = None
 
     def __getstate__(self) -> dict:
@@ -126,7 +125,19 @@ class Progress(ray.tune.Callback):
             self._end(trials, trial, "done", "done")
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
-        self._end(trials, trial, "failed", f"FAILED (its log: {RAY_LOGS})")
+        node = _node_lost(trial)
+        if node is None:
+            self._end(trials, trial, "failed", f"FAILED (its log: {ray_logs()})")
+            return
+        reached, planned = self.epoch_of.get(trial.trial_id, 0), self._planned(trial)
+        self._end(trials, trial, "lost", f"LOST: its node {node} died after epoch {reached}/{planned}; the trial "
+                  f"must be rerun (--resume); its log: {ray_logs()} on that node")
+
+    def on_trial_recover(self, iteration, trials, trial, **info) -> None:
+        node = _node_lost(trial)
+        why = f"its node {node} died" if node else "it failed"
+        self._say(f"{self._name(trial)} {why} after epoch {self.epoch_of.get(trial.trial_id, 0)}/"
+                  f"{self._planned(trial)}: retried from its last checkpoint (its log: {ray_logs()})")
 
     def _end(self, trials, trial, end: str, said: str) -> None:
         self.ends[trial.trial_id] = end
@@ -140,7 +151,7 @@ class Progress(ray.tune.Callback):
         """Where the sweep stands: `sweep: 3 of 9 trials ended (2 done, 1 stopped), 2 running, 4
         pending; 1 min 10 s so far, about 2 min 20 s left`."""
         ended = len(self.ends)
-        counts = {end: sum(1 for e in self.ends.values() if e == end) for end in ("done", "stopped", "failed")}
+        counts = {end: sum(1 for e in self.ends.values() if e == end) for end in ("done", "stopped", "failed", "lost")}
         how = ", ".join(f"{n} {end}" for end, n in counts.items() if n)
         # Tune calls a trial's end before it marks the trial TERMINATED
         running = sum(1 for t in trials if t.status == "RUNNING" and t.trial_id not in self.ends)
@@ -165,6 +176,13 @@ class Progress(ray.tune.Callback):
         todo = sum(max(0, self._planned(t) - self.epoch_of.get(t.trial_id, 0)) for t in live)
         todo += pending * self.epochs
         return todo * spent / run
+
+
+def _node_lost(trial) -> str | None:
+    """The node whose death failed `trial`, from the error Tune has just written in the trial's
+    folder on this machine; None if it failed by itself."""
+    found = error_file(getattr(trial, "local_path", None))
+    return lost_node(found[0]) if found else None
 
 
 def quiet_tune_logs(path: str | Path) -> None:

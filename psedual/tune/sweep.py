@@ -25,7 +25,8 @@ from psedual.train.config import TrainConfig
 from psedual.train.resources import Resources
 from psedual.tune import study
 from psedual.tune.outcome import TrialOutcome
-from psedual.tune.progress import RAY_LOGS, Progress, quiet_tune_logs
+from psedual.tune.lost import error_file, node_loss, ray_logs
+from psedual.tune.progress import Progress, quiet_tune_logs
 from psedual.tune.asha import ArmASHA
 from psedual.tune import trackers
 from psedual.tune.trackers import tracker_callbacks
@@ -160,15 +161,16 @@ def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bo
               "its dashboard, if any, is that Ray's", flush=True)
     callbacks = ([] if loud else [Progress(spec, max_epochs(spec))]) + tracker_callbacks(spec.loggers, storage, name)
     if not loud:
-        quiet_tune_logs(Path(RAY_LOGS) / "psedual-driver.log")
+        logs = ray_logs()  # the running Ray's: a cluster's session folder, not /tmp/ray's latest
+        quiet_tune_logs(Path(logs) / "psedual-driver.log")
         # the libraries' own INFO lines too ("A new study created in Journal", MLflow's table set-up)
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         for library in ("mlflow", "alembic"):  # alembic: the migrations of MLflow's SQLite store
             logging.getLogger(library).setLevel(logging.WARNING)
-        print(f"Ray's own output (each trial's log, Train's checkpoint lines, Tune's status) goes to {RAY_LOGS}; "
-              f"--verbose shows it here", flush=True)
+        print(f"Ray's own output (each trial's log, Train's checkpoint lines, Tune's status) goes to {logs} "
+              f"(a trial's log: on the node it ran on); --verbose shows it here", flush=True)
     if address in (None, "local"):
         check_fits(spec.resources, ray.cluster_resources())
     storage = storage_uri(storage)
@@ -295,18 +297,33 @@ def _tune_config(spec: SweepSpec, storage: str, name: str, search_alg=None) -> r
 def _outcome(result, trial, fs) -> TrialOutcome:
     """A trial's outcome from its Result and its Trial (whose config and id a Result lacks when
     the trial never reported: its node lost, or its start failed). `fs` is the storage's
-    filesystem: Ray Train reports a checkpoint's path on it without the URI's scheme."""
+    filesystem: Ray Train reports a checkpoint's path on it without the URI's scheme. Its status:
+    `completed`, `stopped` (before its last epoch, by the scheduler), `lost` (its node died under it,
+    its retries spent: `lost.NodeLoss`) or `error`."""
     metrics = {k: v for k, v in (result.metrics or {}).items() if k not in _TUNE_KEYS}
     checkpoint = result.checkpoint
     if checkpoint is None and (result.metrics or {}).get("checkpoint_path"):
         checkpoint = Checkpoint(result.metrics["checkpoint_path"], filesystem=fs)  # reported by Ray Train workers
     flat = expand(dict(trial.config))
-    epochs = make_config(flat).epochs
-    if result.error is not None:
-        status = "error"
-    else:
-        status = "completed" if metrics.get("epoch", 0) >= epochs else "stopped"
-    return TrialOutcome(trial.trial_id, flat, status, metrics, checkpoint, error_line(result.error))
+    epochs, reached = make_config(flat).epochs, int(metrics.get("epoch", 0))
+    # A failure is read from the error Tune wrote in the trial's folder on this driver as well as
+    # from its state: Ray 2.60 may save an errored trial's state as it was at its last report (RUNNING,
+    # no error: when the dead actor is handled before the failed task, the trial's stop finds no actor
+    # and returns before marking the trial to be saved), read back as PENDING with no error, which
+    # would pass for an early stop (issue 60). A trial retried after a failure and then finished is
+    # TERMINATED: its error file is history
+    written = error_file(getattr(trial, "local_path", None))
+    if result.error is None and trial.status != "ERROR" and (written is None or trial.status == "TERMINATED"):
+        return TrialOutcome(trial.trial_id, flat, "completed" if reached >= epochs else "stopped", metrics,
+                            checkpoint, None)
+    error = written[0] if written else result.error
+    loss = node_loss(error, reached, epochs, written[1] if written else None)
+    if loss is not None:
+        return TrialOutcome(trial.trial_id, flat, "lost", metrics, checkpoint, loss.line())
+    line = error_line(result.error) if result.error is not None else (
+        f"TrialError: {' '.join(written[0].split())[:500]}" if written else
+        "TrialError: Tune recorded the trial as failed; its error file was not found")
+    return TrialOutcome(trial.trial_id, flat, "error", metrics, checkpoint, line)
 
 
 def error_line(error: BaseException | None) -> str | None:

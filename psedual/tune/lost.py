@@ -1,0 +1,117 @@
+"""A trial whose node died under it (a preemption, a crashed or removed machine): told apart from a
+trial that failed by itself, so the runs table records it as `lost` (the node and when), never as
+an early stop or a plain error, and the job says to rerun it (`--resume NAME`).
+
+Ray reports a lost node to Tune as the trial actor's death (`ActorDiedError`: "The actor died because
+its node has died. Node Id: ..."); a Ray Train trial carries the same line in its worker's error.
+Ray's exception holds the node only in that message, so it is read from there and checked against
+Ray's node table, which gives the node's address and why Ray marked it dead.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+RAY_LOGS = "/tmp/ray/session_latest/logs"
+"""Where a Ray started with its defaults keeps its logs; the path a sweep prints is the running
+Ray's own (`ray_logs`: a cluster's session folder, on the node a trial ran on)."""
+NODE_DIED = re.compile(r"its node has died\. Node Id: ([0-9a-f]{16,})")
+"""Ray's words for an actor (a trial, or a Train worker) whose node died, with the node's id."""
+
+ERROR_FILE = "error.txt"
+"""Tune's text of a trial's errors (`ray.tune.result.EXPR_ERROR_FILE`), in the trial's folder."""
+FAILURE = "Failure # "
+"""How Tune starts each failure it appends to that file."""
+
+
+def lost_node(error: object) -> str | None:
+    """The id of the node whose death ended a trial, from its error (an exception, or Tune's error
+    text); None if the error says no node died."""
+    if error is None:
+        return None
+    found = NODE_DIED.search(str(error))
+    return found.group(1) if found else None
+
+
+def ray_logs() -> str:
+    """The logs folder of the Ray this process is attached to (`<temp dir>/<session>/logs`): a
+    trial's own log is in this folder on the node it ran on (each node keeps its workers' logs under
+    the cluster's session name). Ray's default path when no Ray is running here."""
+    import ray
+
+    if not ray.is_initialized():
+        return RAY_LOGS
+    context = ray.get_runtime_context()
+    return str(Path(context.get_temp_dir()) / context.get_session_name() / "logs")
+
+
+def dead_node(node: str) -> dict:
+    """Ray's record of a dead node (`ray.nodes()`: its address, why it was marked dead), or {} when
+    Ray is not running here or does not list it."""
+    import ray
+
+    if not ray.is_initialized():
+        return {}
+    return next((n for n in ray.nodes() if n.get("NodeID") == node and not n.get("Alive")), {})
+
+
+@dataclass(frozen=True)
+class NodeLoss:
+    """A trial's node lost under it, as the runs table's `error` says it."""
+
+    node: str
+    """Ray's id of the node."""
+    address: str | None
+    """The node's IP, as Ray's node table lists it (None where the table was not read)."""
+    reason: str | None
+    """Why Ray marked the node dead (`health check failed ...`, a preemption), if it says."""
+    at: datetime | None
+    """When Tune recorded the trial's failure (its error file's time), in UTC."""
+    epoch: int
+    """The trial's last reported epoch (0 if it never reported)."""
+    epochs: int
+    """The epochs the trial was to run."""
+
+    def __post_init__(self) -> None:
+        if not self.node or self.epoch < 0 or self.epochs < 1:
+            raise ValueError(f"bad node loss: {self}")
+        if self.at is not None and self.at.tzinfo is None:
+            raise ValueError(f"a node loss's time must be in UTC, not naive: {self.at}")
+
+    def line(self) -> str:
+        """The runs table's `error`: `NodeLost: node ID (ADDRESS) lost at TIME UTC after epoch 2 of 8
+        (REASON); rerun it: --resume`."""
+        where = f" ({self.address})" if self.address else ""
+        when = f" at {self.at:%Y-%m-%d %H:%M:%S} UTC" if self.at else ""
+        why = f" ({self.reason})" if self.reason else ""
+        return (f"NodeLost: node {self.node}{where} lost{when} after epoch {self.epoch} of {self.epochs}{why}; "
+                f"the trial must be rerun: --resume")
+
+
+def node_loss(error: object, epoch: int, epochs: int, at: datetime | None = None) -> NodeLoss | None:
+    """The node loss a trial's `error` names, with what Ray's node table says of the node; None if
+    the error is not a lost node."""
+    node = lost_node(error)
+    if node is None:
+        return None
+    record = dead_node(node)
+    return NodeLoss(node, record.get("NodeManagerAddress"), record.get("DeathReasonMessage") or None, at,
+                    epoch, epochs)
+
+
+def error_file(folder: str | Path | None) -> tuple[str, datetime] | None:
+    """The last error Tune wrote in a trial's folder, and its time (the file's, UTC); None if it
+    wrote none. Tune appends each failure of a retried trial as `Failure # N (occurred at ...)`:
+    the last one is the one that ended it."""
+    if folder is None:
+        return None
+    path = Path(folder) / ERROR_FILE
+    if not path.is_file():
+        return None
+    text = path.read_text(errors="replace")
+    if FAILURE in text:  # the last failure, without its `Failure # N (occurred at ...)` line
+        text = text.rsplit(FAILURE, 1)[1].partition("\n")[2]
+    return text.strip(), datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
