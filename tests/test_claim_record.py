@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 import crafted_claims as crafted
-from analysis.claims import claims, verdicts
+from analysis.claims import claims, targets, verdicts
 from analysis.tables.claim import CLAIMS_SCHEMA, Claim, claims_of, frame
 from claim_rows import claim_row
 from test_analysis_checks import _build, _effect, _ids, _preds, _write
@@ -25,8 +25,8 @@ STUDIES = sorted(p.parent.parent for p in (ROOT / "docs").glob("*/results/claims
 def test_the_committed_claims_are_judged_again_to_their_verdicts():
     judged = []
     for study in STUDIES:
-        for claim in claims_of(claims.load(str(study / "results"))):
-            judged.append((study.name, claim.verdict, verdicts.verdict(claim)))
+        for row in claims.load(str(study / "results")).iter_rows(named=True):
+            judged.append((study.name, row["verdict"], targets.again(row)))  # the verdict, and its target's words
     assert len(judged) >= 9 and {s for s, _, _ in judged} >= {"converged", "converged_5fold", "control"}
     assert [(s, v) for s, v, _ in judged] == [(s, again) for s, _, again in judged]
     # the committed verdicts span the rule: a difference, an equivalence, and both kinds of undecided
@@ -45,7 +45,7 @@ def test_a_stored_untestable_claim_and_its_family_are_judged_again(tmp_path, cap
     stored = claims_of(claims.load(str(tmp_path)))
     gru = next(c for c in stored if c.treatment_arm == "gru")
     assert gru.untestable and gru.verdict == f"untestable ({gru.untestable})"
-    assert [verdicts.verdict(c) for c in stored] == [c.verdict for c in stored]
+    assert [targets.again(r) for r in claims.load(str(tmp_path)).iter_rows(named=True)] == [c.verdict for c in stored]
 
 
 def test_a_stored_zero_shot_claim_keeps_its_one_seed_verdict(tmp_path):

@@ -261,8 +261,8 @@ def test_a_refused_value_is_one_line_naming_the_option_the_value_and_what_it_tak
     """`--margin 1%` printed three lines: jsonargparse's `Parser key "margin":`, `Expected a <class
     'float'>`, and a hint about list options."""
     assert main(["analyze", "compare", "--root", str(tmp_path), "--margin", "1%"]) == 2
-    assert capsys.readouterr().err == ("psedual analyze compare: error: --margin 1%: expected a number of accuracy "
-                                       "points, e.g. 1\n")
+    assert capsys.readouterr().err == ("psedual analyze compare: error: --margin 1%: expected a number of points of "
+                                       "accuracy from 0.1 to 10, e.g. 0.45\n")
     assert main(["analyze", "compare", "--root", str(tmp_path), "--resamples", "many"]) == 2
     assert capsys.readouterr().err == "psedual analyze compare: error: --resamples many: expected an integer\n"
     assert main(["train", "--lr", "abc", "--out", "x"]) == 2

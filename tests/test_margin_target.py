@@ -97,3 +97,11 @@ def test_an_exploratory_pair_takes_the_claims_margin(rows):
     base = exploratory.Arm("base", frozenset(rows["base_trials"][0]))
     assert exploratory.margin_near(rows.with_columns(pl.Series("margin", [0.4, 0.45])), gru, gcn) == 0.4
     assert exploratory.margin_near(rows.with_columns(pl.Series("margin", [0.4, 0.45])), base, gcn) == 0.4
+
+
+def test_a_stored_claim_is_judged_again_with_its_target_words(rows):
+    judged = targets.judge(rows)
+    assert [targets.again(r) for r in judged.iter_rows(named=True)] == judged["verdict"].to_list()
+    assert "includes the paper's +0.8" in judged["verdict"][0]
+    # a table from before the target test: its verdict as it was
+    assert [targets.again(r) for r in rows.iter_rows(named=True)] == rows["verdict"].to_list()

@@ -18,9 +18,11 @@ holds a claim back (inconclusive, untestable, too few examples) holds its target
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import polars as pl
 
-from analysis.claims.verdicts import DIFFERENCE
+from analysis.claims.verdicts import DIFFERENCE, verdict
 from analysis.stats.margins import UNIT, below_target, points, said_against
 from analysis.stats.multiple import adjust
 from analysis.stats.power import spread
@@ -105,3 +107,15 @@ def margin_line(rows: pl.DataFrame, default: float | None = None) -> str:
                 f"'equivalent'): half the target ({half}) is the default a sweep in rounds takes, so that "
                 f"'equivalent' refutes the target with as much room as 'better' refutes no effect")
     return f"margin: {shown} {UNIT} ({why}){tail}."
+
+
+def again(row: dict) -> str | None:
+    """A stored claim row's verdict judged again from its own row: `verdicts.verdict`, then the words
+    its stored target and target p's give (a row from before issue 57, without them: none)."""
+    claim = Claim.from_row(row)
+    judged = replace(claim, verdict=verdict(claim))
+    if "p_target" not in row:  # a table written before the target test: its verdicts had no such words
+        return judged.verdict
+    said = words(judged, row.get("target_delta"), row.get("target_from"), row.get("p_target"),
+                 row.get("p_target_adjusted"))
+    return "; ".join([judged.verdict, *said])
