@@ -313,3 +313,28 @@ def test_plan_reads_the_sweeps_own_last_experiment(tmp_path, capsys):
     out = capsys.readouterr().out
     sd = np.std([1, -1, 3, 1, 3], ddof=1)
     assert f"sd of the per-seed Δ {sd:.2f} (experiment planned-2, 5 paired seeds: this sweep's last experiment" in out, out
+
+
+CASES = {"control": (_controls, ["compare", "--treatment+", "gcn"]),
+         "control_t1": (_controls, ["table1"]),
+         "sampled": (lambda r: _llm(r, 0.7), ["compare", "--base", "llm", "--treatment+", "llm+reexamine"]),
+         "dropped": (lambda r: _shifted_seeds(r, 6.0), ["compare", "--treatment+", "gcn"]),
+         "one_seed": (_one_seed, ["compare", "--treatment+", "gcn"]),
+         "one_llm": (lambda r: _one_seed(r, llm=True), ["compare", "--base", "llm", "--treatment+", "llm+reexamine"]),
+         "no_spread": (_no_spread, ["compare", "--treatment+", "gcn", "--treatment+", "gru"])}
+"""Each crafted case and the `psedual analyze` words it is read with, for running as a script:
+
+    .venv/bin/python tests/test_hostile6.py CASE                           # this checkout's analysis/
+    PYTHONPATH=OLD_CHECKOUT .venv/bin/python tests/test_hostile6.py CASE   # another's, side by side
+"""
+
+
+if __name__ == "__main__":
+    import sys
+    import tempfile
+
+    build, words = CASES[sys.argv[1]]
+    where = Path(tempfile.mkdtemp())
+    build(where)
+    print(f"analysis from {Path(__import__('analysis').__file__).parent}; tables in {where}")
+    print("exit", analyze(["analyze", *words, "--root", str(where), "--resamples", "200"]))
