@@ -68,8 +68,9 @@ def planned_rows(claims, numbers, labels: list[str] | None = None) -> list[Row]:
 
 
 def _short(verdict: str) -> str:
-    """A verdict cut to fit beside its row: its first clause ('undecided: about 17 more seeds would decide')."""
-    return verdict.split(" (", 1)[0]
+    """A verdict cut to fit beside its row: its first clause ('undecided: about 17 more seeds would decide'),
+    before what `targets` adds after a `;`."""
+    return verdict.split(";", 1)[0].split(" (", 1)[0]
 
 
 def figure(rows: list[Row], path: str, title: str) -> str:
