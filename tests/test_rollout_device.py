@@ -46,10 +46,10 @@ def path(request):
 SMALL = SolverConfig(embedding_size=32, hidden_size=64, layers=1, dropout=0.0)
 
 
-def fingerprint(name, mawps, vocab, dropout: float, steps: int = 2) -> list[dict]:
+def fingerprint(name, mawps, vocab, dropout: float, steps: int = 2, config: SolverConfig = SMALL) -> list[dict]:
     """Each step's sampled ids (a digest and the total length), losses and gradient numbers."""
     torch.manual_seed(0)
-    config = replace(SMALL, dropout=dropout)
+    config = replace(config, dropout=dropout)
     solver = get_solver(name)(vocab, config)
     reexaminer = Reexaminer(vocab, config, PseDualConfig(expression_encoder="gcn", fusion="predicted"))
     step = StepLoss(solver, reexaminer, 1.0)

@@ -264,8 +264,10 @@ class GumbelNoise:
         """[len(rows), options] noise for problems `rows` at choice `position`."""
         if options <= self.V:
             return self.table[rows, position, :options]
-        return torch.stack([_gumbel(self._seed(self.ids[r], position), (options,))
-                            for r in rows.tolist()]).to(self.device)
+        # drawn on the host (each problem's generator): `rows` on the host costs no read, and the
+        # copy to the device does not wait
+        return to_device(torch.stack([_gumbel(self._seed(self.ids[r], position), (options,))
+                                      for r in rows.tolist()]), self.device)
 
 
 def _seed(key: str) -> int:

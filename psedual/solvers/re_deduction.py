@@ -31,6 +31,7 @@ from psedual.solvers.batch import Batch
 from psedual.solvers.config import SolverConfig, inference
 from psedual.solvers.plm import PLMEncoder
 from psedual.solvers.rollout import NEG, Pick, Rollout
+from psedual.solvers.tensors import padded_ids, to_device
 from psedual.solvers.vocab import Vocab
 
 NON_COMMUTATIVE = ("-", "/", "^")
@@ -245,23 +246,29 @@ class REDeduction(nn.Module):
 
     def rollout(self, batch: Batch, enc: DeductionEncoded, pick: Pick, max_length: int) -> Rollout:
         """Sample steps (each a one-hot over pair × step-operator options, from `pick`, with its
-        gradient); stop when the stop score says so (no gradient), or at the step limit."""
+        gradient); stop when the stop score says so (no gradient), or at the step limit.
+
+        The host reads the device once a step (whether any problem still deduces: the loop ends
+        where it always did, so dropout draws what it always drew) and once at the end (every
+        step's option and which problems took it); the problems `pick` is told of are a host
+        tensor, so its noise needs no read either. Before, each step read every problem's option,
+        pair and state one by one."""
         B, n_leaves = enc.leaves.shape[:2]
         V, n_ops = len(self.vocab.output_tokens), len(self.ops)
         device = enc.leaves.device
-        op_of = torch.tensor([o for o, _ in self.ops], device=device)
-        reverse = torch.tensor([r for _, r in self.ops], device=device)
+        op_of, reverse = to_device(torch.tensor([[o for o, _ in self.ops], [r for _, r in self.ops]]), device)
+        reverse = reverse.bool()
         max_steps = max(1, (max_length - 1) // 2)
         q, mask = enc.leaves, enc.leaf_mask
         live = torch.ones(B, dtype=torch.bool, device=device)
-        steps: list[list[tuple[int, int, int]]] = [[] for _ in range(B)]
-        rows: list[list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]] = [[] for _ in range(B)]
-        problems = torch.arange(B, device=device)
+        problems = torch.arange(B)  # on the host: `pick` hands them to the noise, which is drawn there
+        every = torch.arange(B, device=device)
+        options, taken, rows = [], [], []  # per step: [B] option, [B] whether it was taken, [B, 3, V] token rows
         for t in range(max_steps):
             scores, hidden, i, j = self._options(q, mask)
             y = pick(scores, problems, t)  # [B, P·K]
             option = y.argmax(-1)
-            new = self._make(hidden[problems, option // n_ops], option % n_ops)
+            new = self._make(hidden[every, option // n_ops], option % n_ops)
             # token rows: the operator's, and each side's leaf (the mass on intermediates is not a token)
             y3 = y.view(B, -1, n_ops)
             op_row = y.new_zeros(B, V).index_add(1, op_of, y3.sum(1))
@@ -272,43 +279,52 @@ class REDeduction(nn.Module):
                 dist = y.new_zeros(B, q.shape[1]).index_add(1, side.flatten(), y)[:, :n_leaves]
                 side_rows.append(F.pad(dist, (self.n_ops, V - self.n_ops - n_leaves)))
             stop = (self.stop(new).squeeze(-1) > 0) | (t + 1 == max_steps)
-            for b in range(B):
-                if live[b]:
-                    o = int(option[b])
-                    steps[b].append((int(i[o // n_ops]), int(j[o // n_ops]), o % n_ops))
-                    rows[b].append((op_row[b], side_rows[0][b], side_rows[1][b]))
+            options.append(option)
+            taken.append(live)
+            rows.append(torch.stack([op_row, *side_rows], 1))
             live = live & ~stop
-            if not live.any():
+            if not live.any():  # the step's one read
                 break
             q, mask = self._absorb(q, mask, new)
-        return self._as_prefix(steps, rows, n_leaves, V)
+        # the rollout's other read: every step's option and whether its problem took it
+        read = torch.cat([torch.stack(options, 1), torch.stack(taken, 1).long()], 1).tolist()
+        T = len(options)
+        at_step = [torch.triu_indices(n_leaves + t, n_leaves + t).tolist() for t in range(T)]  # `pairs`, on the host
+        steps = [[(at_step[t][0][o // n_ops], at_step[t][1][o // n_ops], o % n_ops)
+                  for t, o in enumerate(row[:T]) if row[T + t]] for row in read]
+        return self._as_prefix(steps, torch.stack(rows, 1), n_leaves, V)
 
-    def _as_prefix(self, steps, rows, n_leaves: int, V: int) -> Rollout:
-        seqs, choices = [], []
-        for st, rw in zip(steps, rows):
-            tokens, picked = [], []
+    def _as_prefix(self, steps: list[list[tuple[int, int, int]]], rows: torch.Tensor, n_leaves: int,
+                   V: int) -> Rollout:
+        """Each problem's steps as a prefix expression: its ids (on the host and the device) and,
+        per token, its row of `rows` [B, T, 3, V] (a step's operator row, then its two sides'),
+        gathered in one index (a padding position reads a zero row)."""
+        B, T = rows.shape[:2]
+        seqs, at = [], []  # per problem: the tokens, and the flat row of `rows` each was picked by
+        for b, st in enumerate(steps):
+            tokens, where = [], []
 
-            def emit(q: int, row: torch.Tensor | None) -> None:
+            def emit(q: int, row: int | None) -> None:
                 if q < n_leaves:
                     tokens.append(self.n_ops + q)
-                    picked.append(row)
+                    where.append(row)
                     return
                 s = q - n_leaves
                 i, j, k = st[s]
                 o, reverse = self.ops[k]
                 left, right = (j, i) if reverse else (i, j)
                 tokens.append(o)
-                picked.append(rw[s][0])
-                emit(left, rw[s][1])
-                emit(right, rw[s][2])
+                where.append((b * T + s) * 3)
+                emit(left, (b * T + s) * 3 + 1)
+                emit(right, (b * T + s) * 3 + 2)
 
             emit(n_leaves + len(st) - 1, None)
             seqs.append(tokens)
-            choices.append(torch.stack(picked))
+            at.append(where)
         L = max(map(len, seqs))
-        device = choices[0].device
-        padded = torch.stack([F.pad(c, (0, 0, 0, L - len(c))) for c in choices])
-        ids = torch.full((len(seqs), L), -1, dtype=torch.long, device=device)
-        for b, s in enumerate(seqs):
-            ids[b, : len(s)] = torch.tensor(s, device=device)
-        return Rollout(padded, ids)
+        zero = B * T * 3  # the padding's row
+        index = [w if w is not None else zero for where in at for w in where + [zero] * (L - len(where))]
+        flat = torch.cat([rows.reshape(zero, V), rows.new_zeros(1, V)])
+        device = rows.device
+        padded = flat.index_select(0, to_device(torch.tensor(index), device)).view(B, L, V)
+        return Rollout(padded, to_device(padded_ids(seqs, L), device), seqs)
