@@ -7,7 +7,11 @@ from types import SimpleNamespace
 
 from psedual.job import TuneJob
 from psedual.tune.progress import RAY_LOGS, Progress, duration, plural, shown, varied
-from psedual.tune.space import ARM, SweepSpec
+from pathlib import Path
+
+from psedual.tune.space import ARM, SweepSpec, load_spec
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_progress_names_each_trial_by_what_varies_and_prints_its_epochs():
@@ -32,6 +36,27 @@ def test_progress_names_each_trial_by_what_varies_and_prints_its_epochs():
         f"{name} epoch 2/5: loss 1.2346, infilling loss 0.5000, valid value 45.7%",
         f"{name} stopped early by the scheduler at epoch 2/5",
         "sweep: 1 of 4 trials ended (1 stopped), 0 running, 3 pending"]  # no time before the sweep's setup
+
+
+def test_a_sweep_in_rounds_counts_its_most_trials_not_one_round(monkeypatch):
+    """Seeds in rounds until decided: the searcher suggests each round as the last is judged, so the
+    sweep has no fixed count; the line says the most it may run (arms x seeds still allowed), never
+    `3 of 2 trials`, and its time left is a most."""
+    spec = load_spec(ROOT / "search_spaces" / "control_rounds.yaml")  # 2 arms, 16 seeds taken, at most 40
+    out, clock = io.StringIO(), [0.0]
+    monkeypatch.setattr("psedual.tune.progress.time.monotonic", lambda: clock[0])
+    progress = Progress(spec, 30, out, bar=False)
+    progress.setup(total_num_samples=10 ** 10)  # a searcher's open count: not the sweep's
+    trials = [SimpleNamespace(trial_id=t, status="RUNNING", config={"epochs": 30, ARM: {"variant": "base"}})
+              for t in "abc"]
+    for t in trials:
+        progress.on_trial_result(0, trials, t, {"epoch": 30, "train_loss": 1.0, "valid_value_acc": 0.5})
+    clock[0] = 90.0
+    for t in trials:
+        progress.on_trial_complete(0, trials, t)
+    assert out.getvalue().splitlines()[-1] == (
+        "sweep: 3 of at most 48 trials ended (3 done), 0 running, up to 45 more in rounds until decided; "
+        "1 min 30 s so far, at most about 22 min 30 s left")
 
 
 def test_progress_says_where_the_sweep_stands_and_what_is_left(monkeypatch):

@@ -20,6 +20,7 @@ import ray.tune
 
 from psedual.train.config import TrainConfig
 from psedual.tune.lost import RAY_LOGS, error_file, lost_node, ray_logs  # noqa: F401  (RAY_LOGS: re-exported)
+from psedual.tune.seed_rule import SeedRule
 from psedual.tune.space import SweepSpec, expand
 
 
@@ -60,8 +61,13 @@ class Progress(ray.tune.Callback):
         # the stream is looked up when printing: Tune pickles its callbacks with the experiment
         self.keys, self.epochs, self.stream = varied(spec), epochs, stream
         self.default_epochs = int(spec.fixed.get("epochs", TrainConfig().epochs))
+        rule = spec.seeds if isinstance(spec.seeds, SeedRule) else None
+        self.rounds = rule is not None
+        """Seeds in rounds until decided: the count is a most, not a plan (a decided claim stops early)."""
         self.total = total if total is not None else (
-            spec.num_samples if spec.mode == "optuna" else len(spec.trial_configs()) * spec.num_samples)
+            spec.num_samples if spec.mode == "optuna" else
+            len(spec.trial_configs()) * (rule.max - (rule.taken or 0)) if rule is not None else
+            len(spec.trial_configs()) * spec.num_samples)
         self.bar = bar
         """A progress bar under the lines: None decides when the sweep starts (a terminal only)."""
         self.began: float | None = None
@@ -77,8 +83,8 @@ class Progress(ray.tune.Callback):
 
     def __setstate__(self, state: dict) -> None:
         # a sweep pickled by an earlier version (--resume) has only its names and epochs
-        self.__dict__.update({"default_epochs": state.get("epochs"), "total": 0, "bar": None, "began": None,
-                              "epoch_of": {}, "ends": {}, "_tqdm": None, **state})
+        self.__dict__.update({"default_epochs": state.get("epochs"), "total": 0, "rounds": False, "bar": None,
+                              "began": None, "epoch_of": {}, "ends": {}, "_tqdm": None, **state})
 
     def setup(self, stop=None, num_samples=None, total_num_samples=None, **info) -> None:
         self.began = time.monotonic()
@@ -156,14 +162,16 @@ class Progress(ray.tune.Callback):
         # Tune calls a trial's end before it marks the trial TERMINATED
         running = sum(1 for t in trials if t.status == "RUNNING" and t.trial_id not in self.ends)
         pending = max(0, self.total - ended - running)
-        line = (f"sweep: {ended} of {plural(self.total, 'trial')} ended" + (f" ({how})" if how else "") +
-                f", {running} running, {pending} pending")
+        most = "at most " if self.rounds else ""
+        line = (f"sweep: {ended} of {most}{plural(self.total, 'trial')} ended" + (f" ({how})" if how else "") +
+                f", {running} running, " + (f"up to {pending} more in rounds until decided" if self.rounds
+                                            else f"{pending} pending"))
         if self.began is None:
             return line
         spent = time.monotonic() - self.began
         line += f"; {duration(spent)} so far"
         left = self.left(trials, spent, pending)
-        return line + (f", about {duration(left)} left" if left is not None else "")
+        return line + (f", {most}about {duration(left)} left" if left is not None else "")
 
     def left(self, trials, spent: float, pending: int) -> float | None:
         """Seconds left at the pace so far: the epochs still to run (running trials' rest, pending
