@@ -167,6 +167,10 @@ def run_job(job: TuneJob) -> int:
 
     spec = load_spec(job.space)
     name = job.name or job.resume or spec.name
+    from analysis.stats.margins import check_margin
+
+    for i, entry in enumerate(spec.compare or ()):  # refused now, not by analyze once the sweep has run
+        check_margin(entry.margin, name=f"{job.space}: compare[{i + 1}].margin")
     if spec.seeds is not None:  # a sweep in rounds: its rule against the design, before anything runs
         from psedual import seed_rounds
 
@@ -332,9 +336,17 @@ def compare_options(spec, variants: list[str], storage: str, name: str) -> list[
     """`analyze compare`'s options (`analysis.options.CompareOptions`) for each of `comparisons`."""
     from analysis.options import CompareOptions
 
+    planned = comparisons(spec, variants, name)
+    margins = {}
+    if spec.seeds is not None:  # a sweep in rounds: its claims at the margin its looks used (the rule's, or half the target)
+        from analysis.stats.margins import default_margin
+        from psedual.seed_rounds import targets
+
+        goals = targets(spec, planned)
+        margins = {p: spec.seeds.margin if spec.seeds.margin is not None else
+                   min(default_margin(goals[(p, t)][0])[0] for t in p.treatments) for p in planned}
     return [CompareOptions(root=storage, experiment=(name,), arm=p.arm, base=p.base, treatment=p.treatments,
-                           where=p.where, by=p.cells, name=p.family, margin=p.margin)
-            for p in comparisons(spec, variants, name)]
+                           where=p.where, by=p.cells, name=p.family, margin=margins.get(p, p.margin)) for p in planned]
 
 
 def study_plan(space: str, storage: str, name: str) -> list[CompareOptions]:

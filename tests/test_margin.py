@@ -42,3 +42,43 @@ def test_the_command_line_says_it_in_one_line(value, said, tmp_path, capsys):
     code = cli.main(["analyze", "compare", "--root", str(tmp_path), "--treatment+", "gcn", "--margin", value])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith(said) and err.count("\n") == 1
+
+
+SWEEP = """# python tune.py --space s.yaml
+name: s
+mode: grid
+fixed: {solver: gts, data.dataset: mawps, data.fold: 0, epochs: 1}
+arms:
+  - {variant: base}
+  - {variant: gcn}
+grid: {seed: [0, 1]}
+compare:
+  - {arm: variant, base: base, treatments: [gcn], margin: MARGIN}
+"""
+
+
+@pytest.mark.parametrize("margin, said", [("50", "compare[1].margin 50 points of accuracy is refused"),
+                                          ("0.01", "compare[1].margin 0.01 points of accuracy is refused")])
+def test_a_sweep_files_comparison_margin_is_refused_at_load_not_after_the_sweep(tmp_path, margin, said):
+    from psedual.job import TuneJob, run_job
+
+    space = tmp_path / "s.yaml"
+    space.write_text(SWEEP.replace("MARGIN", margin))
+    with pytest.raises(ValueError) as err:
+        run_job(TuneJob(space=str(space), storage=str(tmp_path / "results"), plan=True))
+    assert str(err.value).startswith(f"{space}: {said}") and "\n" not in str(err.value)
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_sweep_in_rounds_compares_at_the_margin_its_looks_use():
+    """control_rounds' comparison names no margin: its claims read ±0.45 (half the paper's +0.9, the
+    rule's default, as its looks do), not ±1; a sweep with fixed seeds keeps its entries' margins."""
+    from pathlib import Path
+
+    from psedual.job import compare_options
+    from psedual.tune.space import arm_values, load_spec
+
+    root = Path(__file__).resolve().parents[1]
+    for name, want in (("control_rounds", [0.45]), ("converged", [1.0, 1.0, 1.0])):
+        spec = load_spec(str(root / "search_spaces" / f"{name}.yaml"))
+        assert [o.margin for o in compare_options(spec, arm_values(spec, "variant"), "x", name)] == want
