@@ -202,9 +202,10 @@ def run_job(job: TuneJob) -> int:
 
 
 def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, verbose: bool = False,
-             dashboard: bool = False) -> int:
+             dashboard: bool = False, rerun: str | None = None) -> int:
     """One experiment: the sweep (or its resumption), each trial's test, the runs table, and the
-    comparison of its arms (of the trials that finished); 1 if a trial ended in error."""
+    comparison of its arms (of the trials that finished); 1 if a trial ended in error or was lost.
+    `rerun`: the `--resume` name that reruns such a trial (a paper run's own; default `name`)."""
     if address is None:  # a Ray started here, for this process only: no token to manage
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import polars as pl
@@ -244,7 +245,7 @@ def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, v
     for row in failed.iter_rows(named=True):
         print(f"trial {row['trial']} {'lost' if row['status'] == 'lost' else 'failed'}: {row['error']}", flush=True)
     if failed.height:
-        print(rerun_line(spec, name, failed.height), flush=True)
+        print(rerun_line(spec, rerun or name, failed.height), flush=True)
     # a failed trial (its retries spent) is one error row, or a lost one where its node died: the
     # others are still compared (the comparison skips it, saying so) and their claims written
     from analysis.cli import run as analyze

@@ -3,8 +3,9 @@
 `psedual tune --space search_spaces/paper.yaml --profile small` runs table1, table3, figure1
 (and table2 when an LLM endpoint is named) as experiments `<NAME>.<part>` through the main job's
 `run_spec` (sweep → tests → runs table → comparison). NAME is `paper-<profile>`, or the first
-free `-2`, `-3`, ...; `--resume NAME` skips the parts whose runs table holds all their trials,
-resumes a started one from Tune's state, and starts the rest. `--plan` prices it from the
+free `-2`, `-3`, ...; `--resume NAME` skips the parts whose runs table holds all their trials
+finished (none `error` or `lost`), resumes a started one from Tune's state (which reruns a failed or
+lost trial), and starts the rest. `--plan` prices it from the
 stored calibration and launches nothing; `--calibrate` measures that calibration first.
 """
 
@@ -29,17 +30,20 @@ def paper_name(job: TuneJob, paper, profile: str) -> str:
 
 
 def finished_trials(storage: str, experiment: str) -> int:
-    """Rows of the experiment's runs table (0 when it has none)."""
+    """Rows of the experiment's runs table whose trial finished (0 when it has none): a part with an
+    `error` or `lost` trial is not finished, so `--resume` resumes it, which reruns that trial."""
+    import pyarrow.compute as pc
     import pyarrow.dataset as ds
     import pyarrow.fs as pafs
 
+    from psedual.results.records import FAILED
     from psedual.storage import filesystem
 
     fs, base = filesystem(storage)
     path = f"{base}/runs/experiment={experiment}"
     if fs.get_file_info(path).type == pafs.FileType.NotFound:
         return 0
-    return ds.dataset(path, filesystem=fs, format="parquet").count_rows()
+    return ds.dataset(path, filesystem=fs, format="parquet").count_rows(filter=~pc.field("status").isin(list(FAILED)))
 
 
 def run_paper(job: TuneJob) -> int:
@@ -90,7 +94,7 @@ def run_paper(job: TuneJob) -> int:
         resume = taken(job.storage, experiment)
         print(f"\n{experiment}: {expected} trials ({'resumed' if resume else 'new'})", flush=True)
         code = max(code, run_spec(replace(spec, name=experiment), experiment, resume, job.storage, job.address,
-                                       job.verbose, job.dashboard))
+                                       job.verbose, job.dashboard, rerun=name))
     print(f"\npaper run {name}: {len(parts)} parts in {time.perf_counter() - began:.0f} s. The report:\n  "
           + REPORT.format(name=name, out=f"docs/{name}"))
     return code

@@ -74,6 +74,17 @@ def test_the_analysis_leaves_a_lost_run_out_even_with_a_test_result_and_names_it
     assert notes == ["skipped 1 run(s) that failed or have no test result: x/b (status lost)"]
 
 
+def test_a_paper_part_with_a_lost_or_failed_trial_is_not_finished_so_its_resume_reruns_it(tmp_path):
+    from psedual.paper_job import finished_trials
+
+    assert finished_trials(str(tmp_path), "p.table1") == 0
+    folder = tmp_path / "runs" / "experiment=p.table1"
+    folder.mkdir(parents=True)
+    for trial, status in (("a", "completed"), ("b", "lost"), ("c", "stopped"), ("d", "error")):
+        pl.DataFrame({"trial": [trial], "status": [status]}).write_parquet(folder / f"{trial}.parquet")
+    assert finished_trials(str(tmp_path), "p.table1") == 2  # before issue 60: 4, so the part was skipped
+
+
 def test_tunes_error_file_gives_its_last_failure_and_the_progress_line_says_lost(tmp_path):
     from psedual.tune.progress import Progress
     from psedual.tune.space import SweepSpec

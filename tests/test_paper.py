@@ -201,17 +201,18 @@ def test_a_resumed_paper_run_skips_finished_parts_resumes_the_killed_one_and_sta
     monkeypatch.setattr(paper_job, "finished_trials", lambda storage, name: state.get(name, 0))
     monkeypatch.setattr(paper_job, "taken", lambda storage, name: name in state)
     calls = []
-    monkeypatch.setattr(paper_job, "run_spec", lambda spec, name, resume, storage, address, verbose, dashboard:
-                        calls.append((name, resume, len(spec.trial_configs()))) or 0)
+    # rerun: the --resume name a part's lost or failed trial is rerun by, the paper run's own
+    monkeypatch.setattr(paper_job, "run_spec", lambda spec, name, resume, storage, address, verbose, dashboard, rerun:
+                        calls.append((name, resume, len(spec.trial_configs()), rerun)) or 0)
     job = TuneJob.of(space=str(path), profile="small", resume="p-small", storage=str(tmp_path))
     assert paper_job.run_paper(job) == 0
-    assert calls == [("p-small.table3", True, 4), ("p-small.figure1", False, 2)]
+    assert calls == [("p-small.table3", True, 4, "p-small"), ("p-small.figure1", False, 2, "p-small")]
     out = capsys.readouterr().out
     assert "p-small.table1: finished (2 trials): skipped" in out
     assert "psedual analyze report --experiment p-small --out docs/p-small" in out
     calls.clear()  # a fresh run takes the next free name; --only runs the parts named
     assert paper_job.run_paper(TuneJob.of(space=str(path), profile="small", only="figure1", storage=str(tmp_path))) == 0
-    assert calls == [("p-small-2.figure1", False, 2)]
+    assert calls == [("p-small-2.figure1", False, 2, "p-small-2")]
 
 
 def test_a_paper_file_needs_a_profile_and_a_sweep_file_takes_none(tmp_path):
