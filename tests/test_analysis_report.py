@@ -120,7 +120,7 @@ def test_the_report_s_numbers_are_the_result_tables(full, tmp_path, capsys):
     acc = preds.group_by("trial").agg(acc=100 * pl.col("value_correct").mean()).join(runs, on="trial")
     arm = {v: acc.filter((pl.col("solver") == "gts") & (pl.col("variant") == v))["acc"] for v in ("base", "gcn")}
     table1 = _section(text, "Table 1")
-    base = f"| mawps | gts | value | base | 3 | {arm['base'].mean():.2f} ± {arm['base'].std():.2f} | – | 82.7; own paper " \
+    base = f"| mawps | gts | value | base | 3 | {arm['base'].mean():.2f} ± {arm['base'].std():.2f} | – (the reference) | 82.7; own paper " \
            f"82.6 {_differs(80)} |"
     assert base in table1
     delta = f"{arm['gcn'].mean() - arm['base'].mean():+.2f}".replace("-", "−")
@@ -314,7 +314,7 @@ def test_a_delta_never_stands_beside_a_base_it_was_not_computed_from(tmp_path, c
     # the report prints a base line per set of base runs: 2 seeds for GRU's Δ, 3 for GCN's
     table1 = _section(_report(root, "W", tmp_path / "out", capsys), "Table 1")
     for r in (gru, gcn):
-        assert f"| mawps | gts | value | base | {r['n_seeds']} | {r['base']:.2f} ± {r['base_sd']:.2f} | – |" in table1
+        assert f"| mawps | gts | value | base | {r['n_seeds']} | {r['base']:.2f} ± {r['base_sd']:.2f} | – (the reference) |" in table1
 
 
 def test_infill_sets_the_paper_s_table4_beside_every_masked_number_only(full, capsys):
