@@ -165,8 +165,9 @@ def _calibrate(c: Context):
         return ["-m", "psedual.cli", "tune", "--space", str(ROOT / "search_spaces" / "paper.yaml"), "--profile",
                 "full", "--calibrate", "--calibrate_steps", "10", "--calibrate_datasets", "math23k",
                 "--calibrate_plm", c.plm if c.carry else _package_plm(), "--gpu_instance", "p5.48xlarge", *costs]
+    # Table 3's shapes (teacher forcing beside scheduled fusion) with figure1's, which they share but one
     return ["-m", "psedual.cli", "tune", "--space", str(ROOT / "search_spaces" / "paper.yaml"), "--profile", "small",
-            "--only", "figure1", "--calibrate", "--calibrate_steps", "2", *costs]
+            "--only", "figure1,table3", "--calibrate", "--calibrate_steps", "2", *costs]
 
 
 def _package_plm() -> str:

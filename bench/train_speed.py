@@ -1,7 +1,8 @@
 """Training and evaluation speed of the solvers, alone and with PseDual, on a device and precision.
 
 For each solver × variant (base, PseDual-GCN) × precision: training problems/s over N
-batches after warm-up, through the trainer's own step (batch copied to the device,
+batches after warm-up, the variants stepping in turn on the same batches (side by side: a load
+that comes and goes falls on each alike), through the trainer's own step (batch copied to the device,
 autocast, the PseDual loss with an expression sampled at every step: ε ≈ 0.5, the worst
 case), evaluation problems/s at beam 5 (fp32, as the trainer validates), and the epoch
 time these imply: train set ÷ training rate + validation set ÷ evaluation rate. Published
@@ -26,6 +27,7 @@ import argparse
 import contextlib
 import resource
 import time
+from dataclasses import dataclass
 
 import torch
 
@@ -50,44 +52,69 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def bench(solver: str, variant: str, precision: str, splits, vocab, device: torch.device, batches: int,
-          warmup: int, batch_size: int, eval_problems: int, config: SolverConfig,
-          eval_rate: float | None = None) -> tuple[str, float, float]:
-    """The row's line, its evaluation rate (measured unless `eval_rate` is given) and its training
-    seconds per batch."""
+@dataclass
+class Arm:
+    """One row: a solver's variant (and its tree rollout), its model and optimiser, its seconds."""
+
+    variant: str
+    rollout: str
+    """`auto`, `masked` or `rows` (the PseDual rows' tree rollout; base rows: auto)."""
+    step: StepLoss
+    opt: torch.optim.Optimizer
+    seconds: float = 0.0
+    """Training seconds over the timed batches."""
+
+
+def arm(solver: str, variant: str, rollout: str, vocab, device: torch.device, config: SolverConfig) -> Arm:
     torch.manual_seed(0)
     model = SOLVERS[solver](vocab, config)
     reexaminer = None if variant == "base" else Reexaminer(vocab, config, PseDualConfig(expression_encoder=variant))
     step = StepLoss(model, reexaminer, 1.0).to(device)
-    opt = torch.optim.Adam(step.parameters(), 1e-3, weight_decay=1e-5)
+    return Arm(variant, rollout, step, torch.optim.Adam(step.parameters(), 1e-3, weight_decay=1e-5))
+
+
+def time_side_by_side(arms: list[Arm], splits, vocab, device: torch.device, precision: str, batches: int,
+                      warmup: int, batch_size: int) -> None:
+    """Each arm's training seconds over `batches` batches after `warmup`, the arms stepping in turn on
+    the same batch: a load that comes and goes (a shared machine) falls on every arm alike, so the
+    ratios between arms hold where each arm's own rate moves."""
     train = list(splits.train)
     need = (warmup + batches) * batch_size
     train = (train * (need // len(train) + 1))[:need]
-    chunks = [train[i:i + batch_size] for i in range(0, need, batch_size)]
-    elapsed = 0.0
-    for i, problems in enumerate(chunks):
-        _sync(device)
-        start = time.perf_counter()
-        batch = collate(problems, vocab).to(device)  # collate and the copy count: the trainer pays them too
-        train_step(step, opt, batch, Clock(1, 2, 1), device=device, precision=precision)  # ε halfway: sampled
-        _sync(device)
-        if i >= warmup:
-            elapsed += time.perf_counter() - start
-    train_rate = batches * batch_size / elapsed
-    step.eval()
-    if eval_rate is None:
-        valid = list(splits.valid)[:eval_problems]
-        _sync(device)
-        start = time.perf_counter()
-        evaluate(model, valid, vocab, 5, batch_size, device)
-        _sync(device)
-        eval_rate = len(valid) / (time.perf_counter() - start)
-    epoch = len(splits.train) / train_rate + len(splits.valid) / eval_rate
+    for i in range(warmup + batches):
+        problems = train[i * batch_size:(i + 1) * batch_size]
+        for a in arms:
+            with rollout_on(device, a.rollout):
+                _sync(device)
+                start = time.perf_counter()
+                batch = collate(problems, vocab).to(device)  # collate and the copy count: the trainer pays them too
+                train_step(a.step, a.opt, batch, Clock(1, 2, 1), device=device, precision=precision)  # ε halfway
+                _sync(device)
+            if i >= warmup:
+                a.seconds += time.perf_counter() - start
+
+
+def eval_rate(a: Arm, splits, vocab, device: torch.device, batch_size: int, eval_problems: int) -> float:
+    """Beam-5 evaluation problems/s of the arm's solver (fp32, as the trainer validates)."""
+    a.step.eval()
+    valid = list(splits.valid)[:eval_problems]
+    _sync(device)
+    start = time.perf_counter()
+    evaluate(a.step.model, valid, vocab, 5, batch_size, device)
+    _sync(device)
+    return len(valid) / (time.perf_counter() - start)
+
+
+def line(solver: str, a: Arm, precision: str, splits, device: torch.device, batches: int, batch_size: int,
+         rate: float) -> str:
+    """The row's line: training and evaluation rates, the epoch they imply, peak memory."""
+    train_rate = batches * batch_size / a.seconds
+    epoch = len(splits.train) / train_rate + len(splits.valid) / rate
     memory = (f"peak GPU memory {torch.cuda.max_memory_allocated(device) / 2**20:,.0f} MiB" if device.type == "cuda"
               else f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB")
-    return (f"{solver:<12} {variant:<4} {precision:<4} train {train_rate:7.1f} problems/s "
-            f"({elapsed / batches:6.3f} s/batch)  eval beam 5 {eval_rate:6.1f} problems/s  epoch ≈ {epoch:6.1f} s "
-            f"({len(splits.train)} train + {len(splits.valid)} valid)  {memory}"), eval_rate, elapsed / batches
+    return (f"{solver:<12} {a.variant:<4} {precision:<4} train {train_rate:7.1f} problems/s "
+            f"({a.seconds / batches:6.3f} s/batch)  eval beam 5 {rate:6.1f} problems/s  epoch ≈ {epoch:6.1f} s "
+            f"({len(splits.train)} train + {len(splits.valid)} valid)  {memory}")
 
 
 @contextlib.contextmanager
@@ -140,21 +167,25 @@ def main() -> None:
     print(f"torch {torch.__version__}, {name}, {args.dataset}, batch {args.batch_size}, {args.batches} timed batches")
     seconds = {}  # (solver, variant, rollout, precision) -> training s/batch
     for solver in args.solvers:
-        for variant in args.variants:
-            for rollout in (["auto"] if variant == "base" else args.rollouts):
-                rate = None  # evaluation is fp32 at every training precision: measured once a solver and variant
-                with rollout_on(device, rollout) as running:
-                    for precision in precisions:
-                        line, rate, s = bench(solver, variant, precision, splits, vocab, device, args.batches,
-                                              args.warmup, args.batch_size, args.eval_problems, config, rate)
-                        used = "" if variant == "base" else running
-                        seconds[solver, variant, used, precision] = s
-                        print(line + (f"  ({used} rollout)" if used else ""), flush=True)
+        for precision in precisions:
+            arms = [arm(solver, variant, rollout, vocab, device, config) for variant in args.variants
+                    for rollout in (["auto"] if variant == "base" else args.rollouts)]
+            time_side_by_side(arms, splits, vocab, device, precision, args.batches, args.warmup, args.batch_size)
+            rates = {}  # evaluation is fp32 at every training precision and the same whatever the rollout
+            for a in arms:
+                if (a.variant, precision) not in rates and (a.variant, "fp32") not in rates:
+                    rates[a.variant, precision] = eval_rate(a, splits, vocab, device, args.batch_size,
+                                                            args.eval_problems)
+                rate = rates.get((a.variant, precision), rates.get((a.variant, "fp32")))
+                with rollout_on(device, a.rollout) as running:
+                    used = "" if a.variant == "base" else running
+                seconds[solver, a.variant, used, precision] = a.seconds / args.batches
+                print(line(solver, a, precision, splits, device, args.batches, args.batch_size, rate)
+                      + (f"  ({used} rollout)" if used else ""), flush=True)
     for (solver, variant, used, precision), s in seconds.items():
         base = seconds.get((solver, "base", "", precision))
         if variant != "base" and base:
             print(f"step ratio {solver} {variant} ({used} rollout) / base, {precision}: {s / base:.2f}x")
-
 
 if __name__ == "__main__":
     main()

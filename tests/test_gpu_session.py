@@ -64,7 +64,9 @@ def test_every_stage_runs_at_toy_size_on_the_cpu_and_writes_its_section(toy_run)
     assert "train step, gts gcn" in output["syncs"]
     costs = (out / "costs.tsv").read_text()
     assert "2 steps timed an epoch" in costs and "\tpart\t" in costs
-    assert "extrapolated: 2 shapes timed with 2 steps timed an epoch" in output["calibrate"]
+    assert "figure1: extrapolated: 2 shapes timed with 2 steps timed an epoch" in output["calibrate"]
+    assert "table3: extrapolated: 3 shapes timed with 2 steps timed an epoch" in output["calibrate"]
+    assert "psedual.fusion=teacher_forcing" in costs  # Table 3's own shape, beside figure1's two
     assert "- 8 trials at 0.125 GPU against one alone, steady state (x): " in report
     assert "- host reads per PseDual-GCN step, GTS (most): " in report
     # train_speed, GTS's rollout ratio, syncs and share (Graph2Tree is not in the toy run), and side_by_side's two
@@ -172,5 +174,11 @@ def test_every_gpu_stages_command_parses_with_its_scripts_own_command_line(tmp_p
     assert sum(session.BY_NAME[name].expect_s for name in session.ISSUE59) <= 480  # issue 59's figures in 8 minutes
     trials = _load("gpu_trials").resources(True, 8)
     assert trials["together"].gpus_per_worker == 0.125 and trials["together"].max_concurrent == 8
+    from psedual.tune.sweep import check_fits
+
+    for n in (1, 2, 4, 8):  # each share pass fits the device machine's one GPU and 16 CPUs, all trials at once
+        together = _load("gpu_trials").resources(True, n)["together"]
+        check_fits(together, {"CPU": 16.0, "GPU": 1.0})  # a trial
+        assert together.max_concurrent == n and together.gpus_per_worker * n == 1.0 and together.cpus_per_worker * n <= 16
     assert trials["gloo"].gpus_per_worker == 0.5 and trials["gloo"].backend == "gloo"
     assert trials["alone"].gpus_per_worker == 1.0
