@@ -59,6 +59,7 @@ def test_a_control_is_named_as_a_control_in_compare_and_table1(tmp_path, capsys)
     code, out, claims = _run(tmp_path, capsys, "compare", "--treatment+", "gcn")
     assert code == 0 and claims["control_arms"].to_list() == [["gcn"]]
     assert "PseDual-GCN [control: another problem's expression] vs base" in out, out
+    assert "gts: PseDual-GCN [control: another problem's expression] vs base: level at" in out  # where the arms stand
     code, out, _ = _run(tmp_path, capsys, "table1")
     assert code == 0
     grid = [line for line in out.splitlines() if line.startswith("|  | PseDual-GCN")]
@@ -74,7 +75,7 @@ def test_the_report_sets_no_paper_figure_beside_a_control(tmp_path, capsys):
     code, out, _ = _run(tmp_path, capsys, "report", "--experiment", "e", "--out", str(tmp_path / "rep"))
     assert code == 0, out
     text = (tmp_path / "rep" / "report.md").read_text()
-    rows = [line for line in text.splitlines() if "[control: another problem's expression]" in line]
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "[control: another problem's expression]" in line]
     assert rows, text
     assert all(str(gcn) not in line for line in rows), rows
     assert all("→" not in line.split(" | ")[-4] or "control" in line for line in rows)

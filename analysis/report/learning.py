@@ -14,6 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
+from analysis.checks import arms
 from analysis.checks.selection import SEED
 from analysis.tables import read
 from analysis.tables.text import dash, label, render
@@ -92,8 +93,14 @@ def standing(curve: pl.DataFrame, base: str, treatment: str) -> str:
 
 def standings(claims: pl.DataFrame, curve: pl.DataFrame) -> list[str]:
     """One line per comparison of the claims (each cell, treatment against its base)."""
-    pairs = claims.select("cell", "base_arm", "treatment_arm").unique(maintain_order=True)
-    return [f"{r['cell']}: {label(r['treatment_arm'])} vs {label(r['base_arm'])}: "
+    known = [c for c in ("control_arms", "controls") if c in claims.columns]  # a control is named as one
+    pairs = claims.select("cell", "base_arm", "treatment_arm", *known).unique(
+        ["cell", "base_arm", "treatment_arm"], maintain_order=True)
+
+    def name(r: dict, side: str) -> str:
+        return arms.named(r[side], r.get("control_arms") or (), r.get("controls"))
+
+    return [f"{r['cell']}: {name(r, 'treatment_arm')} vs {name(r, 'base_arm')}: "
             f"{standing(curve.filter(pl.col('cell') == r['cell']), r['base_arm'], r['treatment_arm'])}"
             for r in pairs.iter_rows(named=True)]
 
