@@ -282,6 +282,9 @@ def test_every_dash_in_the_tables_says_why(tmp_path, capsys):
     assert not bare, out
     explore = [line for line in out.splitlines() if line.startswith("| ") and "gts: PseDual-GRU vs PseDual-GCN |" in line]
     assert explore and "– (no spread)" in explore[0], explore
+    # several seeds: no discordant problems (a one-seed McNemar's count), and the cell says so
+    claim = [line for line in out.splitlines() if line.startswith("| ") and "PseDual-GCN vs base |" in line]
+    assert claim and "– (several seeds: runs paired, not problems)" in claim[0], claim
     code, out, _ = _run(tmp_path, capsys, "table1")
     assert code == 0 and not [c for c in _cells(out) if c == "–"], out
 

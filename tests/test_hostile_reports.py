@@ -55,7 +55,7 @@ def test_where_names_the_runs_it_left_out_of_the_compared_arms(tmp_path, capsys)
     code = analyze(["analyze", "compare", "--root", str(root), "--treatment+", "gcn", "--resamples", "200",
                     "--where+", "fusion=null"])
     out = capsys.readouterr().out
-    assert code == 0 and "left out" not in out and "| better |" in out, out
+    assert code == 0 and "left out" not in out and "| better; " in out, out
 
 
 def test_an_experiment_name_whose_claims_file_name_is_too_long_is_written(tmp_path, capsys):

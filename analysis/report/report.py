@@ -74,7 +74,9 @@ def claim_lines(claims: pl.DataFrame, fmt: str, extra: dict[str, list[str]] | No
     for i, r in enumerate(claims_of(claims)):
         why = untested(r)
         ci = dash(why) if r.ci_low is None else f"[{r.ci_low:+.2f}, {r.ci_high:+.2f}]"
-        disc = dash("one seed only") if r.only_base is None else f"{r.only_base}/{r.only_treatment}"
+        # discordant problems count only for one seed's McNemar; several seeds pair runs, not problems
+        disc = (f"{r.only_base}/{r.only_treatment}" if r.only_base is not None else
+                dash("several seeds: runs paired, not problems") if (r.n_seeds or 0) > 1 else dash(why))
         p = dash(why) if r.p is None else p_value(r.p)
         p_adj = dash(why) if r.p_adjusted is None else p_value(r.p_adjusted)
         second = dash(why) if r.p_secondary is None else f"{r.test_secondary} p {p_value(r.p_secondary)}"
