@@ -224,7 +224,9 @@ def control(p: Pairing, arm: str) -> list[str]:
     held = arm_flags.controls(p.runs[arm])
     if not held:
         return []
-    return [f"control: {p.arm}={arm}'s runs are psedual.control={', '.join(held)} "
+    # an arm named by psedual.control itself needs no "X's runs are X": the setting and its words suffice
+    who = "" if p.arm == "psedual.control" else f"{p.arm}={arm}'s runs are "
+    return [f"control: {who}psedual.control={', '.join(held)} "
             f"({arm_flags.control_words(held).removeprefix('control: ')}): a control, not the method; no paper "
             f"figure of the method stands beside it (docs/psedual.md)"]
 
