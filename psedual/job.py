@@ -346,7 +346,10 @@ def compare_options(spec, variants: list[str], storage: str, name: str) -> list[
         goals = targets(spec, planned)
         margins = {p: spec.seeds.margin if spec.seeds.margin is not None else
                    min(default_margin(goals[(p, t)][0])[0] for t in p.treatments) for p in planned}
-    return [CompareOptions(root=storage, experiment=(name,), arm=p.arm, base=p.base, treatment=p.treatments,
+    # a sweep in rounds that continues an earlier experiment judged its seeds too (its first look):
+    # so do its claims, or they would compare the later seeds alone
+    experiments = (name,) if spec.seeds is None or spec.seeds.continue_from is None else (spec.seeds.continue_from, name)
+    return [CompareOptions(root=storage, experiment=experiments, arm=p.arm, base=p.base, treatment=p.treatments,
                            where=p.where, by=p.cells, name=p.family, margin=margins.get(p, p.margin)) for p in planned]
 
 

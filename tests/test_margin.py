@@ -82,3 +82,17 @@ def test_a_sweep_in_rounds_compares_at_the_margin_its_looks_use():
     for name, want in (("control_rounds", [0.45]), ("converged", [1.0, 1.0, 1.0])):
         spec = load_spec(str(root / "search_spaces" / f"{name}.yaml"))
         assert [o.margin for o in compare_options(spec, arm_values(spec, "variant"), "x", name)] == want
+
+
+def test_a_sweep_in_rounds_that_continues_an_experiment_compares_its_seeds_too():
+    """control_rounds continues experiment control (its 16 seeds are the first look): its claims read
+    both experiments, as its looks do, not the later seeds alone; a sweep without it reads its own."""
+    from pathlib import Path
+
+    from psedual.job import compare_options
+    from psedual.tune.space import arm_values, load_spec
+
+    root = Path(__file__).resolve().parents[1]
+    for name, want in (("control_rounds", ("control", "control_rounds")), ("converged", ("converged",))):
+        spec = load_spec(str(root / "search_spaces" / f"{name}.yaml"))
+        assert {o.experiment for o in compare_options(spec, arm_values(spec, "variant"), "x", name)} == {want}
