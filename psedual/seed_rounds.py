@@ -178,7 +178,7 @@ def searcher(spec, planned, storage: str, experiment: str) -> SeedRounds:
     """The sweep's searcher: rounds of its comparisons' arms, judged by the rule's design, scored by
     testing each trial's checkpoint, its looks table written at every look."""
     from psedual.results.looks import write_looks
-    from psedual.tune.rounds import CheckpointScore
+    from psedual.tune.rounds import CheckpointScore, TrialFailure
     from psedual.tune.sweep import OBJECTIVE
 
     plan, goals, _ = round_plan(spec, planned)
@@ -187,7 +187,7 @@ def searcher(spec, planned, storage: str, experiment: str) -> SeedRounds:
     return SeedRounds(plan, functools.partial(judge, spec.seeds, goals, plan.looks),
                       CheckpointScore(storage, experiment),
                       functools.partial(write_looks, storage, experiment), spec.resources.max_concurrent,
-                      metric=OBJECTIVE, mode="max")
+                      metric=OBJECTIVE, mode="max", failure=TrialFailure(experiment))
 
 
 def plan_lines(spec, planned, spread, hours: dict | None = None, studies: int = 20_000) -> list[str]:
@@ -299,7 +299,7 @@ def looks_text(storage: str, experiment: str) -> list[str]:
         last = rows.row(rows.height - 1, named=True)
         figures = ("" if last["delta"] is None else
                    f": Δ {last['delta']:+.2f} [{last['ci_low']:+.2f}, {last['ci_high']:+.2f}] points")
-        lost = f"; {last['not_seeds']} seeds no seeds (failed, stopped or lost: {last['not_seeds_list']})" \
+        lost = f"; no seeds (a trial that failed, stopped or was lost): {last['not_seeds_list']}" \
             if last["not_seeds"] else ""
         lines.append(f"  {claim[0]}{figures}: {last['verdict']}{lost}")
     return lines

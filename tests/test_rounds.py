@@ -87,9 +87,10 @@ def test_a_failed_trial_is_no_seed_never_rerun_and_said():
     searcher = SeedRounds(RoundPlan(ARMS, PAIRS, LOOKS), real_judge(), score)
     suggested = run_rounds(searcher, fail={("c", 3)})
     assert suggested.count(("c", 3)) == 1
-    assert searcher.rounds.lost == {("c", 3): "failed"}
+    assert searcher.rounds.lost == {("c", 3): "error"}  # the runs table's status
     look2 = [r for r in searcher.rounds.rows if r["claim"] == "c vs a" and r["planned_look"] == 2][0]
-    assert (look2["seeds"], look2["planned_seeds"], look2["not_seeds"], look2["not_seeds_list"]) == (4, 5, 1, "3")
+    assert (look2["seeds"], look2["planned_seeds"], look2["not_seeds"], look2["not_seeds_list"]) == (
+        4, 5, 1, "3 (treatment: error)")
     last = searcher.rounds.rows[-1]
     assert last["seeds"] == 6 and last["verdict"].startswith("undecided at 6 seeds (look 3 of 3")
 
@@ -341,5 +342,5 @@ def test_a_trial_is_scored_by_testing_its_checkpoint_and_a_short_one_is_no_seed(
     assert why is None and got == pytest.approx(100.0 * evaluate_run(folder).result.test_value_acc)
     assert score("abc", flat, {"epoch": 1, "checkpoint_path": str(folder)}) == (got, None)  # a Ray Train trial's
     assert score("abc", {**flat, "epochs": 3}, {"epoch": 1}) == (None, "stopped at epoch 1 of 3")
-    assert score("abc", flat, {}) == (None, "lost before its first report")
+    assert score("abc", flat, {}) == (None, "stopped before its first report")
     assert score("abc", flat, {"epoch": 1}) == (None, "no checkpoint reported")

@@ -9,8 +9,11 @@ them have ended, each undecided comparison is judged on its complete seed pairs 
 starts, or the searcher answers FINISHED when every comparison is decided or at its last look.
 
 What a seed is: a trial that trained to its last epoch and was scored (`score`: its checkpoint
-tested, `CheckpointScore`). A failed, stopped or lost trial is no seed: it is listed (`Rounds.lost`) and never rerun;
-its seed's pair is incomplete, so the look is judged on fewer pairs. A trial's end is read in
+tested, `CheckpointScore`). A trial that failed (`error`), was stopped before its last epoch
+(`stopped`) or whose node died under it (`lost`: `TrialFailure` reads Tune's error file, as the
+runs table does) is no seed: it is listed (`Rounds.lost`, in the runs table's status words) and
+never rerun; its seed's pair is incomplete, so the look is judged on fewer pairs, and the look's
+row names it (`not_seeds_list`: `3 (treatment: lost)`). A trial's end is read in
 `on_trial_complete`, never `on_trial_result` (Ray does not call the latter for a result on which
 a scheduler stops the trial). This module knows nothing of statistics: the judge decides.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 
 from ray.tune.search import Searcher
@@ -75,6 +79,9 @@ the paired differences in seed order) → the look's row of the looks table, wit
 Score = Callable[[str, dict, dict | None], tuple]
 """(trial id, its config, its last result) → (score in points, None) for a seed, or (None, why) for
 a trial that is no seed."""
+Failure = Callable[[str, dict], str]
+"""(trial id, its config) → why a trial Tune reports as errored is no seed: `lost` where its node
+died under it, else `error` (the runs table's status)."""
 
 FINISHED = Searcher.FINISHED
 
@@ -92,7 +99,8 @@ class Rounds:
     scores: dict = field(default_factory=dict)
     """(arm id, seed) → score: the seeds."""
     lost: dict = field(default_factory=dict)
-    """(arm id, seed) → why it is no seed (failed, stopped, lost)."""
+    """(arm id, seed) → why it is no seed, in the runs table's status words: `error`, `lost` (its
+    node died), `stopped at epoch 3 of 30`, `stopped before its first report`."""
     queue: list = field(default_factory=list)
     """(arm id, seed) still to suggest in this round."""
     counts: dict = field(default_factory=dict)
@@ -159,11 +167,13 @@ class Rounds:
         for p in self.open_pairs():
             seeds = [s for s in range(self.plan.looks[k])
                      if (p.base, s) in self.scores and (p.treatment, s) in self.scores]
-            lost = sorted({s for s in range(self.plan.looks[k]) for a in (p.base, p.treatment) if (a, s) in self.lost})
+            why = {s: [f"{role}: {self.lost[(a, s)]}" for role, a in (("base", p.base), ("treatment", p.treatment))
+                       if (a, s) in self.lost] for s in range(self.plan.looks[k])}
+            lost = [s for s, said in why.items() if said]
             taken = self.counts.setdefault(p.claim, [])
             n = len(seeds)
             if n < 3 or (taken and n <= taken[-1]):
-                row = {"claim": p.claim, "look": k + 1, "seeds": n, "decided": False,
+                row = {"claim": p.claim, "look": k + 1, "planned_look": k + 1, "seeds": n, "decided": False,
                        "verdict": f"no look at {self.plan.looks[k]} seeds: {n} complete seed pairs"
                                   + (f" (seeds {', '.join(map(str, lost))} are no seeds: failed, stopped or lost)"
                                      if lost else "")}
@@ -172,7 +182,7 @@ class Rounds:
                 diffs = [self.scores[(p.treatment, s)] - self.scores[(p.base, s)] for s in seeds]
                 row = judge(p, k, tuple(taken), diffs)
             row = {**row, "planned_seeds": self.plan.looks[k], "not_seeds": len(lost),
-                   "not_seeds_list": ", ".join(f"{s}" for s in lost)}
+                   "not_seeds_list": ", ".join(f"{s} ({'; '.join(why[s])})" for s in lost)}
             self.rows.append(row)
             if row["decided"] or last:
                 self.closed[p.claim] = row["verdict"]
@@ -187,9 +197,12 @@ class SeedRounds(Searcher):
     """Tune's searcher for a sweep in rounds (see the module's docstring)."""
 
     def __init__(self, plan: RoundPlan, judge: Judge, score: Score, write: Callable[[list], object] | None = None,
-                 max_concurrent: int = 0, metric: str | None = None, mode: str | None = None):
+                 max_concurrent: int = 0, metric: str | None = None, mode: str | None = None,
+                 failure: Failure | None = None):
         super().__init__(metric=metric, mode=mode)
         self.judge, self.score, self.write = judge, score, write
+        self.failure = failure
+        """Why an errored trial is no seed (`TrialFailure`); none: `error`."""
         self.max_concurrent = max_concurrent
         """Trials running at once (0: no limit). Limited here, not by Tune's ConcurrencyLimiter: that
         one forgets its live trials when a sweep is resumed and drops the ends of those it resumes."""
@@ -210,7 +223,10 @@ class SeedRounds(Searcher):
             return
         arm, seed = key
         config = {**self.rounds.plan.arms[arm], "seed": seed}
-        score, why = (None, "failed") if error else self.score(trial_id, config, result)
+        if error:  # Tune wrote the trial's error file before telling its searcher
+            score, why = None, self.failure(trial_id, config) if self.failure is not None else "error"
+        else:
+            score, why = self.score(trial_id, config, result)
         self.rounds.complete(trial_id, score, why)
 
     def save(self, checkpoint_path: str) -> None:
@@ -246,7 +262,7 @@ class CheckpointScore:
 
         epochs = make_config(config).epochs
         if not result or "epoch" not in result:
-            return None, "lost before its first report"
+            return None, "stopped before its first report"
         if result["epoch"] < epochs:
             return None, f"stopped at epoch {result['epoch']} of {epochs}"
         fs, _ = filesystem(self.storage)
@@ -259,3 +275,33 @@ class CheckpointScore:
         else:
             return None, "no checkpoint reported"
         return 100.0 * float(evaluate_checkpoint(Checkpoint(path, filesystem=fs)).result.test_value_acc), None
+
+
+@dataclass(frozen=True)
+class TrialFailure:
+    """Why a trial Tune reports as errored is no seed, as the runs table will say it (`sweep._outcome`):
+    `lost` where Tune's error file names a node that died under it (`lost.lost_node`), else `error`.
+    Tune writes that file in the trial's folder on the driver (`Trial.handle_error`, in its staging
+    folder `<Ray session>/artifacts/<start>/<experiment>/driver_artifacts/<trial>`, one `<start>` per
+    run of the experiment: the newest) before it tells the searcher."""
+
+    experiment: str
+    """The experiment's name (its folder under each run's staging folder)."""
+
+    def __call__(self, trial_id: str, config: dict) -> str:
+        import ray
+
+        from psedual.tune.lost import error_file, lost_node
+        from psedual.tune.sweep import trial_name
+
+        if not ray.is_initialized():
+            return "error"
+        context = ray.get_runtime_context()
+        session = Path(context.get_temp_dir()) / context.get_session_name()
+        folder = trial_name(SimpleNamespace(config=config, trial_id=trial_id))
+        written = [w for w in (error_file(f.parent) for f in
+                               session.glob(f"artifacts/*/{self.experiment}/driver_artifacts/{folder}/error.txt")) if w]
+        if not written:
+            return "error"
+        text, _ = max(written, key=lambda w: w[1])
+        return "lost" if lost_node(text) is not None else "error"
