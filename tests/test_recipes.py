@@ -256,3 +256,7 @@ def test_the_trainer_resolves_auto_before_a_step(tmp_path, monkeypatch):
                           "device": "cpu", "epochs": 1})
     trainer.train(config, tmp_path, test=False, progress=False)
     assert seen and set(seen) == {("cpu", "fp32")}
+    # the run keeps what it resolved to (env.json, the runs table's env.precision), not the config's auto
+    import json
+
+    assert json.loads((tmp_path / "env.json").read_text())["precision"] == "fp32"

@@ -166,9 +166,12 @@ def test_an_environment_names_the_device_it_trained_on_and_its_gpu_only_with_cud
         records.Environment(**{**ok, "device": "cuda:0"})
     with pytest.raises(ValueError, match="empty ray"):
         records.Environment(**{**ok, "ray": ""})
+    assert records.Environment(**ok, precision="bf16").precision == "bf16"
+    with pytest.raises(ValueError, match="env.precision 'auto'"):  # a recipe's auto is resolved before it is kept
+        records.Environment(**ok, precision="auto")
     assert [f.name for f in schema.RUNS_SCHEMA if f.name.startswith("env.")] == [
         "env.python", "env.torch", "env.cuda", "env.ray", "env.device", "env.gpu", "env.node",
-        "env.plm_commit"]
+        "env.plm_commit", "env.precision"]
 
 
 def test_an_llm_runs_row_has_its_own_result_type_in_the_result_columns():

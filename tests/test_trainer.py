@@ -276,5 +276,5 @@ def test_the_metrics_record_where_and_with_what_the_run_trained(finished):
     assert {k: v for k, v in metrics.items() if k.startswith("env.")} == {
         "env.python": platform.python_version(), "env.torch": torch.__version__,
         "env.cuda": torch.version.cuda or "none", "env.ray": version("ray"), "env.device": "cpu", "env.gpu": None,
-        "env.node": platform.node(), "env.plm_commit": None}
+        "env.node": platform.node(), "env.plm_commit": None, "env.precision": "fp32"}
     assert json.loads((out / "env.json").read_text())["device"] == "cpu"  # written where it trained

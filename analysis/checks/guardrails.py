@@ -130,7 +130,7 @@ def data_flags(cell: str, pairs: list[tuple[dict, dict]], allowed: set[str]) -> 
     return flags
 
 
-ENVIRONMENT = ("env.torch", "env.cuda", "env.gpu", "env.plm_commit")
+ENVIRONMENT = ("env.torch", "env.cuda", "env.gpu", "env.plm_commit", "env.precision")
 """The environment columns whose values, differing between a claim's arms, flag it: the kernels a
 run used (a GPU model, a CPU run: `cpu`) and the encoder snapshot it read (the same hub id, another
 commit), not the node or the device index it happened to get."""

@@ -250,14 +250,21 @@ class Environment:
     plm_commit: str | None = None
     """The commit of the hub snapshot its pretrained encoder was read from (`model.plm` a hub id;
     `encoder.json` in the run folder); null for a folder, the shipped MiniLM or no encoder."""
+    precision: str | None = None
+    """The precision its steps ran at, resolved (`fp32`, `bf16`): the config's `auto` (a recipe's)
+    is chosen by solver and device (`recipe_table.precision_for`), so the table keeps the outcome;
+    null in tables written before the column."""
 
     def __post_init__(self) -> None:
+        if self.precision not in (None, "fp32", "bf16"):
+            raise ValueError(f"env.precision {self.precision!r}: the precision a run trained at, resolved (fp32, bf16)")
         if self.device == "auto" or not self.device:
             raise ValueError(f"env.device {self.device!r}: the device a run trained on, resolved (cpu, cuda:0)")
         if (self.gpu is not None) != self.device.startswith("cuda"):
             raise ValueError(f"env.gpu {self.gpu!r} with env.device {self.device!r}: a GPU's name goes with a CUDA "
                              "device and only with one")
-        empty = [f.name for f in fields(self) if f.name not in ("gpu", "plm_commit") and not getattr(self, f.name)]
+        optional = ("gpu", "plm_commit", "precision")
+        empty = [f.name for f in fields(self) if f.name not in optional and not getattr(self, f.name)]
         if empty:
             raise ValueError(f"env: empty {', '.join(empty)} (say `none` where a package is absent)")
 

@@ -139,8 +139,9 @@ def _start_outputs(run: setup.Run, data_info: dict) -> None:
     # which encoder, and for a hub id which commit, it read
     encoder = hub.resolve(config.model.plm, download=False).record() if get_solver(config.solver).reads_subwords \
         else None
-    run.folder.start(config, data_info, replace(environment(run.device), plm_commit=encoder and encoder["commit"]),
-                     encoder)
+    precision = precision_for(config.solver, run.device.type, config.precision)
+    run.folder.start(config, data_info, replace(environment(run.device), plm_commit=encoder and encoder["commit"],
+                                                precision=precision), encoder)
     if run.history:  # a resumed folder may predate per-epoch tables; the test reads this one
         run.folder.write_epochs([from_values(Epoch, row) for row in run.history])
 
