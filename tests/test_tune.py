@@ -163,7 +163,7 @@ def test_smoke_sweep_writes_the_three_tables(local_ray, tmp_path, data_root):
     assert got["runs"].select(pl.col("^env\\..*$")).unique().rows(named=True) == [{
         "env.python": platform.python_version(), "env.torch": torch.__version__,
         "env.cuda": torch.version.cuda or "none", "env.ray": ray.__version__, "env.device": "cpu", "env.gpu": None,
-        "env.node": platform.node(), "env.plm_commit": None}]
+        "env.node": platform.node(), "env.plm_commit": None, "env.precision": "fp32"}]
     per_trial = got["predictions"].group_by("trial").agg(pl.col("value_correct").mean())
     joined = got["runs"].join(per_trial, on="trial")
     assert (joined["test_value_acc"] - joined["value_correct"]).abs().max() < 1e-12
