@@ -247,8 +247,8 @@ def unplanned_pairs(options: StudyOptions, found: Sequence[exploratory.Arm], cla
     pairs a guardrail refused, each said (the planned claims stand without them)."""
     planned = {frozenset((frozenset(r["base_trials"]), frozenset(r["treatment_trials"])))
                for r in claims.iter_rows(named=True)}
-    epochs = read.scan(options.root, "epochs", [options.experiment])
-    preds = read.scan(options.root, "predictions", [options.experiment])
+    read_from = everything["experiment"].unique(maintain_order=True).to_list()  # the study's experiments
+    epochs, preds = (read.scan(options.root, table, read_from) for table in ("epochs", "predictions"))
     frames, notes = [], []
     for base, treat in exploratory.unplanned(list(found), planned):
         try:
@@ -265,8 +265,9 @@ def build(options: StudyOptions, planner: Plan) -> StudyReport:
     """The study's report from its tables: every planned claim (Holm over the study as well), its
     arms, curves and unplanned pairs; the exploratory pairs are written beside the claims
     (<root>/exploratory/<experiment>.parquet), queryable and marked so."""
-    planned = plan(options, planner)
-    everything = read.scan(options.root, "runs", [options.experiment]).collect()
+    planned = plan(options, planner)  # a study continuing an experiment compares its runs too: all are its arms'
+    experiments = list(dict.fromkeys(e for p in planned for e in p.options.experiment)) or [options.experiment]
+    everything = read.scan(options.root, "runs", experiments).collect()
     claims = pl.concat([p.claims.rows for p in planned], how="diagonal_relaxed")
     claims = claims.with_columns(pl.Series("p_study", multiple.adjust(claims["p"].to_list(), "holm"),
                                            dtype=pl.Float64))

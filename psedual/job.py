@@ -348,9 +348,28 @@ def compare_options(spec, variants: list[str], storage: str, name: str) -> list[
                    min(default_margin(goals[(p, t)][0])[0] for t in p.treatments) for p in planned}
     # a sweep in rounds that continues an earlier experiment judged its seeds too (its first look):
     # so do its claims, or they would compare the later seeds alone
-    experiments = (name,) if spec.seeds is None or spec.seeds.continue_from is None else (spec.seeds.continue_from, name)
+    continued = spec.seeds is not None and spec.seeds.continue_from is not None
+    experiments = (spec.seeds.continue_from, name) if continued else (name,)
+    allowed = continued_allowances(storage, spec.seeds.continue_from) if continued else ()
     return [CompareOptions(root=storage, experiment=experiments, arm=p.arm, base=p.base, treatment=p.treatments,
-                           where=p.where, by=p.cells, name=p.family, margin=margins.get(p, p.margin)) for p in planned]
+                           where=p.where, by=p.cells, name=p.family, margin=margins.get(p, p.margin),
+                           allow_diff=allowed) for p in planned]
+
+
+def continued_allowances(storage: str, earlier: str) -> tuple[str, ...]:
+    """What a study continuing experiment `earlier` pools across, each claim flagged: the code versions
+    (by design: the earlier seeds ran on earlier code) and the config columns added since `earlier`'s
+    runs table was written (null in its rows; an option added later defaults to the behaviour before
+    it, which is how `seed_rounds.arm_rows` matched those runs to the arms)."""
+    import polars as pl
+
+    from psedual.results.schema import config_columns
+
+    try:
+        had = set(pl.scan_parquet(f"{storage.rstrip('/')}/runs/experiment={earlier}/*.parquet").collect_schema())
+    except (FileNotFoundError, OSError, pl.exceptions.ComputeError):
+        return ("code_version",)  # no table to read: the comparison says what else differs
+    return ("code_version", *sorted(f.name for f in config_columns() if f.name not in had))
 
 
 def study_plan(space: str, storage: str, name: str) -> list[CompareOptions]:

@@ -96,3 +96,10 @@ def test_a_sweep_in_rounds_that_continues_an_experiment_compares_its_seeds_too()
     for name, want in (("control_rounds", ("control", "control_rounds")), ("converged", ("converged",))):
         spec = load_spec(str(root / "search_spaces" / f"{name}.yaml"))
         assert {o.experiment for o in compare_options(spec, arm_values(spec, "variant"), "x", name)} == {want}
+    # and pools across what continuing implies: the earlier code, and the options added since its table
+    # (null in its rows, each defaulting to the behaviour before it), as arm_rows matched its runs
+    from psedual.job import continued_allowances
+
+    assert continued_allowances(str(root / "docs" / "control" / "results"), "control") == (
+        "code_version", "model.problem_vector", "optimizer", "selection")
+    assert continued_allowances(str(root / "nowhere"), "control") == ("code_version",)
