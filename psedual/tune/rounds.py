@@ -175,7 +175,8 @@ class Rounds:
             if n < 3 or (taken and n <= taken[-1]):
                 row = {"claim": p.claim, "look": k + 1, "planned_look": k + 1, "seeds": n, "decided": False,
                        "verdict": f"no look at {self.plan.looks[k]} seeds: {n} complete seed pairs"
-                                  + (f" (seeds {', '.join(map(str, lost))} are no seeds: failed, stopped or lost)"
+                                  + (f" (seed{'s' * (len(lost) > 1)} {', '.join(map(str, lost))} "
+                                     f"{'are no seeds' if len(lost) > 1 else 'is no seed'}: failed, stopped or lost)"
                                      if lost else "")}
             else:
                 taken.append(n)
