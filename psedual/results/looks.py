@@ -34,7 +34,7 @@ new pairs is not counted), `planned_look` the schedule's; `seeds` the complete p
 points of accuracy; `statistic` the paired t, `boundary` its |t| boundary, `spent_alpha` the
 difference test's α spent by this look; the TOST interval and boundary; the decisions; the
 verdict; `not_seeds`: seeds below this look of either arm that failed, stopped or were lost
-(`not_seeds_list` names them)."""
+(`not_seeds_list` names each with its side and why, in the runs table's words: `3 (treatment: lost)`)."""
 
 
 def looks_path(root: str, experiment: str) -> str:
