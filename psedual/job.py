@@ -339,7 +339,7 @@ def compare_options(spec, variants: list[str], storage: str, name: str) -> list[
 
     planned = comparisons(spec, variants, name)
     margins = {}
-    if spec.seeds is not None:  # a sweep in rounds: its claims at the margin its looks used (the rule's, or half the target)
+    if spec.seeds is not None:  # a sweep in rounds: claims at its looks' margin (the rule's, or half the target)
         from analysis.stats.margins import default_margin
         from psedual.seed_rounds import targets
 

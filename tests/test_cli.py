@@ -212,7 +212,7 @@ def test_a_list_option_adds_one_value_per_plus_or_takes_a_list():
 
 
 def test_the_main_jobs_comparison_parses_as_it_is_printed():
-    spec = types.SimpleNamespace(grid={"variant": ["base", "gru", "gcn"], "seed": [0, 1], "lr": [0.001]}, compare=[])
+    spec = types.SimpleNamespace(grid={"variant": ["base", "gru", "gcn"], "seed": [0, 1], "lr": [0.001]}, compare=[], seeds=None)
     options, = compare_options(spec, ["gcn", "base", "gru"], "results", "smoke")
     got = _analyze_options(command_line(options).split()[2:])
     assert got == options  # the job runs the comparison it prints
