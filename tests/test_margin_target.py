@@ -24,10 +24,21 @@ ROOT = Path(__file__).resolve().parents[1]
 VARIANT = ROOT / "docs/converged/results/claims/compare_converged_variant.parquet"
 
 
+def _committed() -> pl.DataFrame:
+    """The committed GRU and GCN vs base claims as the rule judged them, before any target words (the
+    stored table, written by `analyze study`, already carries them: `targets.judge` adds to a fresh claim)."""
+    from analysis.claims.verdicts import verdict
+    from analysis.tables.claim import claims_of
+
+    stored = pl.read_parquet(VARIANT)
+    return stored.with_columns(pl.Series("verdict", [verdict(c) for c in claims_of(stored)], dtype=pl.String)) \
+        .drop([c for c in targets.COLUMNS if c in stored.columns])
+
+
 @pytest.fixture(scope="module")
 def rows() -> pl.DataFrame:
     """The committed GRU and GCN vs base claims, annotated as `analyze` annotates them (the paper's Δ)."""
-    return power.annotate(pl.read_parquet(VARIANT))
+    return power.annotate(_committed())
 
 
 def _one_sided(row: dict, target: float) -> float:
@@ -71,10 +82,10 @@ def test_a_held_back_or_targetless_claim_gets_no_target_words(rows):
     held = rows.with_columns(pl.lit("inconclusive (3 seeds)").alias("verdict"))
     assert targets.judge(held)["verdict"].to_list() == ["inconclusive (3 seeds)"] * 2
     assert targets.judge(held)["p_target"].to_list() == [None, None]
-    default = power.annotate(pl.read_parquet(VARIANT).with_columns(pl.lit("x").alias("controls")))
+    default = power.annotate(_committed().with_columns(pl.lit("x").alias("controls")))
     assert default["target_from"].to_list() == ["default"] * 2  # a control takes no paper Δ: 1 point, no claim's target
-    assert targets.judge(default)["verdict"].to_list() == pl.read_parquet(VARIANT)["verdict"].to_list()
-    given = targets.judge(power.annotate(pl.read_parquet(VARIANT), target_delta=2.0))
+    assert targets.judge(default)["verdict"].to_list() == _committed()["verdict"].to_list()
+    given = targets.judge(power.annotate(_committed(), target_delta=2.0))
     assert "smaller than the given +2 points of accuracy" in given["verdict"][0]
 
 
