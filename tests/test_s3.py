@@ -75,7 +75,7 @@ def test_a_train_workers_checkpoint_on_s3_is_read_through_the_storages_filesyste
     flat = {**load_spec(ROOT / "search_spaces" / "smoke.yaml").fixed, "variant": "gcn"}
     result = Result(metrics={"epoch": 1, "valid_value_acc": 0.5, "checkpoint_path": folder, "config": flat},
                     checkpoint=None, error=None, path=f"{base}/trial")
-    outcome = _outcome(result, SimpleNamespace(config=flat, trial_id="abc_00000"), fs)
+    outcome = _outcome(result, SimpleNamespace(config=flat, trial_id="abc_00000", status="TERMINATED", local_path=None), fs)
     assert (outcome.trial, outcome.status, outcome.metrics["valid_value_acc"]) == ("abc_00000", "completed", 0.5)
     outcome.checkpoint.to_directory(str(tmp_path / "got"))
     assert (tmp_path / "got" / "best.pt").read_bytes() == b"weights"
@@ -92,7 +92,7 @@ def test_a_trial_lost_before_its_first_report_is_an_error_outcome(s3):
     flat = {**load_spec(ROOT / "search_spaces" / "smoke.yaml").fixed, "variant": "base"}
     lost = RuntimeError("The node running this trial died")
     outcome = _outcome(Result(metrics={}, checkpoint=None, error=lost, path=f"{base}/lost"),
-                       SimpleNamespace(config=flat, trial_id="lost_00001"), fs)
+                       SimpleNamespace(config=flat, trial_id="lost_00001", status="ERROR", local_path=None), fs)
     assert (outcome.trial, outcome.status, outcome.checkpoint, outcome.metrics) == ("lost_00001", "error", None, {})
     assert outcome.flat["variant"] == "base" and outcome.error == "RuntimeError: The node running this trial died"
 
