@@ -36,16 +36,23 @@ def lost_node(error: object) -> str | None:
     return found.group(1) if found else None
 
 
-def ray_logs() -> str:
-    """The logs folder of the Ray this process is attached to (`<temp dir>/<session>/logs`): a
-    trial's own log is in this folder on the node it ran on (each node keeps its workers' logs under
-    the cluster's session name). Ray's default path when no Ray is running here."""
+def ray_session() -> Path | None:
+    """The session folder of the Ray this process is attached to (`<temp dir>/<session>`); None
+    when no Ray is running here."""
     import ray
 
     if not ray.is_initialized():
-        return RAY_LOGS
+        return None
     context = ray.get_runtime_context()
-    return str(Path(context.get_temp_dir()) / context.get_session_name() / "logs")
+    return Path(context.get_temp_dir()) / context.get_session_name()
+
+
+def ray_logs() -> str:
+    """The logs folder of the Ray this process is attached to (`<session>/logs`): a trial's own log
+    is in this folder on the node it ran on (each node keeps its workers' logs under the cluster's
+    session name). Ray's default path when no Ray is running here."""
+    session = ray_session()
+    return RAY_LOGS if session is None else str(session / "logs")
 
 
 def dead_node(node: str) -> dict:

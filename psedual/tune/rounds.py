@@ -290,15 +290,12 @@ class TrialFailure:
     """The experiment's name (its folder under each run's staging folder)."""
 
     def __call__(self, trial_id: str, config: dict) -> str:
-        import ray
-
-        from psedual.tune.lost import error_file, lost_node
+        from psedual.tune.lost import error_file, lost_node, ray_session
         from psedual.tune.sweep import trial_name
 
-        if not ray.is_initialized():
+        session = ray_session()
+        if session is None:
             return "error"
-        context = ray.get_runtime_context()
-        session = Path(context.get_temp_dir()) / context.get_session_name()
         folder = trial_name(SimpleNamespace(config=config, trial_id=trial_id))
         written = [w for w in (error_file(f.parent) for f in
                                session.glob(f"artifacts/*/{self.experiment}/driver_artifacts/{folder}/error.txt")) if w]
