@@ -23,7 +23,6 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import SimpleNamespace
 
 from ray.tune.search import Searcher
