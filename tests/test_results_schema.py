@@ -191,3 +191,25 @@ def test_an_llm_runs_row_has_its_own_result_type_in_the_result_columns():
         row.MetricsRow(records.RunInfo("llm"), {}, records.RunCost(0, 1.0), result)
     with pytest.raises(ValueError, match="shares in"):
         records.LLMResult(1.5, 0.0, 0.0)
+
+
+def test_a_column_added_later_reads_as_the_behaviour_before_it():
+    # each committed runs table's config columns: one it lacks was added after it was written, and a
+    # label must show what those runs did (the default then), not `None`
+    import glob
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from analysis.checks.selection import cell_label
+
+    defaults = TrainConfig().flat()
+    assert {k: defaults[k] for k in row.BEFORE_COLUMN} == row.BEFORE_COLUMN
+    root = Path(__file__).resolve().parents[1]
+    lacking = set()
+    for table in glob.glob(str(root / "docs/*/results/runs/experiment=*/*.parquet")):
+        lacking |= set(defaults) - set(pq.read_schema(table).names)
+    assert lacking == set(row.BEFORE_COLUMN), "a config column some committed table lacks needs its before-value"
+    assert cell_label({"solver": "gts", "selection": None}, ["solver", "selection"]) == \
+        "solver=gts, selection=best (not recorded)"
+    assert cell_label({"selection": "last"}, ["selection"]) == "selection=last"

@@ -19,13 +19,15 @@ from analysis.checks import guardrails, registry, validation
 from analysis.checks.guardrails import FOLD, SEED, GuardrailError  # FOLD, SEED: the slot keys; callers read them here too
 from analysis.tables import read
 from psedual.results.best import kept_epoch
+from psedual.results.row import before_column
 from psedual.results.records import FAILED, STATUSES  # STATUSES: the tables' statuses (any other is refused)
 
 
 
 
 def cell_label(row: dict, keys: list[str]) -> str:
-    return ", ".join(f"{k}={row[k]}" for k in keys)
+    """`k=v, ...` over `keys`; a run from before a column existed shows the behaviour it had then."""
+    return ", ".join(f"{k}={before_column(k, row[k])}" for k in keys)
 
 
 FINISHED = (~pl.col("status").is_in(FAILED)) & pl.col("error").is_null() & pl.col("test_value_acc").is_not_null()

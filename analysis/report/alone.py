@@ -30,6 +30,7 @@ from analysis.stats.stats import percent_ci, proportion_ci
 from analysis.tables import paper, read
 from analysis.tables.text import dash, render
 from psedual.data.registry import DATASETS
+from psedual.results.row import BEFORE_COLUMN
 
 
 @dataclass(frozen=True)
@@ -119,10 +120,11 @@ def arms(runs: pl.DataFrame, epochs: pl.LazyFrame, predictions: pl.LazyFrame, ar
     return out
 
 
-def _values(part: pl.DataFrame, column: str, default: object) -> str:
-    """The distinct values of `column` in the cell's runs, `default` for a run from before it existed."""
+def _values(part: pl.DataFrame, column: str) -> str:
+    """The distinct values of `column` in the cell's runs, the behaviour before it for a run from
+    before it existed (`BEFORE_COLUMN`)."""
     found = part[column].to_list() if column in part.columns else [None]
-    return " / ".join(dict.fromkeys(str(default if v is None else v) for v in found))
+    return " / ".join(dict.fromkeys(BEFORE_COLUMN[column] if v is None else str(v) for v in found))
 
 
 def _span(part: pl.DataFrame, column: str) -> str:
@@ -135,11 +137,11 @@ def _span(part: pl.DataFrame, column: str) -> str:
 
 def setup(part: pl.DataFrame) -> str:
     """The protocol of a cell's runs: problem-vector read, selection, training set."""
-    chosen = _values(part, "selection", "best")
+    chosen = _values(part, "selection")
     kept = {"best": "the best validation epoch", "last": "the last epoch"}.get(chosen, chosen)
     valid = _span(part, "n_valid")
     carve = "no validation carve-out" if valid == "0" else f"{valid} validating (carved from training)"
-    return (f"encoder read {_values(part, 'model.problem_vector', 'final_state')}, selection {chosen} ({kept}), "
+    return (f"encoder read {_values(part, 'model.problem_vector')}, selection {chosen} ({kept}), "
             f"{_span(part, 'n_train')} training problems per run, {carve}")
 
 

@@ -112,6 +112,20 @@ ARM_COLUMNS = frozenset(prefix + f.name for record, prefix in RUN_RECORDS for f 
 """The columns that say which arm a run is (`variant`, `llm.reexamine`)."""
 
 
+BEFORE_COLUMN = {"model.problem_vector": "final_state", "optimizer": "adam", "selection": "best"}
+"""Config columns added after runs tables were committed, with the behaviour a run had before its
+column existed (an option added later defaults to the behaviour before it; a test holds these equal
+to `TrainConfig`'s defaults). A table written earlier reads null there: labels show the value with
+`(not recorded)` (`before_column`), so a reader sees the setting and that it was inferred."""
+
+
+def before_column(column: str, value: object) -> str:
+    """`value` as a label shows it: a null in a column of `BEFORE_COLUMN` is the behaviour before it."""
+    if value is None and column in BEFORE_COLUMN:
+        return f"{BEFORE_COLUMN[column]} (not recorded)"
+    return str(value)
+
+
 def llm_config(model: str, dataset: str, fold: int | None) -> dict:
     """The config columns an LLM run fills: its solver `llm:<model>`, seed 0 (one pass, its
     sampling seeded by the endpoint if at all) and its data; it has no other config."""
