@@ -115,7 +115,8 @@ def test_tunes_error_file_gives_its_last_failure_and_the_progress_line_says_lost
 def test_a_trial_whose_state_ray_saved_before_its_failure_is_still_read_as_failed(tmp_path):
     """Ray 2.60 may save a lost trial's state as at its last report (RUNNING, no error file named), read
     back as PENDING: the error Tune wrote in the trial's folder on the driver decides. A trial retried
-    and then finished (TERMINATED) keeps its error file as history only."""
+    and then finished (TERMINATED) keeps its error file as history only; one not ended and with no error
+    anywhere was left unfinished by a stopped sweep."""
     from psedual.tune.sweep import _outcome
 
     folder = tmp_path / "trial"
@@ -131,7 +132,12 @@ def test_a_trial_whose_state_ray_saved_before_its_failure_is_still_read_as_faile
     assert stale.status == "lost" and stale.metrics == {"epoch": 2, "valid_value_acc": 0.5}
     assert stale.error.startswith(f"NodeLost: node {NODE} lost at ") and "after epoch 2 of 8" in stale.error
     assert _outcome(result, trial("TERMINATED"), None).status == "stopped"
-    assert _outcome(result, trial("PENDING", tmp_path / "none"), None).status == "stopped"  # no error anywhere
+    # no error anywhere, and not ended: the sweep stopped before it (Ctrl-C), never the scheduler's `stopped`
+    unfinished = _outcome(result, trial("RUNNING", tmp_path / "none"), None)
+    assert (unfinished.status, unfinished.error) == ("error", "Unfinished: the sweep stopped before this trial ended "
+                                                     "(Tune's state: RUNNING, after epoch 2 of 8); --resume continues it")
+    assert _outcome(result, trial("PENDING", tmp_path / "none"), None).status == "error"
+    assert _outcome(result, trial("TERMINATED", tmp_path / "none"), None).status == "stopped"
     (folder / "error.txt").write_text("Failure # 1 (occurred at 2026-11-28_14-15-02)\nValueError: bad config\n")
     own = _outcome(result, trial("ERROR"), None)
     assert (own.status, own.error) == ("error", "TrialError: ValueError: bad config")

@@ -19,7 +19,8 @@ class TrialOutcome:
     flat: dict
     """The trial's config as dotted keys, its arm's expanded (`TrainConfig.from_flat` builds it)."""
     status: str
-    """`completed`, `stopped` (by ASHA before its last epoch) or `error`."""
+    """`completed`, `stopped` (by ASHA before its last epoch), `lost` (its node died under it) or
+    `error` (a failure, or left unfinished by a stopped sweep: `sweep.unfinished_line`)."""
     metrics: dict
     """Last reported validation metrics (empty if none)."""
     checkpoint: Checkpoint | None

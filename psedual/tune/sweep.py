@@ -299,7 +299,7 @@ def _outcome(result, trial, fs) -> TrialOutcome:
     the trial never reported: its node lost, or its start failed). `fs` is the storage's
     filesystem: Ray Train reports a checkpoint's path on it without the URI's scheme. Its status:
     `completed`, `stopped` (before its last epoch, by the scheduler), `lost` (its node died under it,
-    its retries spent: `lost.NodeLoss`) or `error`."""
+    its retries spent: `lost.NodeLoss`) or `error` (a failure, or left unfinished: `unfinished_line`)."""
     metrics = {k: v for k, v in (result.metrics or {}).items() if k not in _TUNE_KEYS}
     checkpoint = result.checkpoint
     if checkpoint is None and (result.metrics or {}).get("checkpoint_path"):
@@ -313,17 +313,33 @@ def _outcome(result, trial, fs) -> TrialOutcome:
     # would pass for an early stop (issue 60). A trial retried after a failure and then finished is
     # TERMINATED: its error file is history
     written = error_file(getattr(trial, "local_path", None))
-    if result.error is None and trial.status != "ERROR" and (written is None or trial.status == "TERMINATED"):
+    if result.error is None and trial.status == "TERMINATED":
         return TrialOutcome(trial.trial_id, flat, "completed" if reached >= epochs else "stopped", metrics,
                             checkpoint, None)
+    if result.error is None and trial.status != "ERROR" and written is None:
+        # Tune's last state has it PENDING, RUNNING or PAUSED and no error: the sweep stopped before it
+        # ended (Ctrl-C: Tune saves its state and returns). Not `stopped`, which says the scheduler
+        # stopped it: the trial did not finish, and --resume continues it (resume_unfinished)
+        line = unfinished_line(trial.status, reached, epochs)
+        return TrialOutcome(trial.trial_id, flat, "error", metrics, checkpoint, line)
     error = written[0] if written else result.error
     loss = node_loss(error, reached, epochs, written[1] if written else None)
     if loss is not None:
         return TrialOutcome(trial.trial_id, flat, "lost", metrics, checkpoint, loss.line())
-    line = error_line(result.error) if result.error is not None else (
+    # Tune's Result holds the exception a trial raised (pickled), else the error file's whole text: a
+    # failure raised on the driver (a searcher's, a callback's) is that text, `Failure # N ...` and all
+    raised = result.error if isinstance(result.error, BaseException) else None
+    line = error_line(raised) if raised is not None else (
         f"TrialError: {' '.join(written[0].split())[:500]}" if written else
+        f"TrialError: {' '.join(str(result.error).split())[:500]}" if result.error is not None else
         "TrialError: Tune recorded the trial as failed; its error file was not found")
     return TrialOutcome(trial.trial_id, flat, "error", metrics, checkpoint, line)
+
+
+def unfinished_line(status: str, reached: int, epochs: int) -> str:
+    """The runs table's `error` of a trial the sweep left unfinished (Tune's last state: `status`)."""
+    return (f"Unfinished: the sweep stopped before this trial ended (Tune's state: {status}, after epoch {reached} of "
+            f"{epochs}); --resume continues it")
 
 
 def error_line(error: BaseException | None) -> str | None:

@@ -2,7 +2,8 @@
 the registry (psedual/train/trackers.py's TRACKERS), built on the driver before any trial starts,
 and what they get after the sweep: each trial's test metrics and kept checkpoint (`log_tested`).
 
-Ray's MLflow callback is given every config field as a param (not only the sweep's keys) and
+Ray's MLflow callback is given every config field as a param (not only the sweep's keys), keeps
+one run per trial across `--resume` (a rerun trial logs into the run it started) and
 tags each run with its end (`psedual.status`: a trial an ASHA rung stopped ends FINISHED in
 MLflow's terms, as a completed one does); its experiment keeps its artefacts under the results root.
 """
@@ -55,6 +56,13 @@ class TrialMLflow(MLflowLoggerCallback):
         super().setup(*args, **kwargs)
 
     def log_trial_start(self, trial) -> None:
+        if trial not in self._trial_runs:
+            earlier = self._earlier_run(str(trial))
+            if earlier is not None:  # Ray's callback logs into it instead of starting another
+                import mlflow
+
+                mlflow.MlflowClient(self.tracking_uri).update_run(earlier, status="RUNNING")  # again, until it ends
+                self._trial_runs[trial] = earlier
         config = make_config(expand(dict(trial.config)))
         # Ray logs `trial.config` when a run starts: the sweep's own keys, not the defaults under them
         # (logging both would change a param's value, `1e-3` to `0.001`, which MLflow refuses)
@@ -63,6 +71,18 @@ class TrialMLflow(MLflowLoggerCallback):
             super().log_trial_start(trial)
         finally:
             trial.config = trial_config
+
+    def _earlier_run(self, name: str) -> str | None:
+        """The run a trial of this name started before (a resumed sweep: a killed driver's, left
+        RUNNING, or an errored trial's that Tune reruns), newest first; None for a new trial. Ray's
+        callback keeps its runs by trial in memory only: a resumed driver would start a second run
+        for the trial, and the tested metrics (`log_tested`, by run name) would go to one of the two."""
+        import mlflow
+
+        found = mlflow.MlflowClient(self.tracking_uri).search_runs(
+            [self.mlflow_util.experiment_id], filter_string=f"attributes.run_name = '{name}'",
+            order_by=["attributes.start_time DESC"], max_results=1)
+        return found[0].info.run_id if found else None
 
     def log_trial_result(self, iteration: int, trial, result: dict) -> None:
         if "epoch" in result:
@@ -138,7 +158,10 @@ def _mlflow_tested(storage: str, name: str, runs, checkpoints: dict, folders: di
     experiment = client.get_experiment_by_name(name)
     if experiment is None:
         return
-    found = {r.info.run_name: r.info.run_id for r in client.search_runs([experiment.experiment_id])}
+    # newest first (search_runs' order): where an earlier version started a trial's run twice, its last
+    found = {}
+    for r in client.search_runs([experiment.experiment_id]):
+        found.setdefault(r.info.run_name, r.info.run_id)
     for row in runs.iter_rows(named=True):
         run_id = found.get(folders[row["trial"]])
         if run_id is None:
