@@ -14,7 +14,9 @@ import pytest
 
 from psedual import seed_rounds
 from psedual.results.looks import looks_path, write_looks
-from psedual.tune.rounds import FINISHED, Pair, RoundPlan, SeedRounds
+from ray.tune.error import TuneError
+
+from psedual.tune.rounds import FINISHED, Pair, RoundPlan, ScoreError, SeedRounds
 from psedual.tune.seed_rule import SeedRule
 from psedual.tune.space import SpecError, build_spec
 
@@ -55,7 +57,10 @@ def run_rounds(searcher: SeedRounds, fail: set = frozenset(), stop_after: int | 
         for trial in started:
             arm, seed = searcher.rounds.trials[trial]
             suggested.append((arm, seed))
-            searcher.on_trial_complete(trial, {"epoch": 1, "score": SCORES[arm](seed)}, error=(arm, seed) in fail)
+            try:
+                searcher.on_trial_complete(trial, {"epoch": 1, "score": SCORES[arm](seed)}, error=(arm, seed) in fail)
+            except TuneError:  # as Tune: a trial whose end its searcher raised a TuneError on fails, and is told so
+                searcher.on_trial_complete(trial, error=True)
             n += 1
             if stop_after is not None and n >= stop_after:
                 return suggested
@@ -93,6 +98,48 @@ def test_a_failed_trial_is_no_seed_never_rerun_and_said():
         4, 5, 1, "3 (treatment: error)")
     last = searcher.rounds.rows[-1]
     assert last["seeds"] == 6 and last["verdict"].startswith("undecided at 6 seeds (look 3 of 3")
+
+
+def unscorable(trial_id, config, result):
+    """`score`, but testing seed 3's checkpoint of arm c raises on the driver (a CUDA error there, say)."""
+    if config == {**ARMS["c"], "seed": 3}:
+        raise RuntimeError("CUDA error: out of memory")
+    return score(trial_id, config, result)
+
+
+def test_a_trial_the_driver_cannot_score_fails_with_the_reason_in_its_look():
+    searcher = SeedRounds(RoundPlan(ARMS, PAIRS, LOOKS), real_judge(), unscorable)
+    suggested = run_rounds(searcher)
+    assert suggested.count(("c", 3)) == 1
+    why = "error (not scored: RuntimeError: CUDA error: out of memory)"
+    assert searcher.rounds.lost == {("c", 3): why}
+    look2 = [r for r in searcher.rounds.rows if r["claim"] == "c vs a" and r["planned_look"] == 2][0]
+    assert (look2["seeds"], look2["not_seeds"], look2["not_seeds_list"]) == (4, 1, f"3 (treatment: {why})")
+    trial = next(t for t, key in searcher.rounds.trials.items() if key == ("c", 3))
+    with pytest.raises(ScoreError) as raised:  # what Tune fails the trial with: its runs-table line
+        searcher.on_trial_complete(trial, {"epoch": 1, "score": 80.0})
+    assert str(raised.value) == (f"ScoreError: trial {trial} ended, but the driver could not test its checkpoint for "
+                                 "the looks (RuntimeError: CUDA error: out of memory): no seed unless scored; "
+                                 "--resume reruns and scores it")
+
+
+def test_the_runs_table_reads_a_trial_failed_on_the_driver_by_its_line(tmp_path):
+    """Tune fails a trial with an error raised on the driver (`ScoreError`) without pickling it: its
+    Result's error is the error file's whole text. The runs table's line is the last failure's."""
+    from types import SimpleNamespace
+
+    from psedual.tune.sweep import _outcome
+
+    said = str(ScoreError("t7", "RuntimeError: CUDA error: out of memory"))
+    text = f"Failure # 1 (occurred at 2026-11-28_17-18-28)\n{said}\nFailure # 2 (occurred at 2026-11-28_17-18-33)\n{said}\n"
+    (tmp_path / "error.txt").write_text(text)
+    trial = SimpleNamespace(trial_id="t7", status="ERROR", local_path=str(tmp_path),
+                            config={"variant": "gru", "data.fold": 0, "epochs": 1, "seed": 3})
+    result = SimpleNamespace(metrics={"epoch": 1, "valid_value_acc": 0.5}, checkpoint=None, error=text)
+    out = _outcome(result, trial, None)
+    assert (out.status, out.error) == ("error", f"TrialError: {said}")  # FAILED: the job exits 1
+    (tmp_path / "error.txt").unlink()  # no file on this driver: the Result's text, on one line
+    assert _outcome(result, trial, None).error == f"TrialError: {' '.join(text.split())}"
 
 
 def test_a_look_without_new_pairs_is_no_look():
@@ -257,6 +304,62 @@ def test_a_tiny_sweep_in_rounds_on_a_local_ray(tmp_path):
     looks = pl.read_parquet(looks_path(str(tmp_path), "tiny"))
     assert looks["verdict"][0].startswith("better at look 1 of 3") and looks["verdict"][-1].startswith("undecided at 7")
     assert math.isclose(looks["delta"][-1], sum(SCORES["c"](s) - SCORES["a"](s) for s in range(7)) / 7)
+
+
+VARIANT_ARM = {spec["variant"]: arm for arm, spec in ARMS.items()}
+
+
+def variant_trial(config):
+    """`fake_trial` for a config a TrainConfig reads (the runs table's `_outcome` builds one)."""
+    import ray.tune
+
+    score = SCORES[VARIANT_ARM[config["variant"]]](config["seed"])
+    ray.tune.report({"epoch": 1, "best_valid_value_acc": 0.5, "score": score})
+
+
+@pytest.mark.slow
+def test_a_trial_the_driver_cannot_score_is_an_error_in_the_runs_table_and_its_look_says_why(tmp_path):
+    """On a local Ray: testing one trial's checkpoint raises on the driver; Tune retries the trial
+    (max_failures 1), then fails it; the looks name why, the runs table reads `error` with the line."""
+    import sys
+
+    import ray
+    import ray.tune
+    from ray import cloudpickle
+
+    from psedual.tune.sweep import _outcome
+
+    arms = {arm: {**spec, "data.fold": 0, "epochs": 1} for arm, spec in ARMS.items()}
+
+    def scorer(trial_id, config, result):
+        return unscorable(trial_id, {"variant": config["variant"], "seed": config["seed"]}, result)
+
+    searcher = SeedRounds(RoundPlan(arms, PAIRS, LOOKS), real_judge(), scorer,
+                          functools.partial(write_looks, str(tmp_path), "unscored"), max_concurrent=4,
+                          metric="best_valid_value_acc", mode="max")
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the trials' workers cannot import tests/
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        ray.tune.Tuner(ray.tune.with_resources(variant_trial, {"cpu": 0.5}),
+                       tune_config=ray.tune.TuneConfig(search_alg=searcher, num_samples=-1, reuse_actors=True),
+                       run_config=ray.tune.RunConfig(name="unscored", storage_path=str(tmp_path / "ray"), verbose=0,
+                                                     failure_config=ray.tune.FailureConfig(max_failures=1))).fit()
+        analysis = ray.tune.ExperimentAnalysis(str(tmp_path / "ray" / "unscored"))  # as run_sweep reads it
+        outcomes = [_outcome(r, t, None) for r, t in zip(ray.tune.ResultGrid(analysis), analysis.trials)]
+    finally:
+        if started:
+            ray.shutdown()
+    failed = [o for o in outcomes if o.status != "completed"]
+    assert [(o.flat["variant"], o.flat["seed"], o.status) for o in failed] == [("gru", 3, "error")]
+    assert failed[0].error == (f"TrialError: ScoreError: trial {failed[0].trial} ended, but the driver could not test "
+                               "its checkpoint for the looks (RuntimeError: CUDA error: out of memory): no seed unless "
+                               "scored; --resume reruns and scores it")
+    looks = pl.read_parquet(looks_path(str(tmp_path), "unscored")).filter(pl.col("claim") == "c vs a")
+    assert looks["not_seeds_list"].to_list()[1:] == ["3 (treatment: error (not scored: RuntimeError: CUDA error: "
+                                                     "out of memory))"] * (looks.height - 1)
+    assert looks["seeds"].to_list()[-1] == 6 and len(outcomes) == 3 + 2 * 7
 
 
 KILLED = """

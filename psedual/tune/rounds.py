@@ -13,7 +13,9 @@ tested, `CheckpointScore`). A trial that failed (`error`), was stopped before it
 (`stopped`) or whose node died under it (`lost`: `TrialFailure` reads Tune's error file, as the
 runs table does) is no seed: it is listed (`Rounds.lost`, in the runs table's status words) and
 never rerun; its seed's pair is incomplete, so the look is judged on fewer pairs, and the look's
-row names it (`not_seeds_list`: `3 (treatment: lost)`). A trial's end is read in
+row names it (`not_seeds_list`: `3 (treatment: lost)`). A trial the driver cannot score (testing
+its checkpoint raised) fails with `ScoreError`: Tune then records it as errored, so the runs table
+reads `error` with that line where the look reads `error (not scored: ...)`, and the job exits 1. A trial's end is read in
 `on_trial_complete`, never `on_trial_result` (Ray does not call the latter for a result on which
 a scheduler stops the trial). This module knows nothing of statistics: the judge decides.
 """
@@ -25,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
+from ray.tune.error import TuneError
 from ray.tune.search import Searcher
 
 from psedual.tune.space import make_config
@@ -207,6 +210,8 @@ class SeedRounds(Searcher):
         """Trials running at once (0: no limit). Limited here, not by Tune's ConcurrencyLimiter: that
         one forgets its live trials when a sweep is resumed and drops the ends of those it resumes."""
         self.rounds = Rounds(plan)
+        self.unscored: dict[str, str] = {}
+        """Trial id → `Type: message` of the error that kept the driver from scoring it (`ScoreError`)."""
 
     def suggest(self, trial_id: str) -> dict | str | None:
         if self.max_concurrent and len(self.rounds.pending) >= self.max_concurrent:
@@ -223,20 +228,39 @@ class SeedRounds(Searcher):
             return
         arm, seed = key
         config = {**self.rounds.plan.arms[arm], "seed": seed}
+        unscored = self.__dict__.setdefault("unscored", {})  # a searcher pickled before it had one (--resume)
         if error:  # Tune wrote the trial's error file before telling its searcher
             score, why = None, self.failure(trial_id, config) if self.failure is not None else "error"
+            if trial_id in unscored and why == "error":
+                why = f"error (not scored: {unscored[trial_id]})"
         else:
-            score, why = self.score(trial_id, config, result)
+            try:
+                score, why = self.score(trial_id, config, result)
+            except Exception as err:  # whatever testing the checkpoint raised (torch, storage, data): said, not lost
+                unscored[trial_id] = f"{type(err).__name__}: {err}"
+                raise ScoreError(trial_id, unscored[trial_id]) from err
+        unscored.pop(trial_id, None)
         self.rounds.complete(trial_id, score, why)
 
     def save(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "wb") as f:
-            pickle.dump(self.rounds, f)
+            pickle.dump(self.rounds, f)  # `unscored` is not kept: a resumed sweep reruns and scores such a trial
 
     def restore(self, checkpoint_path: str) -> None:
         # the searcher's own checkpoint, written by `save` in this experiment's folder: no foreign data
         with open(checkpoint_path, "rb") as f:
             self.rounds = pickle.load(f)
+
+
+class ScoreError(TuneError):
+    """The driver could not score a trial that ended (its checkpoint's test raised). Raised from the
+    searcher's `on_trial_complete`, Tune fails the trial with it (retried as any failure, up to
+    `resources.max_failures`): the runs table's row is then `error` with this line, the look counts the
+    trial as no seed (`error (not scored: ...)`), and the job exits 1; `--resume` reruns and scores it."""
+
+    def __init__(self, trial_id: str, cause: str) -> None:
+        super().__init__(f"ScoreError: trial {trial_id} ended, but the driver could not test its checkpoint for "
+                         f"the looks ({cause}): no seed unless scored; --resume reruns and scores it")
 
 
 @dataclass(frozen=True)
