@@ -131,6 +131,12 @@ def test_a_trial_whose_state_ray_saved_before_its_failure_is_still_read_as_faile
     stale = _outcome(result, trial("PENDING"), None)  # before issue 60: `stopped`, no error
     assert stale.status == "lost" and stale.metrics == {"epoch": 2, "valid_value_acc": 0.5}
     assert stale.error.startswith(f"NodeLost: node {NODE} lost at ") and "after epoch 2 of 8" in stale.error
+    assert stale.error.endswith("; the trial must be rerun: --resume")
+    # an Optuna sweep's lost trial: --resume does not rerun it (sweep.reruns_errored), and its line says so
+    optuna_lost = _outcome(result, trial("PENDING"), None, rerun=False)
+    assert optuna_lost.status == "lost" and optuna_lost.error == stale.error.replace(
+        "the trial must be rerun: --resume", "--resume does not rerun it (an Optuna sweep: its study cannot reopen a "
+        "trial told FAIL); run its values again in a new sweep")
     assert _outcome(result, trial("TERMINATED"), None).status == "stopped"
     # no error anywhere, and not ended: the sweep stopped before it (Ctrl-C), never the scheduler's `stopped`
     unfinished = _outcome(result, trial("RUNNING", tmp_path / "none"), None)

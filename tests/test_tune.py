@@ -220,6 +220,35 @@ def test_an_optuna_sweep_runs_its_points_and_draws_no_psedual_knob_for_base(loca
     assert any(f["variant"] == "gcn" and f["psedual.fusion"] == "predicted" for f in flats)  # the second point
 
 
+def test_an_optuna_sweep_resumed_names_each_failed_trial_it_does_not_rerun(local_ray, tmp_path, capsys):
+    # an injected failure: device cuda in a trial that holds no GPU (a GPU machine's too); an Optuna
+    # study cannot reopen a trial it was told FAIL, so --resume reruns it not, and says so per trial
+    import optuna
+
+    from psedual.tune.lost import NOT_RERUN
+    from psedual.tune.study import journal
+    from psedual.tune.sweep import run_sweep
+
+    smoke = load_spec(ROOT / "search_spaces" / "smoke.yaml")
+    spec = replace(smoke, name="optuna_failed", mode="optuna", grid={}, num_samples=2, seed=0,
+                   search={"variant": {"choice": ["base"]}, "device": {"choice": ["cpu", "cuda"]}},
+                   points=[{"variant": "base", "device": "cpu"}, {"variant": "base", "device": "cuda"}],
+                   resources=replace(smoke.resources, max_failures=0))
+    first = run_sweep(spec, str(tmp_path), verbose=0)
+    assert sorted(o.status for o in first) == ["completed", "error"]
+    failed = next(o for o in first if o.status == "error")
+    assert failed.error.startswith("ValueError: device cuda: this trial holds no GPU")
+    capsys.readouterr()
+    again = run_sweep(spec, str(tmp_path), resume=True, verbose=0)
+    printed = capsys.readouterr().out
+    assert (f"trial {failed.trial} (variant base, device cuda) failed and is not rerun: {failed.error}; "
+            f"{NOT_RERUN}\n") in printed
+    assert printed.count("is not rerun") == 1
+    assert sorted((o.trial, o.status, o.error) for o in again) == sorted((o.trial, o.status, o.error) for o in first)
+    study = optuna.load_study(study_name="optuna_failed", storage=journal(str(tmp_path), "optuna_failed"))
+    assert sorted(t.state.name for t in study.trials) == ["COMPLETE", "FAIL"]
+
+
 def ray_version() -> str:
     from importlib.metadata import version
 

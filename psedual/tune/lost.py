@@ -88,14 +88,20 @@ class NodeLoss:
         if self.at is not None and self.at.tzinfo is None:
             raise ValueError(f"a node loss's time must be in UTC, not naive: {self.at}")
 
-    def line(self) -> str:
+    def line(self, rerun: bool = True) -> str:
         """The runs table's `error`: `NodeLost: node ID (ADDRESS) lost at TIME UTC after epoch 2 of 8
-        (REASON); rerun it: --resume`."""
+        (REASON); the trial must be rerun: --resume`. `rerun`: whether `--resume` reruns it (not in
+        an Optuna sweep: `sweep.reruns_errored`)."""
         where = f" ({self.address})" if self.address else ""
         when = f" at {self.at:%Y-%m-%d %H:%M:%S} UTC" if self.at else ""
         why = f" ({self.reason})" if self.reason else ""
-        return (f"NodeLost: node {self.node}{where} lost{when} after epoch {self.epoch} of {self.epochs}{why}; "
-                f"the trial must be rerun: --resume")
+        todo = "the trial must be rerun: --resume" if rerun else NOT_RERUN
+        return f"NodeLost: node {self.node}{where} lost{when} after epoch {self.epoch} of {self.epochs}{why}; {todo}"
+
+
+NOT_RERUN = ("--resume does not rerun it (an Optuna sweep: its study cannot reopen a trial told FAIL); run its "
+             "values again in a new sweep")
+"""What a failed or lost trial of an Optuna sweep needs, as its lines say it."""
 
 
 def node_loss(error: object, epoch: int, epochs: int, at: datetime | None = None) -> NodeLoss | None:

@@ -25,8 +25,8 @@ from psedual.train.config import TrainConfig
 from psedual.train.resources import Resources
 from psedual.tune import study
 from psedual.tune.outcome import TrialOutcome
-from psedual.tune.lost import error_file, node_loss, ray_logs
-from psedual.tune.progress import Progress, quiet_tune_logs
+from psedual.tune.lost import NOT_RERUN, error_file, node_loss, ray_logs
+from psedual.tune.progress import Progress, quiet_tune_logs, shown
 from psedual.tune.asha import ArmASHA
 from psedual.tune import trackers
 from psedual.tune.trackers import tracker_callbacks
@@ -183,10 +183,14 @@ def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bo
             study.journal(storage, name)  # the restored searcher appends to this file: fetched if remote
             for line in study.close_orphans(storage, name, _continued(path), None if "://" in path else Path(path)):
                 print(line, flush=True)
+            for line in _not_rerun(spec, path):
+                print(line, flush=True)
         # the restored Tuner keeps the callbacks it was pickled with (Progress, the sweep's loggers).
         # An Optuna sweep's failed trials stay failed: the study has told them FAIL, and a finished
-        # Optuna trial cannot be reopened, so a rerun would be a trial the study never saw
-        tuner = ray.tune.Tuner.restore(path, trainable=fn, resume_errored=spec.mode != "optuna",
+        # Optuna trial cannot be reopened, so a rerun would be a trial the study never saw (Ray's
+        # OptunaSearch ignores a finished trial's results, and its add_evaluated_point refuses a
+        # define-by-run space): each is named in one line instead (`_not_rerun`)
+        tuner = ray.tune.Tuner.restore(path, trainable=fn, resume_errored=reruns_errored(spec),
                                        resume_unfinished=True)
     else:
         if "://" not in path and (Path(path) / "tuner.pkl").exists():
@@ -210,7 +214,31 @@ def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bo
     # first report has no metrics, and so no config, in its Result; its Trial has both
     fs, fs_path = filesystem(path)
     analysis = ray.tune.ExperimentAnalysis(fs_path, storage_filesystem=fs)
-    return [_outcome(r, t, fs) for r, t in zip(ray.tune.ResultGrid(analysis), analysis.trials)]
+    return [_outcome(r, t, fs, reruns_errored(spec)) for r, t in zip(ray.tune.ResultGrid(analysis), analysis.trials)]
+
+
+def reruns_errored(spec: SweepSpec) -> bool:
+    """Whether `--resume` reruns the trials that failed or were lost (Tune's `resume_errored`): a
+    grid sweep's, from their last checkpoint; not an Optuna sweep's (`_not_rerun` names them)."""
+    return spec.mode != "optuna"
+
+
+def _not_rerun(spec: SweepSpec, path: str) -> list[str]:
+    """On `--resume` of an Optuna sweep: one line per trial that failed or was lost, which the
+    resumed sweep does not rerun, with how it ended; its runs-table row stays as it is."""
+    fs, fs_path = filesystem(path)
+    analysis = ray.tune.ExperimentAnalysis(fs_path, storage_filesystem=fs)
+    lines = []
+    for result, trial in zip(ray.tune.ResultGrid(analysis), analysis.trials):
+        if trial.status != "ERROR":
+            continue
+        ended = _outcome(result, trial, fs, rerun=False)
+        config = expand(dict(trial.config))
+        named = ", ".join(f"{k} {shown(config[k])}" for k in spec.search if k in config)
+        said = ended.error if ended.error.endswith(NOT_RERUN) else f"{ended.error}; {NOT_RERUN}"
+        lines.append(f"trial {trial.trial_id}{f' ({named})' if named else ''} "
+                     f"{'was lost' if ended.status == 'lost' else 'failed'} and is not rerun: {said}")
+    return lines
 
 
 @contextlib.contextmanager
@@ -294,12 +322,13 @@ def _tune_config(spec: SweepSpec, storage: str, name: str, search_alg=None) -> r
     return ray.tune.TuneConfig(**common, search_alg=search, scheduler=scheduler)
 
 
-def _outcome(result, trial, fs) -> TrialOutcome:
+def _outcome(result, trial, fs, rerun: bool = True) -> TrialOutcome:
     """A trial's outcome from its Result and its Trial (whose config and id a Result lacks when
     the trial never reported: its node lost, or its start failed). `fs` is the storage's
     filesystem: Ray Train reports a checkpoint's path on it without the URI's scheme. Its status:
     `completed`, `stopped` (before its last epoch, by the scheduler), `lost` (its node died under it,
-    its retries spent: `lost.NodeLoss`) or `error` (a failure, or left unfinished: `unfinished_line`)."""
+    its retries spent: `lost.NodeLoss`) or `error` (a failure, or left unfinished: `unfinished_line`).
+    `rerun`: whether `--resume` reruns a lost trial (`reruns_errored`), as its line says."""
     metrics = {k: v for k, v in (result.metrics or {}).items() if k not in _TUNE_KEYS}
     checkpoint = result.checkpoint
     if checkpoint is None and (result.metrics or {}).get("checkpoint_path"):
@@ -325,7 +354,7 @@ def _outcome(result, trial, fs) -> TrialOutcome:
     error = written[0] if written else result.error
     loss = node_loss(error, reached, epochs, written[1] if written else None)
     if loss is not None:
-        return TrialOutcome(trial.trial_id, flat, "lost", metrics, checkpoint, loss.line())
+        return TrialOutcome(trial.trial_id, flat, "lost", metrics, checkpoint, loss.line(rerun))
     # Tune's Result holds the exception a trial raised (pickled), else the error file's whole text: a
     # failure raised on the driver (a searcher's, a callback's) is that text, `Failure # N ...` and all
     raised = result.error if isinstance(result.error, BaseException) else None
