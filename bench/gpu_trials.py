@@ -2,7 +2,8 @@
 
 `share`: the sweep search_spaces/gpu_session.yaml (GTS on MAWPS, one trial per seed) on a local
 Ray, once per count in `--trials` (default 1 2 4 8): that many trials at once, each holding 1/N of
-the GPU (on a CPU, `--device cpu`: one CPU each). Each trial's reports (Tune's result.json: one per
+the GPU (on a CPU, `--device cpu`: one CPU each where the machine has a CPU for each, else an equal
+share of its CPUs: 8 trials on 2 cores hold 0.25 each, which proves the code path, not a figure). Each trial's reports (Tune's result.json: one per
 epoch) split its time into start-up and steady state:
 - steady: an epoch after the first, timed from report to report (training, validation and the
   epoch's checkpoint); a trial's steady rate is its training problems ÷ its median steady epoch;
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -104,15 +106,21 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
-def resources(gpu: bool, trials: int) -> dict[str, Resources]:
-    """Each pass's resources: `together` (all trials at once, 1/trials of the GPU each, or a CPU
-    each), `alone` (one at a time, the whole GPU), `gloo` (two Train workers sharing one GPU)."""
+def cpu_share(trials: int, cpus: int | None = None) -> float:
+    """CPUs a trial holds on a CPU pass of `trials` at once: one each where `cpus` (default: this
+    machine's) has one for each, else an equal share of them (all trials still run at once)."""
+    return min(1.0, (cpus or os.cpu_count() or 1) / trials)
+
+
+def resources(gpu: bool, trials: int, cpus: int | None = None) -> dict[str, Resources]:
+    """Each pass's resources: `together` (all trials at once, 1/trials of the GPU each, or on a CPU
+    `cpu_share` each), `alone` (one at a time, the whole GPU), `gloo` (two Train workers sharing one GPU)."""
     if gpu:
         return {"together": Resources(gpus_per_trial=1 / trials, cpus_per_worker=1, max_concurrent=trials),
                 "alone": Resources(gpus_per_trial=1.0, cpus_per_worker=1, max_concurrent=1),
                 "gloo": Resources(num_workers=2, in_process=False, gpus_per_trial=1.0)}
-    return {"together": Resources(cpus_per_worker=1, max_concurrent=trials), "alone": Resources(max_concurrent=1),
-            "gloo": Resources(num_workers=2, in_process=False)}
+    return {"together": Resources(cpus_per_worker=cpu_share(trials, cpus), max_concurrent=trials),
+            "alone": Resources(max_concurrent=1), "gloo": Resources(num_workers=2, in_process=False)}
 
 
 def share_row(n: int, wall: float, times: list[TrialTime], problems: int, alone: float | None) -> str:
@@ -139,16 +147,18 @@ def main() -> None:
         wall, _ = sweep(spec, placed["gloo"], "gloo")
         print(f"one trial of 2 Ray Train workers on one {'GPU' if gpu else 'CPU'} over gloo: completed in {wall:.1f} s")
         return
-    share = "GPU" if gpu else "CPU"
+    counts = sorted(set(args.trials))
+    share = "one GPU" if gpu else (f"{os.cpu_count()} CPUs ("
+                                   + ", ".join(f"{n} at {cpu_share(n):g}" for n in counts) + " CPU each)")
     # untimed: the first sweep of a process starts Ray's worker pool and reads the data cache
     sweep(replace(spec, fixed={**fixed, "epochs": 1}, grid={"seed": [0]}), placed["alone"], "warm-up")
     problems = int(fixed["data.train_size"])
-    print(f"trials sharing one {share}: steady throughput (training problems/s, summed over a pass's trials; "
+    print(f"trials sharing {share}: steady throughput (training problems/s, summed over a pass's trials; "
           f"{problems} problems an epoch) and start-up (seconds a trial, mean)")
     print(f"{'trials':>6} {'wall s':>8} {'epochs':>6} {'epoch s':>8} {'problems/s':>12} {'vs 1':>7} {'start-up':>9} "
           f"{'share':>9}   of which")
     alone = rate = None
-    for n in sorted(set(args.trials)):
+    for n in counts:
         together = resources(gpu, n)["together"]
         wall, times = sweep(replace(spec, fixed=fixed, grid={"seed": list(range(n))}), together, f"share{n}")
         print(share_row(n, wall, times, problems, alone), flush=True)
@@ -156,7 +166,7 @@ def main() -> None:
         alone = rate if n == 1 else alone
     most = max(args.trials)
     if alone and most > 1:
-        each = f"{1 / most:g} GPU" if gpu else "1 CPU"
+        each = f"{1 / most:g} GPU" if gpu else f"{cpu_share(most):g} CPU"
         print(f"steady throughput, {most} trials at {each} each / 1 trial alone: {rate / alone:.2f}x")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 import time
@@ -38,7 +39,7 @@ def toy_run(tmp_path_factory):
     return out, done, time.perf_counter() - began
 
 
-@pytest.mark.slow  # ~4 min on CI's 2 cores (every stage, Ray trials and DDP included): -m slow runs it
+@pytest.mark.slow  # ~5 min on CI's 2 cores (every stage, Ray trials and DDP included): -m slow runs it
 def test_every_stage_runs_at_toy_size_on_the_cpu_and_writes_its_section(toy_run):
     out, done, seconds = toy_run
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -56,8 +57,23 @@ def test_every_stage_runs_at_toy_size_on_the_cpu_and_writes_its_section(toy_run)
     assert "0 of 30 steps failed" in output["steps"]  # 5 solvers x 3 variants x fp32, bf16
     assert "skipped" in output["gpu_tests"] and "failed" not in output["gpu_tests"]
     assert output["train_speed"].count("problems/s") == 8  # gts base, gcn x fp32, bf16: train and eval each
-    assert "steady throughput, 2 trials at 1 CPU each / 1 trial alone: " in output["share"]
-    assert output["share"].count(" + warm-up ") == 2  # a row per pass, its start-up in parts
+    # a pass of 1, 2, 4 and 8 trials, all at once: on CI's 2 cores the 4 and 8 hold a share of a CPU each
+    assert "steady throughput, 8 trials at 0.25 CPU each / 1 trial alone: " in output["share"]
+    assert "2 CPUs (1 at 1, 2 at 1, 4 at 0.5, 8 at 0.25 CPU each)" in output["share"]
+    assert output["share"].count(" + warm-up ") == 4  # a row per pass, its start-up in parts
+    for n in (1, 2, 4, 8):
+        assert re.search(rf"^\s+{n}\s+[\d.]+\s+2\s", output["share"], re.MULTILINE), n  # its row: 2 epochs a trial
+    # the same toy run at fp32 and bf16, GTS's and RE-Deduction's, the bf16 ones under CUDA's autocast rules
+    for solver in ("re_deduction", "gts"):
+        assert re.search(rf"^{solver}\s+fp32\s+2 .* float32 [\d,]+ \(weights float32\)$", output["precision"],
+                         re.MULTILINE), solver
+        assert re.search(rf"^{solver}\s+bf16\s+2 .* bfloat16 [\d,]+ \(weights float32\)$", output["precision"],
+                         re.MULTILINE), solver
+        assert re.search(rf"^bf16 - fp32, {solver}: [+-][\d.]+ points on 397 test problems .* exact McNemar p [\d.]+",
+                         output["precision"], re.MULTILINE), solver
+    assert re.search(r"CUDA's autocast rules emulated in the bf16 runs: [\d,]+ calls cast to bf16, 0 RNN calls in fp16",
+                     output["precision"])
+    assert "FAILED" not in output["precision"]
     for rollout in ("masked", "rows"):
         assert f"step ratio gts gcn ({rollout} rollout) / base, fp32: " in output["rollout"]
     assert "over gloo: completed" in output["gloo"]
@@ -69,8 +85,10 @@ def test_every_stage_runs_at_toy_size_on_the_cpu_and_writes_its_section(toy_run)
     assert "psedual.fusion=teacher_forcing" in costs  # Table 3's own shape, beside figure1's two
     assert "- 8 trials at 0.125 GPU against one alone, steady state (x): " in report
     assert "- host reads per PseDual-GCN step, GTS (most): " in report
-    # train_speed, GTS's rollout ratio, syncs and share (Graph2Tree is not in the toy run), and side_by_side's two
-    assert report.count("(toy sizes on a CPU: not judged against") == (6 if "ratio train" in report else 4)
+    assert "- RE-Deduction's test accuracy, bf16 against fp32, exact McNemar p (same accuracy: no difference): " in report
+    # train_speed, GTS's rollout ratio, syncs, precision and share (Graph2Tree is not in the toy run), and
+    # side_by_side's two
+    assert report.count("(toy sizes on a CPU: not judged against") == (7 if "ratio train" in report else 5)
     print(f"toy session: {seconds:.0f} s")  # the goal: at most 3 minutes on CI's 2 cores
 
 
@@ -81,7 +99,7 @@ def test_a_second_run_skips_the_stages_that_passed(toy_run):
     again = _session("--out", str(out), "--stages", "env", "steps")
     assert again.returncode == 0, again.stdout + again.stderr
     passed = sum(1 for r in before["stages"].values() if r["rc"] == 0)
-    assert passed >= 9 and f"{passed} of 10 stages passed" in again.stdout
+    assert passed >= 10 and f"{passed} of 11 stages passed" in again.stdout
     assert " ..." not in again.stdout  # neither started again
     assert json.loads((out / "state.json").read_text()) == before
 
@@ -124,6 +142,8 @@ def test_the_goals_are_judged_on_a_gpu_run_from_the_stages_figures():
         "rollout": {"rc": 0, "output": "step ratio gts gcn (masked rollout) / base, fp32: 1.32x\n"
                                        "step ratio graph2tree gcn (masked rollout) / base, fp32: 1.61x"},
         "syncs": {"rc": 0, "output": "train step, gts gcn                     3–4 syncs"},
+        "precision": {"rc": 0, "output": "bf16 - fp32, re_deduction: -1.3 points on 397 test problems (14 right in "
+                      "fp32 only, 9 in bf16 only), 95% CI [-3.5, +1.0], exact McNemar p 0.405: same accuracy"},
         "share": {"rc": 1, "output": "8 trials at 0.125 GPU each / 1 trial alone: 5.00x"}}}
     assert session.goals(state, cuda=True) == [
         "- GTS epoch on Math23K, fp32 (s): 41.5, goal <= 60: met",
@@ -132,6 +152,8 @@ def test_the_goals_are_judged_on_a_gpu_run_from_the_stages_figures():
         "- GTS PseDual-GCN step / base step, masked rollout (x): 1.32, goal <= 1.5: met",
         "- Graph2Tree PseDual-GCN step / base step, masked rollout (x): 1.61, goal <= 1.5: NOT met",
         "- host reads per PseDual-GCN step, GTS (most): 4, goal <= 5: met",
+        "- RE-Deduction's test accuracy, bf16 against fp32, exact McNemar p (same accuracy: no difference): 0.405, "
+        "goal >= 0.05: met",
         "- 8 trials at 0.125 GPU against one alone, steady state (x): not measured (stage share: no figure)"]
 
 
@@ -170,8 +192,12 @@ def test_every_gpu_stages_command_parses_with_its_scripts_own_command_line(tmp_p
                 True, 10, "math23k", "p5.48xlarge")
             assert cal.calibrate_plm == str(carry / "minilm") and cal.costs_path == tmp_path / "work" / "costs.tsv"
             seen.add(stage.name)
-    assert seen == {"steps", "train_speed", "rollout", "share", "calibrate", "syncs", "gloo"}
+    assert seen == {"steps", "train_speed", "rollout", "precision", "share", "calibrate", "syncs", "gloo"}
     assert sum(session.BY_NAME[name].expect_s for name in session.ISSUE59) <= 480  # issue 59's figures in 8 minutes
+    # then its calibration, alone in a second command of at most 300 s (what a device's 15 minutes leave)
+    assert sum(session.BY_NAME[name].expect_s for name in session.ISSUE59_THEN) <= 300
+    assert set(session.ISSUE59) | set(session.ISSUE59_THEN) == {"env", "rollout", "syncs", "precision", "share",
+                                                                   "calibrate"}
     trials = _load("gpu_trials").resources(True, 8)
     assert trials["together"].gpus_per_worker == 0.125 and trials["together"].max_concurrent == 8
     from psedual.tune.sweep import check_fits
@@ -182,3 +208,44 @@ def test_every_gpu_stages_command_parses_with_its_scripts_own_command_line(tmp_p
         assert together.max_concurrent == n and together.gpus_per_worker * n == 1.0 and together.cpus_per_worker * n <= 16
     assert trials["gloo"].gpus_per_worker == 0.5 and trials["gloo"].backend == "gloo"
     assert trials["alone"].gpus_per_worker == 1.0
+
+
+def test_cpu_share_passes_hold_a_cpu_each_where_there_is_one_and_a_share_where_not():
+    """The toy share stage's 4 and 8 trials on CI's 2 cores run all at once, each on a share of the CPUs."""
+    from psedual.tune.sweep import check_fits
+
+    trials = _load("gpu_trials")
+    shares = {n: trials.resources(False, n, cpus=2)["together"] for n in (1, 2, 4, 8)}
+    assert {n: r.cpus_per_worker for n, r in shares.items()} == {1: 1.0, 2: 1.0, 4: 0.5, 8: 0.25}
+    for n, together in shares.items():
+        check_fits(together, {"CPU": 2.0})
+        assert together.max_concurrent == n and together.cpus_per_worker * n <= 2.0
+    assert trials.resources(False, 8, cpus=16)["together"].cpus_per_worker == 1.0  # one core a trial where there are
+
+
+def test_precision_runs_dtypes_are_checked_against_their_precision():
+    """bench/precision_accuracy.py's dtype count: a bf16 run must show bf16 Linear outputs over fp32 weights,
+    an fp32 run none; a run whose autocast never ran is caught."""
+    import torch
+
+    bench = _load("precision_accuracy")
+    layer = torch.nn.Linear(4, 3)
+    for precision, autocast in (("fp32", False), ("bf16", True), ("bf16", False)):
+        counts = bench.DtypeCount()
+        hook = torch.nn.modules.module.register_module_forward_hook(counts)
+        try:
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                layer(torch.ones(2, 4))
+                layer.eval()
+                layer(torch.ones(2, 4))  # decoding (not training) is not counted
+                layer.train()
+        finally:
+            hook.remove()
+        assert sum(counts.outputs.values()) == 1
+        assert counts.wrong(precision) == (None if precision == "fp32" or autocast else
+                                           "a bf16 run whose Linear outputs are {'float32': 1}: autocast did not run")
+    assert bench.DtypeCount().wrong("fp32") == "no Linear layer ran in training"
+    bf16 = bench.DtypeCount()
+    bf16.outputs["bfloat16"] += 1
+    bf16.weights["bfloat16"] += 1
+    assert bf16.wrong("bf16") == "weights {'bfloat16': 1}, not float32"
