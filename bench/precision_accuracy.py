@@ -194,7 +194,8 @@ def main() -> None:
         tost = ("no spread" if alike.p_tost is None else
                 f"p {alike.p_tost:.3f}: {'shown' if alike.p_tost < SAME else 'not shown'}")
         print(f"bf16 - fp32, {solver}: {p.delta:+.1f} points on {p.n} test problems ({p.only_a} right in fp32 only, "
-              f"{p.only_b} in bf16 only){ci}, exact McNemar p {p.p_mcnemar:.3f}: {same}; within "
+              f"{p.only_b} in bf16 only){ci}, exact McNemar p {p.p_mcnemar:.3f}: {same}; validation "
+              f"{100 * (bf16['valid'] - fp32['valid']):+.1f} points at the kept epochs; within "
               f"±{MARGIN:g} points (TOST) {tost}; an epoch {fp32['epoch_s'] / bf16['epoch_s']:.2f}x as fast in bf16")
     if rules is not None:
         print(f"CUDA's autocast rules emulated in the bf16 runs: {rules.casts:,} calls cast to bf16, "
