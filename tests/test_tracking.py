@@ -304,6 +304,17 @@ def _stop_ray_under(ray_tmp: Path) -> None:
             continue
 
 
+def _tune_state_holds(folder: Path, trial: str) -> bool:
+    """Whether Tune's experiment state in `folder` (as copied to the storage) names `trial`."""
+    for path in folder.glob("experiment_state-*.json"):
+        try:
+            if trial in path.read_text():
+                return True
+        except FileNotFoundError:  # replaced as it was read
+            continue
+    return False
+
+
 # slow: two drivers, each starting its Ray, 4-6 min on 2 busy cores; the default suite keeps its quick checks
 # (the searcher in Ray's order of calls, the orphans closed on resume, the Optuna sweep's study and trackers)
 @pytest.mark.slow
@@ -326,9 +337,10 @@ def test_the_study_is_the_sweep_after_a_stop_a_failure_and_a_resume(local_ray, t
     (tmp_path / "study.yaml").write_text(STUDY_SWEEP)
     root, ray_tmp = tmp_path / "results", Path(tempfile.mkdtemp(prefix="pdray-"))
     # the first driver, in a process of its own with a Ray of its own, killed as the 4th trial starts (its
-    # "started" line, seconds before its first report): in flight, neither ended nor reported. Tune saves
-    # its state at every step here (else every 10 s or more, and whether the kill's state holds the 4th
-    # trial would depend on the time: one it lacks is an orphan, told FAIL on resume, the quick test's)
+    # "started" line, seconds before its first report), once Tune's state in the storage holds it: in
+    # flight, neither ended nor reported. Tune saves its state at every step here (else every 10 s or
+    # more, and whether the kill's state held the 4th trial would depend on the time: one it lacks is an
+    # orphan, told FAIL on resume, which the quick test checks)
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_TMPDIR": str(ray_tmp), "CI": "1",
            "TUNE_GLOBAL_CHECKPOINT_S": "0"}
     fourth = re.compile(r"trial (\S+) \(variant base, lr 0\.003, device cpu\) started")
@@ -337,9 +349,11 @@ def test_the_study_is_the_sweep_after_a_stop_a_failure_and_a_resume(local_ray, t
                                    "--storage", str(root)], stdout=log, stderr=subprocess.STDOUT, env=env,
                                   cwd=tmp_path, start_new_session=True)
         try:
-            began = time.time()
-            while time.time() - began < 480 and driver.poll() is None and not fourth.search(
-                    (tmp_path / "first.log").read_text()):
+            began, started = time.time(), None
+            while time.time() - began < 480 and driver.poll() is None:
+                started = started or fourth.search((tmp_path / "first.log").read_text())
+                if started and _tune_state_holds(root / "study", started.group(1)):
+                    break
                 time.sleep(0.05)
         finally:
             os.killpg(driver.pid, signal.SIGKILL)
