@@ -160,7 +160,7 @@ def plan(paper, profile: str, parts: list[str], job: TuneJob) -> str:
     if LLM_PART in parts:
         skipped.append(f"{LLM_PART}: LLM calls, priced by the endpoint; run only with --llm_base_url")
     return render(plans, where, job.prices.price_cpu_hour, job.prices.gpu_hour, skipped + encoders.plan_lines(configs),
-                  cluster if any(p.gpu for p in plans) else None, job.calibration.costs_path)
+                  cluster if any(p.gpu for p in plans) else None, job.calibration.costs_path, profile)
 
 
 CALIBRATION_SWEEP = "search_spaces/smoke.yaml"
@@ -248,8 +248,8 @@ def _part_row(smoke, rows: list[dict], where: str, concurrency: int, job: TuneJo
 
     local = machine()
     figures = {k: v for k, v in read_costs(job.calibration.costs_path).items() if k[0] == local}
-    figures |= {(r["machine"], r["concurrency"], r["shape"]): Figures(r["start_s"], r["step_s"], r["eval_s"])
-                for r in rows}
+    figures |= {(r["machine"], r["concurrency"], r["shape"]):
+                Figures(r["start_s"], r["step_s"], r["eval_s"], sample_step_s=r.get("sample_step_s")) for r in rows}
     with tempfile.TemporaryDirectory() as tmp:
         shared = storage if storage is not None and "://" in storage else tmp
         began = time.perf_counter()

@@ -387,6 +387,9 @@ def test_the_gpu_calibration_runs_end_to_end_on_the_cluster_and_the_plan_prices_
     shapes = {k: f for k, f in rows.items() if k[2] != PART}
     assert {k[:2] for k in shapes} == {(where, 1)} and len(shapes) == 2  # one per shape, one at a time
     assert {k[2].split(" ")[1] for k in shapes} == {"variant=base", "variant=gcn"}
+    # PseDual-GCN's row times a step at ε = 1 and one that samples; the base row has no sampled step
+    assert {k[2].split(" ")[1]: f.sample_step_s is not None and f.sample_step_s > 0 for k, f in shapes.items()} == {
+        "variant=base": False, "variant=gcn": True}
     assert all(f.step_s > 0 and f.eval_s > 0 and f.note == "2 steps timed an epoch" and f.commit
                for f in shapes.values())
     part = rows.pop((where, 2, PART))  # the part's overhead, at the part's concurrency

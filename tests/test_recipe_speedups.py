@@ -17,7 +17,10 @@ FLAT = {"solver": "re_deduction", "variant": "base", "data.fold": 0, "epochs": 2
 
 def _plan(flat: dict, commit: str = SPEEDUP_SESSION, resources: Resources = GPU):
     config = make_config(flat)
-    costs = {(H100, 1, shape(config)): Figures(3, 0.5, 0.01, commit), (H100, 1, PART): Figures(6, 0, 0, commit)}
+    # a PseDual row with its sampled step (0.5 s as the other): the sum below counts steps alone
+    sample = 0.5 if config.psedual is not None else None
+    costs = {(H100, 1, shape(config)): Figures(3, 0.5, 0.01, commit, sample_step_s=sample),
+             (H100, 1, PART): Figures(6, 0, 0, commit)}
     return plan_part("table1", [config], resources, costs, H100, size_of=lambda c: Sizes(640, 100, 200))
 
 

@@ -5,7 +5,15 @@ timed on the first trial of a profile that has it, `concurrency` shapes at a tim
 profile runs its trials: two trials on two cores are each slower than one alone): its start
 (data, vocabulary, model), two real training epochs and a validation pass. The second epoch
 gives `step_s` (the first carries warm-up, which goes into `start_s`), the validation pass
-`eval_s` per problem, decoded with the trial's beam by a model two epochs in.
+`eval_s` per problem, decoded with the trial's beam by a model two (or three) epochs in.
+
+A PseDual shape whose trials sample an expression (scheduled or predicted fusion) trains three
+epochs through the trainer's own steps with ε pinned (`pinned`): a warm-up epoch that samples,
+one at ε = 1 (`step_s`: gold keys only, no rollout) and one at ε = `SAMPLED_EPSILON`
+(`sample_step_s`: the rollout beside the gold's keys). Its own schedule cannot be timed as it
+runs: scheduled fusion holds ε at 1 for the first fifth of a run, so a trial's second epoch may
+sample nothing (a 10-step epoch of an 80-epoch trial never does) or nearly every step. The plan
+prices each trial's steps by its own schedule (`sampling.sampled_steps`).
 
 A short calibration (a GPU session's minutes, `--calibrate_steps N`) times epochs of N steps
 and decodes at most `DECODE_BATCHES` validation batches; a profile whose pretrained encoders
@@ -29,6 +37,21 @@ from psedual.tune.instances import gpu_machine
 
 DECODE_BATCHES = 4
 """Validation batches decoded per shape by a short calibration."""
+SAMPLED_EPSILON = 0.5
+"""ε of the timed sampled epoch: any ε strictly between 0 and 1 costs the same (the gold's keys and
+the sample's); 0.5 is where the paper profiles' horizon schedule ends."""
+
+
+def pinned(psedual, sampled: bool):
+    """`psedual` (a PseDualConfig) with ε held: at 1 (teacher forcing: no rollout), or, `sampled`,
+    at `SAMPLED_EPSILON` for scheduled fusion (predicted fusion's own ε is 0: it samples, and reads
+    no gold keys, at every step); τ and the rest as the trial's."""
+    if not sampled:
+        return replace(psedual, fusion="teacher_forcing")
+    if psedual.fusion == "predicted":
+        return psedual
+    return replace(psedual, fusion="scheduled", epsilon_schedule="step", epsilon0=SAMPLED_EPSILON,
+                   epsilon_decay=1.0, epsilon_hold=0.0)
 STAND_IN_LAYERS, STAND_IN_HIDDEN = 12, 768
 """A stand-in encoder's size: BERT-base's, as roberta-base and chinese-roberta-wwm-ext."""
 
@@ -49,11 +72,13 @@ PLM_SOLVERS = ("bert_tree", "re_deduction")
 
 def measure(flat: dict, device=None, steps: int | None = None, plm: str | None = None) -> dict:
     """Time one shape (run in a worker process of `measure_shapes`, or in `measure_on_gpu`'s task)
-    on `device` (default: the config's, resolved): start_s, step_s, eval_s, and the row's note.
+    on `device` (default: the config's, resolved): start_s, step_s, sample_step_s (None for a shape
+    that never samples), eval_s, and the row's note.
     `steps`: epochs of that many steps and `DECODE_BATCHES` validation batches, not whole ones;
     `plm`: a stand-in encoder's folder (`stand_in`)."""
     import torch
 
+    from psedual.reexamine.schedules import samples
     from psedual.results.folder import RunFolder
     from psedual.train.device import resolve
     # the trainer's own steps (not a copy of them), timed one phase at a time
@@ -64,7 +89,7 @@ def measure(flat: dict, device=None, steps: int | None = None, plm: str | None =
     key = shape(make_config(flat))  # the shape as the profile names it, whatever stands in
     timed, note = stand_in(flat, plm)
     config = make_config(timed)
-    config = replace(config, epochs=max(config.epochs, 2))  # two epochs timed, whatever the trial runs
+    config = replace(config, epochs=max(config.epochs, 3))  # up to three epochs timed, whatever the trial runs
     torch.set_num_threads(config.threads or 1)
     began = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
@@ -77,17 +102,25 @@ def measure(flat: dict, device=None, steps: int | None = None, plm: str | None =
                     resolve(config.device) if device is None else device, 0, 1)
         run.forward = _distribute(run)
         start = time.perf_counter() - began
+        # a shape that samples: warm-up sampled (both paths warm), then ε = 1, then sampled
+        sampling = config.psedual is not None and samples(config.psedual)
+        regimes = [True, False, True] if sampling else [None, None]
         epochs = []
-        for epoch in range(2):
+        for epoch, sampled in enumerate(regimes):
+            if sampled is not None:  # the trainer's own epoch, its reexaminer's ε held
+                run.reexaminer.config = pinned(config.psedual, sampled)
             t = time.perf_counter()
             _train_epoch(run, epoch, False)
             epochs.append(time.perf_counter() - t)
         t = time.perf_counter()
         _validate(run)
         valid = time.perf_counter() - t
-    return {"shape": key, "start_s": round(start + epochs[0] - epochs[1], 3),
-            "step_s": round(epochs[1] / run.per_epoch, 5), "eval_s": round(valid / max(1, len(valid_set)), 5),
-            "note": note}
+    # the first epoch's extra over a timed one of its kind is warm-up; on a loaded machine the timed
+    # one can run slower than the first, which is noise, not a negative start
+    return {"shape": key, "start_s": round(max(0.0, start + epochs[0] - epochs[-1]), 3),
+            "step_s": round(epochs[1] / run.per_epoch, 5),
+            "sample_step_s": round(epochs[2] / run.per_epoch, 5) if sampling else None,
+            "eval_s": round(valid / max(1, len(valid_set)), 5), "note": note}
 
 
 def measure_shapes(flats: list[dict], concurrency: int, steps: int | None = None, plm: str | None = None) -> list[dict]:

@@ -3,13 +3,21 @@
 The model, per trial, from calibrated figures of its shape (`calibrate.py` measures them on
 this code, `concurrency` trials at a time, and stores them in costs.tsv with the machine):
 
-    trial_s = start_s + epochs × (steps_per_epoch × step_s + n_valid × eval_s) + n_test × eval_s
+    trial_s = start_s + (steps − sampled) × step_s + sampled × sample_step_s
+              + epochs × n_valid × eval_s + n_test × eval_s,   steps = epochs × steps_per_epoch
 
 `start_s` is the trial's start (data, vocabulary, model; measured outside Ray), `step_s`
-one optimiser step, `eval_s` one problem decoded with the trial's beam (validation each epoch,
-test once after the sweep). A part's wall time is `part_s` (Ray's start and its per-trial
-overhead, the tests' workers, the comparison: measured on a real sweep) plus the sum of its trials' seconds over the concurrency they were measured
-at (trials measured two at a time already carry the slowdown of sharing two cores). Hours
+one optimiser step that samples no expression (a base solver's, or PseDual's at ε = 1),
+`sample_step_s` one that does (PseDual at ε < 1: the rollout), `sampled` the trial's steps at
+ε < 1 from its own schedule (`sampling.sampled_steps`), `eval_s` one problem decoded with the
+trial's beam (validation each epoch, test once after the sweep). A row measured before
+`sample_step_s` (`OLD_ROW`) prices a trial that samples only where a GPU session's bench
+measured the sampled step beside it (`sampling.MEASURED`, said in the plan); elsewhere that
+trial's shape is not priced, and the plan names the row and the command that recalibrates it
+(rows whose one figure is known to be the sampled step carry both, and a note that says so).
+A part's wall time is `part_s` (Ray's start and its per-trial overhead, the tests' workers, the
+comparison: measured on a real sweep) plus the sum of its trials' seconds over the concurrency they
+were measured at (trials measured two at a time already carry the slowdown of sharing two cores). Hours
 are trial seconds × the CPUs (or GPUs) a trial holds; dollars are hours × the price given.
 A shape without a figure for the machine is reported as such, never guessed, with one exception
 the plan names: a shape measured on another data set with the same solver, variant and sizes
@@ -31,12 +39,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from psedual.tune.instances import ClusterCost, gpu_machine
+from psedual.tune.sampling import MEASURED_SOURCE, measured_sample, sampled_steps
 
 COSTS = Path(__file__).with_name("costs.tsv")
 """The stored calibration: one row per (machine, concurrency, shape)."""
 PART = "part"
 """The shape name of a machine's per-part overhead row (its `start_s` is `part_s`)."""
-COLUMNS = ("machine", "commit", "concurrency", "shape", "start_s", "step_s", "eval_s", "note")
+COLUMNS = ("machine", "commit", "concurrency", "shape", "start_s", "step_s", "sample_step_s", "eval_s", "note")
 """`note`: how a row was measured where not as the shape names it (a stand-in encoder); optional."""
 SHAPE_KEYS = ("solver", "variant", "psedual.fusion", "data.dataset", "model.embedding_size", "model.hidden_size",
               "model.layers", "model.plm_layers", "model.plm_hidden", "batch_size", "beam_size", "threads", "device")
@@ -73,13 +82,22 @@ class Figures:
     start_s: float
     """Seconds to start a trial (data, vocabulary, model); for the `part` row, a part's overhead."""
     step_s: float
-    """Seconds per optimiser step."""
+    """Seconds per optimiser step that samples no expression (a base solver's; PseDual's at ε = 1)."""
     eval_s: float
     """Seconds per problem decoded (validation and test, with the trial's beam)."""
     commit: str = field(default="", compare=False)
     """The code version it was measured on (the plan says it)."""
     note: str = field(default="", compare=False)
     """How it was measured where not as its shape names (`STAND_IN`); the plan says it."""
+    sample_step_s: float | None = None
+    """Seconds per optimiser step that samples an expression (PseDual at ε < 1); None for a shape
+    that never samples (a base solver, teacher forcing), and in a row measured before this figure
+    (`OLD_ROW`) whatever its shape."""
+
+    def __post_init__(self) -> None:
+        if min(self.start_s, self.step_s, self.eval_s) < 0 or (self.sample_step_s is not None
+                                                                and self.sample_step_s < 0):
+            raise ValueError(f"negative seconds in a calibration row: {self}")
 
 
 def read_costs(path: Path = COSTS) -> dict[tuple[str, int, str], Figures]:
@@ -87,9 +105,10 @@ def read_costs(path: Path = COSTS) -> dict[tuple[str, int, str], Figures]:
     out = {}
     for i, row in enumerate(_rows(path), 2):
         try:
+            sample = row.get("sample_step_s") or None  # absent (an older file) or empty: no such figure
             out[(row["machine"], int(row["concurrency"]), row["shape"])] = Figures(
                 float(row["start_s"]), float(row["step_s"]), float(row["eval_s"]), row.get("commit") or "",
-                row.get("note") or "")
+                row.get("note") or "", None if sample is None else float(sample))
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"{path}: row {i}: {err}") from None
     return out
@@ -127,9 +146,24 @@ def _sizes(data) -> Sizes:
     return Sizes(len(splits.train), len(splits.valid), len(splits.test))
 
 
-def trial_seconds(fig: Figures, epochs: int, steps_per_epoch: int, n: Sizes) -> float:
-    """The model's seconds for one trial (see the module's docstring)."""
-    return fig.start_s + epochs * (steps_per_epoch * fig.step_s + n.valid * fig.eval_s) + n.test * fig.eval_s
+def trial_seconds(fig: Figures, epochs: int, steps_per_epoch: int, n: Sizes, sampled: int = 0) -> float:
+    """The model's seconds for one trial (see the module's docstring); `sampled`: its steps at ε < 1,
+    priced at `fig.sample_step_s` (which they need)."""
+    if sampled and fig.sample_step_s is None:
+        raise ValueError(f"{sampled} sampling steps and no sampled-step figure (commit {fig.commit or 'unknown'})")
+    steps = epochs * steps_per_epoch
+    return (fig.start_s + (steps - sampled) * fig.step_s + sampled * (fig.sample_step_s or 0.0)
+            + epochs * n.valid * fig.eval_s + n.test * fig.eval_s)
+
+
+OLD_ROW = "measured before the sampled-step figure"
+"""What the plan calls a row without `sample_step_s` pricing a trial that samples."""
+
+
+def recalibrate_command(gpu: bool, profile: str) -> str:
+    """The command that measures `profile`'s rows with both step figures, where its parts run."""
+    return (f"psedual tune --space search_spaces/paper.yaml --profile {profile} --calibrate"
+            + (" --address auto (on the GPU cluster)" if gpu else " (on this machine)"))
 
 
 @dataclass
@@ -165,6 +199,15 @@ class PartPlan:
     """Trials with figures (those `seconds` and `after_seconds` sum)."""
     sped_up: dict = field(default_factory=dict)
     """A speed-up's name -> the trials it was applied to."""
+    sampled: int = 0
+    """Of `steps`, those of priced trials that sample an expression (ε < 1)."""
+    priced_steps: int = 0
+    """The steps of its priced trials."""
+    bench_sampled: dict = field(default_factory=dict)
+    """Its shapes whose old rows (`OLD_ROW`) price their sampling steps at a bench's figure
+    (`sampling.MEASURED`) -> that figure's solver."""
+    old_rows: dict = field(default_factory=dict)
+    """Its shapes not priced: a trial samples and their row is `OLD_ROW` -> the row's commit and concurrency."""
 
     @property
     def hours(self) -> float:
@@ -199,13 +242,26 @@ def plan_part(part: str, configs: list, resources, costs: dict, where: str, size
             fig, dataset = sibling(costs, where, measured_at, key)
             if fig is not None:
                 plan.borrowed[key] = dataset
+        sampled = sampled_steps(config, per_epoch)
+        if fig is not None and sampled and fig.sample_step_s is None:
+            bench = measured_sample(where, fig.commit, config)
+            if bench is None:
+                plan.old_rows[key] = f"commit {fig.commit or 'unknown'}, concurrency {measured_at}"
+                fig = None
+            else:
+                fig = replace(fig, sample_step_s=bench.step_s)
+                plan.bench_sampled[key] = bench.solver
         if fig is None:
             missing.add(key)
         else:
-            plan.seconds += trial_seconds(fig, config.epochs, per_epoch, n)
+            plan.seconds += trial_seconds(fig, config.epochs, per_epoch, n, sampled)
             plan.priced += 1
+            plan.sampled += sampled
+            plan.priced_steps += config.epochs * per_epoch
             factor, name = speedup(config, fig) if gpu else (1.0, "")
-            plan.after_seconds += trial_seconds(replace(fig, step_s=fig.step_s / factor), config.epochs, per_epoch, n)
+            faster = replace(fig, step_s=fig.step_s / factor,
+                             sample_step_s=None if fig.sample_step_s is None else fig.sample_step_s / factor)
+            plan.after_seconds += trial_seconds(faster, config.epochs, per_epoch, n, sampled)
             if name:
                 plan.sped_up[name] = plan.sped_up.get(name, 0) + 1
             plan.shapes[key] = fig.commit
@@ -299,10 +355,11 @@ def _hms(seconds: float) -> str:
 
 
 def render(plans: list[PartPlan], where: str, price_cpu_hour: float, price_gpu_hour: float,
-           skipped: list[str], cluster: ClusterCost | None = None, costs: Path = COSTS) -> str:
+           skipped: list[str], cluster: ClusterCost | None = None, costs: Path = COSTS,
+           profile: str = "PROFILE") -> str:
     """The plan as text: a line per part and the total; uncalibrated shapes listed, not priced. With
     `cluster` and GPU parts: the head's hours, the GPU nodes' setup, and which figures are
-    calibrated and which extrapolated."""
+    calibrated and which extrapolated; `profile` names the profile in the command that recalibrates."""
     gpu = (f" = {cluster.gpu.name} at ${cluster.gpu.price_hour:g}/h for {cluster.gpu.gpus} {cluster.gpu.gpu}; GPU "
            f"parts from the calibration of {gpu_machine(cluster.gpu.gpu)}") if cluster is not None else ""
     lines = [f"plan on {where} (calibration: {costs.name}; ${price_cpu_hour:g}/CPU-hour, "
@@ -335,6 +392,7 @@ def render(plans: list[PartPlan], where: str, price_cpu_hour: float, price_gpu_h
         if p.uncalibrated:
             lines.append(f"  {p.part}: {len(p.uncalibrated)} trial shapes without calibration on "
                          f"{p.machine or where}, e.g. {p.uncalibrated[0]}")
+        lines += _sampling(p, profile)
         lines += _extrapolated(p)
     if any(p.uncalibrated or p.part_s is None for p in plans):
         lines.append("  (measure them where they run: the same command with --calibrate; a GPU part's on the "
@@ -367,8 +425,31 @@ def _cluster_lines(plans: list[PartPlan], cluster: ClusterCost, wall: float, dol
         lines.append(f"  {p.part}: calibrated: the start, step and per-problem seconds of {len(p.shapes) - len(p.borrowed)} "
                      f"of its {len(p.shapes)} shape(s) and the part's overhead, measured on {p.machine} (commit "
                      f"{commits}); extrapolated: {p.epochs // max(1, p.trials)} epochs a trial from the steps timed per "
-                     "shape (two epochs, or fewer where a shape's note says)"
+                     "shape (two epochs, three for a shape that samples; fewer steps where a shape's note says)"
                      + ("; a Train-worker trial's start (about 20 s each) is not in them" if p.gpu else ""))
+    return lines
+
+
+def _sampling(p: PartPlan, profile: str) -> list[str]:
+    """How the part's steps were priced by what they sample, and the rows that could not price them."""
+    lines = []
+    if p.sampled:
+        lines.append(f"  {p.part}: {p.sampled:,} of its priced trials' {p.priced_steps:,} steps sample an expression "
+                     f"(ε < 1 by each trial's schedule), priced at its shape's sampled step; the others at its step "
+                     f"without one (teacher-forced, or a base solver's)")
+    if p.bench_sampled:
+        key, solver = next(iter(sorted(p.bench_sampled.items())))
+        gru = any(" variant=gru " in k for k in p.bench_sampled)
+        lines.append(f"  {p.part}: extrapolated: {len(p.bench_sampled)} shapes' rows were {OLD_ROW} (they timed "
+                     f"teacher-forced steps): their sampled steps priced at {MEASURED_SOURCE}, {solver}'s for {key}"
+                     + ("; PseDual-GRU's at PseDual-GCN's" if gru else "")
+                     + f"; to measure them: {recalibrate_command(p.gpu, profile)}")
+    if p.old_rows:
+        key, row = next(iter(sorted(p.old_rows.items())))
+        lines.append(f"  {p.part}: not priced: {len(p.old_rows)} shapes whose trials sample an expression have a row "
+                     f"{OLD_ROW} (its one step figure is a mix of teacher-forced and sampled steps the plan cannot "
+                     f"tell apart), e.g. the row of {p.machine}, {row}: {key}; recalibrate: "
+                     f"{recalibrate_command(p.gpu, profile)}")
     return lines
 
 
