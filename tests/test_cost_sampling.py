@@ -63,8 +63,10 @@ def test_a_trial_is_priced_by_the_steps_it_samples():
     flat = {**FLAT, "psedual.epsilon_schedule": "epoch"}
     mixed = plan_part("table3", [make_config(flat)], resources, _costs(fig), CPU, size_of=lambda c: SIZES)
     assert mixed.seconds == pytest.approx(3 + 20 * 0.5 + 80 * 2.0 + 10 + 2) and mixed.sampled == 80
+    assert mixed.sampling_s == pytest.approx(80 * 1.5)
     text = render([held, mixed], CPU, 0.05, 1.0, [])
     assert "table3: 80 of its priced trials' 100 steps sample an expression (ε < 1 by each trial's schedule)" in text
+    assert f"the sampling adds {120 / 3600:.2f} CPU-h of its {185 / 3600:.2f}" in text
     # a base trial's row has no sampled figure and needs none
     base = {**FLAT, "variant": "base"}
     plain = plan_part("table1", [make_config(base)], resources, _costs(Figures(3, 0.5, 0.01, "abc"), base), CPU,

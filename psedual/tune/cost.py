@@ -203,6 +203,8 @@ class PartPlan:
     """Of `steps`, those of priced trials that sample an expression (ε < 1)."""
     priced_steps: int = 0
     """The steps of its priced trials."""
+    sampling_s: float = 0.0
+    """Of `seconds`, what its sampling steps cost beyond the same steps at `step_s`."""
     bench_sampled: dict = field(default_factory=dict)
     """Its shapes whose old rows (`OLD_ROW`) price their sampling steps at a bench's figure
     (`sampling.MEASURED`) -> that figure's solver."""
@@ -257,6 +259,7 @@ def plan_part(part: str, configs: list, resources, costs: dict, where: str, size
             plan.seconds += trial_seconds(fig, config.epochs, per_epoch, n, sampled)
             plan.priced += 1
             plan.sampled += sampled
+            plan.sampling_s += sampled * ((fig.sample_step_s or 0.0) - fig.step_s)
             plan.priced_steps += config.epochs * per_epoch
             factor, name = speedup(config, fig) if gpu else (1.0, "")
             faster = replace(fig, step_s=fig.step_s / factor,
@@ -434,9 +437,11 @@ def _sampling(p: PartPlan, profile: str) -> list[str]:
     """How the part's steps were priced by what they sample, and the rows that could not price them."""
     lines = []
     if p.sampled:
+        extra = p.sampling_s * p.units / 3600
         lines.append(f"  {p.part}: {p.sampled:,} of its priced trials' {p.priced_steps:,} steps sample an expression "
                      f"(ε < 1 by each trial's schedule), priced at its shape's sampled step; the others at its step "
-                     f"without one (teacher-forced, or a base solver's)")
+                     f"without one (teacher-forced, or a base solver's); the sampling adds {extra:.2f} "
+                     f"{'GPU-h' if p.gpu else 'CPU-h'} of its {p.hours:.2f}")
     if p.bench_sampled:
         key, solver = next(iter(sorted(p.bench_sampled.items())))
         gru = any(" variant=gru " in k for k in p.bench_sampled)
