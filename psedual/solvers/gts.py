@@ -21,7 +21,7 @@ all problems at that depth together.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 import torch.nn.functional as F
@@ -46,6 +46,10 @@ class Encoded:
     candidate_mask: torch.Tensor  # [B, C + max_slots]
     attn_keys: torch.Tensor  # [B, T, H] precomputed encoder half of the attention energy
     score_keys: torch.Tensor  # [B, C + max_slots, H] precomputed candidate half of the score
+
+    def rows(self, index: torch.Tensor) -> Encoded:
+        """The encoding of the problems `index` [R] alone, in that order (every field's rows)."""
+        return Encoded(*(getattr(self, f.name)[index] for f in fields(self)))
 
 
 class GTS(nn.Module):
@@ -113,20 +117,24 @@ class GTS(nn.Module):
 
     # --- decoder cells, over a flat set of nodes -----------------------------------------
 
-    def predict(self, enc: Encoded, ex: torch.Tensor, goal: torch.Tensor, left: torch.Tensor,
+    def predict(self, enc: Encoded, ex: torch.Tensor | None, goal: torch.Tensor, left: torch.Tensor,
                 has_left: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Scores over all output ids for goals of examples `ex`; also the gated goal and context."""
+        """Scores over all output ids for goals of examples `ex` (None: one goal per example of `enc`,
+        in order, read without a gather); also the gated goal and context."""
+        keys, mask, outputs, score_keys, candidate_mask = (
+            (enc.attn_keys, enc.mask, enc.outputs, enc.score_keys, enc.candidate_mask) if ex is None else
+            (enc.attn_keys[ex], enc.mask[ex], enc.outputs[ex], enc.score_keys[ex], enc.candidate_mask[ex]))
         q, lft = self.drop(goal), self.drop(left)
         plain = torch.tanh(self.gate_l(q)) * torch.sigmoid(self.gate_lg(q))
         ql = torch.cat([lft, q], -1)
         with_left = torch.tanh(self.gate_r(ql)) * torch.sigmoid(self.gate_rg(ql))
         node = torch.where(has_left.unsqueeze(-1), with_left, plain)
-        energy = self.attn_v(torch.tanh(self.attn_q(node).unsqueeze(1) + enc.attn_keys[ex])).squeeze(-1)
-        energy = energy.masked_fill(~enc.mask[ex], NEG)
-        context = torch.bmm(torch.softmax(energy, -1).unsqueeze(1), enc.outputs[ex]).squeeze(1)
+        energy = self.attn_v(torch.tanh(self.attn_q(node).unsqueeze(1) + keys)).squeeze(-1)
+        energy = energy.masked_fill(~mask, NEG)
+        context = torch.bmm(torch.softmax(energy, -1).unsqueeze(1), outputs).squeeze(1)
         leaf = self.drop(torch.cat([node, context], -1))
-        num_score = self.score_v(torch.tanh(self.score_q(leaf).unsqueeze(1) + enc.score_keys[ex])).squeeze(-1)
-        num_score = num_score.masked_fill(~enc.candidate_mask[ex], NEG)
+        num_score = self.score_v(torch.tanh(self.score_q(leaf).unsqueeze(1) + score_keys)).squeeze(-1)
+        num_score = num_score.masked_fill(~candidate_mask, NEG)
         return torch.cat([self.ops(leaf), num_score], -1), node, context
 
     def child_goals(self, node: torch.Tensor, context: torch.Tensor, op: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

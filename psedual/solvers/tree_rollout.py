@@ -42,23 +42,36 @@ def tree_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rollo
 
 def rows_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rollout:
     """Like greedy decoding, but the neural work of a step, subtree merges included, runs once
-    for all unfinished problems; the stacks are per problem on the host."""
+    for all unfinished problems; the stacks are per problem on the host.
+
+    What the backward pays for is kept to one piece per tensor, not one per step or row: the
+    encoder's rows are gathered when the set of unfinished problems shrinks, not at every step
+    (each gather's backward writes a zero tensor of its input's size), and a goal, leaf or merged
+    subtree is a row of an `unbind`, whose gradients are stacked once (a row taken by indexing
+    writes a zero tensor of the whole for each row)."""
     B, V, n_ops = len(batch.problems), len(model.vocab.output_tokens), model.n_ops
     device = enc.problem.device
     is_op = torch.arange(V, device=device) < n_ops
-    goals: list[list[torch.Tensor]] = [[enc.problem[b]] for b in range(B)]
+    goals: list[list[torch.Tensor]] = [[g] for g in enc.problem.unbind(0)]
+    C = enc.candidates.shape[1]
+    candidates = enc.candidates.flatten(0, 1).unbind(0)  # problem b's candidate c: b * C + c
     pieces: list[list[tuple[torch.Tensor | int, bool]]] = [[] for _ in range(B)]
     steps: list[torch.Tensor] = []  # [B, V] per step: the rows `pick` returned, zero for finished problems
     tokens: list[list[int]] = [[] for _ in range(B)]
+    here, held = enc, list(range(B))  # `here`: the encoding of the problems `held`, in order
     for length in range(max_length):
         live = [b for b in range(B) if goals[b]]
         if not live:
             break
         ex = to_device(torch.tensor(live), device)
+        if len(live) < len(held):  # problems only finish: keep the rows of those still writing
+            here = here.rows(to_device(torch.tensor([i for i, b in enumerate(held) if goals[b]]), device))
+            held = live
         goal = torch.stack([goals[b][-1] for b in live])
         has_left = [bool(pieces[b]) and pieces[b][-1][1] for b in live]
-        left = torch.stack([pieces[b][-1][0] if hl else torch.zeros_like(goal[0]) for b, hl in zip(live, has_left)])
-        scores, node, context = model.predict(enc, ex, goal, left, to_device(torch.tensor(has_left), device))
+        zero = goal.new_zeros(goal.shape[-1])
+        left = torch.stack([pieces[b][-1][0] if hl else zero for b, hl in zip(live, has_left)])
+        scores, node, context = model.predict(here, None, goal, left, to_device(torch.tensor(has_left), device))
         need = to_device(torch.tensor([len(goals[b]) for b in live]), device)
         closed = ~may_open_operator(need, length, max_length)
         y = pick(scores.masked_fill(closed.unsqueeze(-1) & is_op, NEG), ex, length)
@@ -68,18 +81,18 @@ def rows_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rollo
         op_rows = [j for j, t in enumerate(toks) if t < n_ops]
         if op_rows:
             at = to_device(torch.tensor(op_rows), device)
-            lg, rg = model.child_goals(node[at], context[at], tok[at])
-        leaf = enc.candidates[ex, (tok - n_ops).clamp(min=0)]
-        op_at = {j: k for k, j in enumerate(op_rows)}
+            lg, rg = (g.unbind(0) for g in model.child_goals(node[at], context[at], tok[at]))
         finished: dict[int, torch.Tensor] = {}  # problem -> subtree waiting to be merged upwards
-        for j, (b, t) in enumerate(zip(live, toks)):
+        k = 0  # the next operator row's child goals
+        for b, t in zip(live, toks):
             tokens[b].append(t)
             goals[b].pop()
             if t < n_ops:
-                goals[b] += [rg[op_at[j]], lg[op_at[j]]]
+                goals[b] += [rg[k], lg[k]]
+                k += 1
                 pieces[b].append((t, False))
             else:
-                finished[b] = leaf[j]
+                finished[b] = candidates[b * C + t - n_ops]
         _merge_up(model, pieces, finished, device)
     L = max(map(len, tokens))
     ids = torch.tensor([t + [-1] * (L - len(t)) for t in tokens], dtype=torch.long).view(B, L)
@@ -98,7 +111,7 @@ def _merge_up(model, pieces: list[list], finished: dict[int, torch.Tensor], devi
             return
         lefts = torch.stack([pieces[b].pop()[0] for b in rows])
         ops = to_device(torch.tensor([pieces[b].pop()[0] for b in rows]), device)
-        merged = model.merge(ops, lefts, torch.stack([finished[b] for b in rows]))
+        merged = model.merge(ops, lefts, torch.stack([finished[b] for b in rows])).unbind(0)
         for k, b in enumerate(rows):
             finished[b] = merged[k]
 
@@ -152,7 +165,7 @@ def masked_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rol
         top = (n_open - 1).clamp(min=0)
         with_left = has_left[rows, top] & (n_open > 0)
         left = torch.where(with_left.unsqueeze(-1), lefts[rows, top], 0.0)
-        scores, node, context = model.predict(enc, rows, goals[rows, (n_goals - 1).clamp(min=0)], left, with_left)
+        scores, node, context = model.predict(enc, None, goals[rows, (n_goals - 1).clamp(min=0)], left, with_left)
         closed = ~may_open_operator(n_goals, position, max_length)
         y = pick(scores.masked_fill(closed.unsqueeze(-1) & is_op, NEG), rows, position.clamp(max=max_length - 1))
         tok = y.argmax(-1)
