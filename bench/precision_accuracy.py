@@ -36,7 +36,6 @@ import argparse
 import math
 import sys
 import tempfile
-import time
 from collections import Counter
 from contextlib import nullcontext
 from pathlib import Path
@@ -116,7 +115,6 @@ def run(solver: str, precision: str, args, rules) -> dict:
     """Train and test one run; its figures, per-problem test correctness and dtype counts."""
     counts = DtypeCount()
     hook = nn.modules.module.register_module_forward_hook(counts)
-    began = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory() as folder:
             with rules if precision == "bf16" and rules is not None else nullcontext():
@@ -125,7 +123,7 @@ def run(solver: str, precision: str, args, rules) -> dict:
     finally:
         hook.remove()
     epochs = tested.epochs
-    return {"seconds": time.perf_counter() - began, "epoch_s": sum(e.seconds for e in epochs) / len(epochs),
+    return {"epoch_s": sum(e.seconds for e in epochs) / len(epochs),
             "epochs": len(epochs), "best": tested.result.best_epoch, "valid": tested.result.valid_value_acc,
             "test": tested.result.test_value_acc, "correct": [p.value_correct for p in tested.predictions],
             "finite": all(math.isfinite(e.train_loss) for e in epochs), "counts": counts}
