@@ -14,7 +14,10 @@ the weights: a GPU session).
 The tree solvers' sampled expression (PseDual rows) is written by the rollout the device runs
 (masked on a GPU, by rows on a CPU: psedual/solvers/tree_rollout.py); `--rollouts masked rows`
 times both, one row each, side by side. Each PseDual row's ratio to its solver's base row (same
-precision) is printed after the rows.
+precision) is printed after the rows, and beside it the same ratio batch by batch (its median and
+quartiles: a burst of load on a shared machine moves a few batches, not the median) and, on a CPU,
+from the process's CPU seconds (what a load from other processes moves least; with `--threads 1`
+the step's own work).
 
 Usage: python bench/train_speed.py [--device cpu|cuda] [--precisions fp32 bf16] [--solvers gts]
            [--variants base gcn] [--dataset math23k] [--batches N] [--threads 2]
@@ -27,7 +30,9 @@ import argparse
 import contextlib
 import resource
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 import torch
 
@@ -63,6 +68,10 @@ class Arm:
     opt: torch.optim.Optimizer
     seconds: float = 0.0
     """Training seconds over the timed batches."""
+    batch_seconds: list[float] = field(default_factory=list)
+    """Each timed batch's training seconds."""
+    batch_cpu: list[float] = field(default_factory=list)
+    """Each timed batch's process CPU seconds (every thread's)."""
 
 
 def arm(solver: str, variant: str, rollout: str, vocab, device: torch.device, config: SolverConfig) -> Arm:
@@ -86,12 +95,14 @@ def time_side_by_side(arms: list[Arm], splits, vocab, device: torch.device, prec
         for a in arms:
             with rollout_on(device, a.rollout):
                 _sync(device)
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 batch = collate(problems, vocab).to(device)  # collate and the copy count: the trainer pays them too
                 train_step(a.step, a.opt, batch, Clock(1, 2, 1), device=device, precision=precision)  # ε halfway
                 _sync(device)
             if i >= warmup:
                 a.seconds += time.perf_counter() - start
+                a.batch_seconds.append(time.perf_counter() - start)
+                a.batch_cpu.append(time.process_time() - cpu)
 
 
 def eval_rate(a: Arm, splits, vocab, device: torch.device, batch_size: int, eval_problems: int) -> float:
@@ -116,6 +127,19 @@ def line(solver: str, a: Arm, precision: str, splits, device: torch.device, batc
             f"({a.seconds / batches:6.3f} s/batch)  eval beam 5 {rate:6.1f} problems/s  epoch ≈ {epoch:6.1f} s "
             f"({len(splits.train)} train + {len(splits.valid)} valid)  {memory}")
 
+
+def spread(a: Arm, base: Arm, device: torch.device) -> str:
+    """The step ratio batch by batch (median and quartiles) and, on a CPU, from CPU seconds."""
+    def quartiles(ratios: np.ndarray) -> str:
+        q1, median, q3 = np.percentile(ratios, [25, 50, 75])
+        return f"median {median:.2f}x, quartiles {q1:.2f}-{q3:.2f}x"
+
+    wall = np.array(a.batch_seconds) / np.array(base.batch_seconds)
+    text = f"  (per batch: {quartiles(wall)}"
+    if device.type == "cpu":
+        cpu = np.array(a.batch_cpu) / np.array(base.batch_cpu)
+        text += f"; CPU seconds: {sum(a.batch_cpu) / sum(base.batch_cpu):.2f}x, per batch {quartiles(cpu)}"
+    return text + ")"
 
 @contextlib.contextmanager
 def rollout_on(device: torch.device, rollout: str):
@@ -166,6 +190,7 @@ def main() -> None:
     vocab = Vocab.build(splits.train, splits.constants, min_word_count=5 if args.dataset == "math23k" else 1)
     print(f"torch {torch.__version__}, {name}, {args.dataset}, batch {args.batch_size}, {args.batches} timed batches")
     seconds = {}  # (solver, variant, rollout, precision) -> training s/batch
+    timed = {}  # the same key -> the arm (its per-batch seconds)
     for solver in args.solvers:
         for precision in precisions:
             arms = [arm(solver, variant, rollout, vocab, device, config) for variant in args.variants
@@ -180,12 +205,15 @@ def main() -> None:
                 with rollout_on(device, a.rollout) as running:
                     used = "" if a.variant == "base" else running
                 seconds[solver, a.variant, used, precision] = a.seconds / args.batches
+                timed[solver, a.variant, used, precision] = a
                 print(line(solver, a, precision, splits, device, args.batches, args.batch_size, rate)
                       + (f"  ({used} rollout)" if used else ""), flush=True)
     for (solver, variant, used, precision), s in seconds.items():
         base = seconds.get((solver, "base", "", precision))
         if variant != "base" and base:
-            print(f"step ratio {solver} {variant} ({used} rollout) / base, {precision}: {s / base:.2f}x")
+            print(f"step ratio {solver} {variant} ({used} rollout) / base, {precision}: {s / base:.2f}x"
+                  + spread(timed[solver, variant, used, precision], timed[solver, "base", "", precision], device))
+
 
 if __name__ == "__main__":
     main()
