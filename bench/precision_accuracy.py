@@ -26,7 +26,7 @@ Exits 1 if a run's dtypes are not what its precision says, a loss is not finite,
 RNN would run in fp16.
 
 Usage: python bench/precision_accuracy.py [--device cuda|cpu] [--solvers re_deduction gts]
-           [--epochs 8] [--train-size N] [--beam-size N] [--plm minilm|DIR] [--plm-layers 12] [--plm-hidden 768]
+           [--epochs 10] [--train-size N] [--beam-size N] [--plm minilm|DIR] [--plm-layers 12] [--plm-hidden 768]
            [--plm-lr 1e-4] [--toy] [--cuda-rules]
 """
 
@@ -55,8 +55,10 @@ from psedual.train.trainer import train  # noqa: E402
 from psedual.tune.calibrate import PLM_SOLVERS, STAND_IN_HIDDEN, STAND_IN_LAYERS  # noqa: E402
 
 PRECISIONS = ("fp32", "bf16")
-MIN_LEARNED = 0.10
-"""fp32's test value accuracy below which the comparison says nothing (both runs near zero agree)."""
+MIN_LEARNED = 0.25
+"""fp32's test value accuracy below which the comparison says nothing: RE-Deduction's recipe with the
+12 x 768 stand-in scored 17.6% on MAWPS fold 0's test after one step (the commonest expressions), so
+runs below this have learned little beyond that, and two such runs agree without saying anything of bf16."""
 SAME = 0.05
 """Two-sided exact McNemar p at or above which the two precisions' accuracies are called the same."""
 MARGIN = 3.0
@@ -134,7 +136,7 @@ def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     parser.add_argument("--solvers", nargs="+", default=["re_deduction"], choices=sorted(RECIPES))
-    parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--train-size", type=int, default=None, help="default: the fold's whole training set")
     parser.add_argument("--beam-size", type=int, default=None, help="decoding's beam (default: the recipe's)")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
