@@ -8,8 +8,11 @@ expression encoder over gold and sample, the infiller), its backward and its opt
 beside the base step's. The backward is not split by part (autograd runs the graph as one); the
 difference between the two backward passes is PseDual's, most of it the rollout's.
 
+`--clock cpu` times by the process's CPU seconds instead of the wall clock: on a shared machine a
+load from other processes moves it least (with one thread, the step's own work).
+
 Usage: python bench/psedual_parts.py [--solver gts] [--variant gcn] [--dataset math23k] [--batches 7]
-           [--rounds 2] [--batch-size 32] [--threads 1]
+           [--rounds 2] [--batch-size 32] [--threads 1] [--clock wall|cpu]
 """
 
 from __future__ import annotations
@@ -35,30 +38,33 @@ from psedual.train.trainer import StepLoss
 MIDWAY = Clock(1, 2, 1)
 """ε halfway: every PseDual step samples an expression (the worst case)."""
 
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+"""`--clock`: what a phase's seconds are read from."""
 
-def timing(clock: dict, name: str, fn):
-    """`fn`, its seconds added to `clock[name]` at every call."""
+
+def timing(clock: dict, name: str, fn, now=time.perf_counter):
+    """`fn`, its seconds (read from `now`) added to `clock[name]` at every call."""
     def timed(*args, **kwargs):
-        start = time.perf_counter()
+        start = now()
         out = fn(*args, **kwargs)
-        clock[name] += time.perf_counter() - start
+        clock[name] += now() - start
         return out
     return timed
 
 
-def step(step_fn: StepLoss, opt, batch, clock: dict, prefix: str) -> None:
+def step(step_fn: StepLoss, opt, batch, clock: dict, prefix: str, now=time.perf_counter) -> None:
     """One training step (forward, backward, optimiser: as `trainer.train_step`, at fp32), its
     phases timed into `clock` under `prefix`."""
-    start = time.perf_counter()
+    start = now()
     loss, reexamined = step_fn(batch, MIDWAY)
     if reexamined is not None:
         loss = loss + step_fn.alpha * reexamined.loss
-    marks = [start, time.perf_counter()]
+    marks = [start, now()]
     opt.zero_grad()
     loss.backward()
-    marks.append(time.perf_counter())
+    marks.append(now())
     opt.step()
-    marks.append(time.perf_counter())
+    marks.append(now())
     for name, a, b in zip(("forward", "backward", "optimiser"), marks, marks[1:]):
         clock[f"{prefix} {name}"] += b - a
 
@@ -72,7 +78,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="passes over the timed batches")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--clock", default="wall", choices=list(CLOCKS))
     args = parser.parse_args()
+    now = CLOCKS[args.clock]
     torch.set_num_threads(args.threads)
     splits = split_dataset(load_dataset(args.dataset), DataConfig.first_fold(args.dataset))
     vocab = Vocab.build(splits.train, splits.constants, min_word_count=5 if args.dataset == "math23k" else 1)
@@ -91,20 +99,21 @@ def main() -> None:
     model, reexaminer = pseudo.model, pseudo.reexaminer
     for variant, (step_fn, opt) in arms.items():  # warm-up, untimed
         step(step_fn, opt, batches[0], collections.defaultdict(float), variant)
-    model.encode = timing(clock, "  encoder", model.encode)
-    model.loss = timing(clock, "  teacher-forced loss", model.loss)
-    reexaminer.forward = timing(clock, "  reexamining module", reexaminer.forward)
-    model.rollout = timing(clock, "    sampled rollout", model.rollout)
-    reexaminer.keys = timing(clock, "    expression encoder (gold and sample)", reexaminer.keys)
-    reexaminer._infill = timing(clock, "    infiller", reexaminer._infill)
+    model.encode = timing(clock, "  encoder", model.encode, now)
+    model.loss = timing(clock, "  teacher-forced loss", model.loss, now)
+    reexaminer.forward = timing(clock, "  reexamining module", reexaminer.forward, now)
+    model.rollout = timing(clock, "    sampled rollout", model.rollout, now)
+    reexaminer.keys = timing(clock, "    expression encoder (gold and sample)", reexaminer.keys, now)
+    reexaminer._infill = timing(clock, "    infiller", reexaminer._infill, now)
     for _ in range(args.rounds):
         for batch in batches[1:]:
             for variant, (step_fn, opt) in arms.items():
-                step(step_fn, opt, batch, clock, variant)
+                step(step_fn, opt, batch, clock, variant, now)
     n = args.rounds * args.batches
     base = sum(clock[f"base {p}"] for p in ("forward", "backward", "optimiser")) / n
     pseudo_s = sum(clock[f"{args.variant} {p}"] for p in ("forward", "backward", "optimiser")) / n
-    print(f"{args.solver} on {args.dataset}, batch {args.batch_size}, {args.threads} thread(s), {n} steps an arm: "
+    print(f"{args.solver} on {args.dataset}, batch {args.batch_size}, {args.threads} thread(s), {args.clock} clock, "
+          f"{n} steps an arm: "
           f"base {base:.3f} s/step, PseDual-{args.variant.upper()} {pseudo_s:.3f} s/step, ratio {pseudo_s / base:.2f}x")
     order = ["base forward", "base backward", "base optimiser", f"{args.variant} forward", "  encoder",
              "  teacher-forced loss", "  reexamining module", "    sampled rollout",
