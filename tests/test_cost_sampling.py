@@ -148,7 +148,9 @@ def test_the_sampled_figure_round_trips_and_a_bad_one_names_its_row(tmp_path):
     for bad, message in (("fast", "could not convert string to float: 'fast'"), ("-1", "negative seconds")):
         broken = tmp_path / f"bad{bad}.tsv"
         broken.write_text(path.read_text().replace("\t2.0\t", f"\t{bad}\t"))
-        with pytest.raises(ValueError, match=f"{broken}: row 3: .*{message}"):
+        # the file's own line number (an editor's): the command comment, the header, base's row, then s's
+        assert broken.read_text().splitlines()[3].split("\t")[6] == bad
+        with pytest.raises(ValueError, match=f"{broken}: line 4: .*{message}"):
             read_costs(broken)
 
 

@@ -103,15 +103,24 @@ class Figures:
 def read_costs(path: Path = COSTS) -> dict[tuple[str, int, str], Figures]:
     """(machine, concurrency, shape) → figures; an unreadable row names the file and line."""
     out = {}
-    for i, row in enumerate(_rows(path), 2):
+    for i, row in _numbered(path):
         try:
             sample = row.get("sample_step_s") or None  # absent (an older file) or empty: no such figure
             out[(row["machine"], int(row["concurrency"]), row["shape"])] = Figures(
                 float(row["start_s"]), float(row["step_s"]), float(row["eval_s"]), row.get("commit") or "",
                 row.get("note") or "", None if sample is None else float(sample))
         except (KeyError, TypeError, ValueError) as err:
-            raise ValueError(f"{path}: row {i}: {err}") from None
+            raise ValueError(f"{path}: line {i}: {err}") from None
     return out
+
+
+def _numbered(path: Path) -> list[tuple[int, dict]]:
+    """`_rows` with each row's line number in the file (comment lines counted: what an editor shows)."""
+    if not path.exists():
+        return []
+    lines = path.read_text().splitlines()
+    data = [n for n, line in enumerate(lines, 1) if not line.startswith("#")][1:]  # after the header
+    return list(zip(data, _rows(path)))
 
 
 def _rows(path: Path) -> list[dict]:
