@@ -110,6 +110,18 @@ def test_tunes_error_file_gives_its_last_failure_and_the_progress_line_says_lost
     assert lines[-2] == (f"trial a (variant base) LOST: its node {NODE} died after epoch 2/8; the trial must be "
                          f"rerun (--resume); its log: /tmp/ray/session_latest/logs on that node")  # no Ray here
     assert lines[-1] == "sweep: 1 of 2 trials ended (1 lost), 0 running, 1 pending"
+    # an Optuna sweep's --resume does not rerun it (sweep.reruns_errored): its line does not promise it
+    from psedual.tune import sweep
+    from psedual.tune.lost import NOT_RERUN
+
+    optuna = load_spec("search_spaces/optuna.yaml")
+    assert optuna.mode == "optuna" and sweep.reruns_errored(optuna) is False
+    out = io.StringIO()
+    progress = Progress(optuna, 8, out, bar=False)
+    progress.on_trial_result(0, [trial], trial, {"epoch": 2, "train_loss": 1.0, "valid_value_acc": 0.5})
+    progress.on_trial_error(0, [trial], trial)
+    assert out.getvalue().splitlines()[-2].endswith(
+        f"LOST: its node {NODE} died after epoch 2/8; {NOT_RERUN}; its log: /tmp/ray/session_latest/logs on that node")
 
 
 def test_a_trial_whose_state_ray_saved_before_its_failure_is_still_read_as_failed(tmp_path):

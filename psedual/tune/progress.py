@@ -19,7 +19,7 @@ from pathlib import Path
 import ray.tune
 
 from psedual.train.config import TrainConfig
-from psedual.tune.lost import RAY_LOGS, error_file, lost_node, ray_logs  # noqa: F401  (RAY_LOGS: re-exported)
+from psedual.tune.lost import NOT_RERUN, RAY_LOGS, error_file, lost_node, ray_logs  # noqa: F401  (RAY_LOGS: re-exported)
 from psedual.tune.seed_rule import SeedRule
 from psedual.tune.space import SweepSpec, expand
 
@@ -63,6 +63,8 @@ class Progress(ray.tune.Callback):
         self.default_epochs = int(spec.fixed.get("epochs", TrainConfig().epochs))
         rule = spec.seeds if isinstance(spec.seeds, SeedRule) else None
         self.rounds = rule is not None
+        self.reruns = spec.mode != "optuna"
+        """Whether --resume reruns a lost trial (`sweep.reruns_errored`: not in an Optuna sweep)."""
         """Seeds in rounds until decided: the count is a most, not a plan (a decided claim stops early)."""
         self.total = total if total is not None else (
             spec.num_samples if spec.mode == "optuna" else
@@ -136,8 +138,9 @@ class Progress(ray.tune.Callback):
             self._end(trials, trial, "failed", f"FAILED (its log: {ray_logs()})")
             return
         reached, planned = self.epoch_of.get(trial.trial_id, 0), self._planned(trial)
-        self._end(trials, trial, "lost", f"LOST: its node {node} died after epoch {reached}/{planned}; the trial "
-                  f"must be rerun (--resume); its log: {ray_logs()} on that node")
+        todo = "the trial must be rerun (--resume)" if getattr(self, "reruns", True) else NOT_RERUN
+        self._end(trials, trial, "lost", f"LOST: its node {node} died after epoch {reached}/{planned}; {todo}; "
+                  f"its log: {ray_logs()} on that node")
 
     def on_trial_recover(self, iteration, trials, trial, **info) -> None:
         node = _node_lost(trial)
