@@ -243,7 +243,7 @@ def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, v
 
     failed = runs.filter(pl.col("status").is_in(FAILED))
     for row in failed.iter_rows(named=True):
-        print(f"trial {row['trial']} {'lost' if row['status'] == 'lost' else 'failed'}: {row['error']}", flush=True)
+        print(f"trial {row['trial']} {_ended(row)}: {row['error']}", flush=True)
     if failed.height:
         print(rerun_line(spec, rerun or name, failed.height), flush=True)
     # a failed trial (its retries spent) is one error row, or a lost one where its node died: the
@@ -267,6 +267,14 @@ def run_spec(spec, name: str, resume: bool, storage: str, address: str | None, v
         print(f"\nBeside the paper: psedual analyze table1 --root {storage} --experiment+ {name}\n", flush=True)
         analyze("table1", Table1Options(root=storage, experiment=(name,)))
     return 1 if failed.height else 0
+
+
+def _ended(row: dict) -> str:
+    """How a trial without a result ended, for the line before its error: its node lost, the sweep
+    stopped before it ended (`sweep.unfinished_line`: it did not fail), or failed."""
+    if row["status"] == "lost":
+        return "lost"
+    return "did not end" if str(row["error"] or "").startswith("Unfinished:") else "failed"
 
 
 def rerun_line(spec, name: str, n: int) -> str:

@@ -239,3 +239,13 @@ def test_a_node_lost_after_two_of_eight_epochs_is_a_lost_row_and_resume_reruns_i
     assert sorted(epochs.filter(pl.col("trial") == removed["trial"])["epoch"]) == list(range(1, 9))
     started = [line for line in capsys.readouterr().out.splitlines() if line.endswith(" started")]
     assert len(started) == 1 and started[0].startswith(f"trial {removed['trial']} ("), started
+
+
+def test_the_jobs_line_for_a_trial_without_a_result_says_how_it_ended():
+    from psedual.job import _ended
+    from psedual.tune.sweep import unfinished_line
+
+    assert _ended({"status": "lost", "error": "NodeLost: node x lost"}) == "lost"
+    assert _ended({"status": "error", "error": unfinished_line("RUNNING", 2, 8)}) == "did not end"
+    assert _ended({"status": "error", "error": "ValueError: bad"}) == "failed"
+    assert _ended({"status": "error", "error": None}) == "failed"
