@@ -292,3 +292,19 @@ def test_every_expression_is_complete_within_max_length(mawps, vocab, path, max_
         assert need == 0 and len(ids) <= max_length
         assert torch.equal(choice[:len(ids)].argmax(-1), torch.tensor(ids))
         assert choice[len(ids):].abs().sum() == 0
+
+
+@pytest.mark.parametrize("name", ["gts", "graph2tree"])
+def test_predict_on_an_encodings_rows_is_predict_by_index(mawps, vocab, name):
+    """The rows rollout reads the unfinished problems' rows of the encoding (`Encoded.rows`, gathered
+    once the set shrinks) with `ex=None`: the same scores, goals and contexts as gathering them by
+    index at every step, in the order asked."""
+    torch.manual_seed(0)
+    solver = get_solver(name)(vocab, SMALL)  # no dropout: the two calls draw nothing
+    enc = solver.encode(collate(mawps.train[:8], vocab))
+    ex, H = torch.tensor([5, 2, 7]), SMALL.hidden_size
+    goal, left, has_left = torch.randn(3, H), torch.randn(3, H), torch.tensor([True, False, True])
+    by_index = solver.predict(enc, ex, goal, left, has_left)
+    by_rows = solver.predict(enc.rows(ex), None, goal, left, has_left)
+    for a, b in zip(by_index, by_rows, strict=True):
+        assert torch.equal(a, b)
