@@ -27,7 +27,7 @@ def _load(name: str):
 
 
 def _session(*args: str) -> subprocess.CompletedProcess:
-    # each stage has its own limit; this one only stops a hung session (the toy run took 425-579 s on 2 cores
+    # each stage has its own limit; this one only stops a hung session (the toy run took 425-630 s on 2 cores
     # under a load of 5-10, once beside a second toy session; an estimated 4-5 minutes on idle ones)
     return subprocess.run([sys.executable, str(SESSION), "--device", "cpu", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=900)
