@@ -157,6 +157,8 @@ def test_the_sampled_figure_round_trips_and_a_bad_one_names_its_row(tmp_path):
 def test_calibration_times_both_steps_through_the_trainers_own_epochs(monkeypatch):
     """A fake clock: a trainer epoch costs 0.5 s a step at ε = 1 and 2 s a step that samples, read from the
     reexaminer's own ε at the epoch's clock; measure's rows then say exactly those (3 steps an epoch)."""
+    import torch
+
     import psedual.train.trainer as trainer
     from psedual.tune import calibrate
 
@@ -175,7 +177,14 @@ def test_calibration_times_both_steps_through_the_trainers_own_epochs(monkeypatc
     monkeypatch.setattr(calibrate.time, "perf_counter", lambda: now[0])
     small = {"solver": "gts", "data.dataset": "mawps", "data.fold": 0, "data.train_size": 96, "epochs": 1,
              "batch_size": 32, "model.embedding_size": 16, "model.hidden_size": 32, "model.layers": 1, "threads": 1}
-    gcn = calibrate.measure({**small, "variant": "gcn"})
+    before = torch.get_num_threads()
+    mine = 3 if before != 3 else 2  # not the shape's 1: measure times at 1 and gives this process's back
+    torch.set_num_threads(mine)
+    try:
+        gcn = calibrate.measure({**small, "variant": "gcn"})
+        assert torch.get_num_threads() == mine
+    finally:
+        torch.set_num_threads(before)
     assert seen == [calibrate.SAMPLED_EPSILON, 1.0, calibrate.SAMPLED_EPSILON]
     assert (gcn["step_s"], gcn["sample_step_s"]) == (0.5, 2.0)
     seen.clear()

@@ -78,19 +78,29 @@ def measure(flat: dict, device=None, steps: int | None = None, plm: str | None =
     `plm`: a stand-in encoder's folder (`stand_in`)."""
     import torch
 
-    from psedual.reexamine.schedules import samples
-    from psedual.results.folder import RunFolder
-    from psedual.train.device import resolve
-    # the trainer's own steps (not a copy of them), timed one phase at a time
-    from psedual.train.trainer import _distribute, _train_epoch, _validate, build
-    from psedual.train.view import sets, view
     from psedual.tune.space import make_config
 
     key = shape(make_config(flat))  # the shape as the profile names it, whatever stands in
     timed, note = stand_in(flat, plm)
     config = make_config(timed)
     config = replace(config, epochs=max(config.epochs, 3))  # up to three epochs timed, whatever the trial runs
+    threads = torch.get_num_threads()  # given back (as the trainer does): a caller in this process keeps its own
     torch.set_num_threads(config.threads or 1)
+    try:
+        return _timed(config, key, note, device, steps)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _timed(config, key: str, note: str, device, steps: int | None) -> dict:
+    """`measure`'s timing of `config` (its shape `key`), at the thread count already set."""
+    from psedual.reexamine.schedules import samples
+    from psedual.results.folder import RunFolder
+    from psedual.train.device import resolve
+    # the trainer's own steps (not a copy of them), timed one phase at a time
+    from psedual.train.trainer import _distribute, _train_epoch, _validate, build
+    from psedual.train.view import sets, view
+
     began = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
         train_set, valid_set, _, vocab = sets(config, *view(config))
