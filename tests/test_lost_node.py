@@ -210,18 +210,23 @@ def test_a_node_lost_after_two_of_eight_epochs_is_a_lost_row_and_resume_reruns_i
     other = runs.filter(pl.col("trial") != removed["trial"]).row(0, named=True)
     # before issue 60: exit 0, the lost trial `stopped` with 2 epochs and no error (an early stop)
     assert code == 1 and (lost["status"], other["status"]) == ("lost", "completed"), runs
-    assert lost["epochs_done"] == 2 and other["epochs_done"] == 8
+    # the node is removed when the trial reports epoch 2, but its worker trains on until the raylet's
+    # death reaches it (a quiet machine: an epoch or two more), and Tune may not yet have registered
+    # epoch 2's checkpoint: the row holds what the trial left, whichever epoch that is, and says it
+    done = lost["epochs_done"]
+    assert 1 <= done < 8 and other["epochs_done"] == 8, runs
     error = lost["error"]
-    assert error.startswith(f"NodeLost: node {removed['node']} (127.0.0.1) lost at ") and "after epoch 2 of 8" in error
+    assert error.startswith(f"NodeLost: node {removed['node']} (127.0.0.1) lost at ") and \
+        f"after epoch {done} of 8" in error, error
     assert "health check failed" in error and error.endswith("the trial must be rerun: --resume")
     at = datetime.strptime(error.split(" lost at ")[1][:19], "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
     assert 0 <= (at - removed["at"].replace(microsecond=0)).total_seconds() < 60
     epochs = pl.read_parquet(tmp_path / "epochs" / "experiment=lost" / "*.parquet")
-    assert epochs.filter(pl.col("trial") == removed["trial"]).height == 2
+    assert epochs.filter(pl.col("trial") == removed["trial"]).height == done
     # the log path printed is the cluster's session folder, not /tmp/ray's latest (another Ray's)
     logs = cluster.head_node.get_logs_dir_path()
     assert f"goes to {logs} (a trial's log: on the node it ran on)" in printed
-    assert f"LOST: its node {removed['node']} died after epoch 2/8; the trial must be rerun (--resume); its log: " \
+    assert f"LOST: its node {removed['node']} died after epoch {done}/8; the trial must be rerun (--resume); its log: " \
            f"{logs} on that node" in printed
     assert "/tmp/ray/session_latest" not in printed
     assert f"trial {removed['trial']} lost: NodeLost: node {removed['node']}" in printed
