@@ -274,31 +274,37 @@ def fake_trial(config):
     ray.tune.report({"epoch": 1, "best_valid_value_acc": 0.5, "score": SCORES[config["arm_id"]](config["seed"])})
 
 
+def _on_local_ray(run):
+    """`run()` on a local Ray of 2 CPUs (one started here, and stopped after, unless one is up), with
+    this module pickled by value: the trials' workers cannot import tests/."""
+    import sys
+
+    import ray
+    from ray import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        return run()
+    finally:
+        if started:
+            ray.shutdown()
+
+
 @pytest.mark.slow
 def test_a_tiny_sweep_in_rounds_on_a_local_ray(tmp_path):
-    import ray
     import ray.tune
 
     arms = {k: {"arm_id": k} for k in ARMS}
     searcher = SeedRounds(RoundPlan(arms, PAIRS, LOOKS), real_judge(), score,
                           functools.partial(write_looks, str(tmp_path), "tiny"), max_concurrent=4,
                           metric="best_valid_value_acc", mode="max")
-    import sys
-
-    from ray import cloudpickle
-
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the trials' workers cannot import tests/
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
-        tuner = ray.tune.Tuner(ray.tune.with_resources(fake_trial, {"cpu": 0.5}),
-                               tune_config=ray.tune.TuneConfig(search_alg=searcher, num_samples=-1, reuse_actors=True),
-                               run_config=ray.tune.RunConfig(name="tiny", storage_path=str(tmp_path / "ray"), verbose=0))
-        results = tuner.fit()
-    finally:
-        if started:
-            ray.shutdown()
+    results = _on_local_ray(lambda: ray.tune.Tuner(
+        ray.tune.with_resources(fake_trial, {"cpu": 0.5}),
+        tune_config=ray.tune.TuneConfig(search_alg=searcher, num_samples=-1, reuse_actors=True),
+        run_config=ray.tune.RunConfig(name="tiny", storage_path=str(tmp_path / "ray"), verbose=0)).fit())
     ran = sorted((r.config["arm_id"], r.config["seed"]) for r in results)
     assert ran == sorted([("b", s) for s in range(3)] + [(a, s) for a in "ac" for s in range(7)])
     looks = pl.read_parquet(looks_path(str(tmp_path), "tiny"))
@@ -321,11 +327,7 @@ def variant_trial(config):
 def test_a_trial_the_driver_cannot_score_is_an_error_in_the_runs_table_and_its_look_says_why(tmp_path):
     """On a local Ray: testing one trial's checkpoint raises on the driver; Tune retries the trial
     (max_failures 1), then fails it; the looks name why, the runs table reads `error` with the line."""
-    import sys
-
-    import ray
     import ray.tune
-    from ray import cloudpickle
 
     from psedual.tune.sweep import _outcome
 
@@ -337,20 +339,15 @@ def test_a_trial_the_driver_cannot_score_is_an_error_in_the_runs_table_and_its_l
     searcher = SeedRounds(RoundPlan(arms, PAIRS, LOOKS), real_judge(), scorer,
                           functools.partial(write_looks, str(tmp_path), "unscored"), max_concurrent=4,
                           metric="best_valid_value_acc", mode="max")
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the trials' workers cannot import tests/
-    started = not ray.is_initialized()
-    if started:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    try:
+    def fit():
         ray.tune.Tuner(ray.tune.with_resources(variant_trial, {"cpu": 0.5}),
                        tune_config=ray.tune.TuneConfig(search_alg=searcher, num_samples=-1, reuse_actors=True),
                        run_config=ray.tune.RunConfig(name="unscored", storage_path=str(tmp_path / "ray"), verbose=0,
                                                      failure_config=ray.tune.FailureConfig(max_failures=1))).fit()
         analysis = ray.tune.ExperimentAnalysis(str(tmp_path / "ray" / "unscored"))  # as run_sweep reads it
-        outcomes = [_outcome(r, t, None) for r, t in zip(ray.tune.ResultGrid(analysis), analysis.trials)]
-    finally:
-        if started:
-            ray.shutdown()
+        return [_outcome(r, t, None) for r, t in zip(ray.tune.ResultGrid(analysis), analysis.trials)]
+
+    outcomes = _on_local_ray(fit)
     failed = [o for o in outcomes if o.status != "completed"]
     assert [(o.flat["variant"], o.flat["seed"], o.status) for o in failed] == [("gru", 3, "error")]
     assert failed[0].error == (f"TrialError: ScoreError: trial {failed[0].trial} ended, but the driver could not test "
