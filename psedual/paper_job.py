@@ -143,7 +143,8 @@ def plan(paper, profile: str, parts: list[str], job: TuneJob) -> str:
     """The cost plan of the profile's parts (see psedual/tune/cost.py): CPU parts from this machine's
     calibration, GPU parts from the GPU instance's (`--gpu_instance`), with the cluster's costs."""
     from psedual.tune import encoders
-    from psedual.tune.cost import machine, plan_part, read_costs, render
+    from psedual.tune.cost import machine, plan_part, read_costs
+    from psedual.tune.plan_text import render
     from psedual.tune.instances import gpu_machine
     from psedual.tune.paper import LLM_PART
     from psedual.tune.space import make_config

@@ -10,7 +10,8 @@ import pytest
 from psedual.reexamine import schedules
 from psedual.reexamine.schedules import Clock
 from psedual.train.resources import Resources
-from psedual.tune.cost import PART, Figures, Sizes, plan_part, read_costs, render, shape, trial_seconds, write_costs
+from psedual.tune.cost import PART, Figures, Sizes, plan_part, read_costs, shape, trial_seconds, write_costs
+from psedual.tune.plan_text import render
 from psedual.tune.sampling import H100, MEASURED, sampled_steps
 from psedual.tune.space import make_config
 

@@ -11,7 +11,8 @@ import pytest
 from psedual import paper_job
 from psedual.job import TuneJob, run_job
 from psedual.train.resources import Resources
-from psedual.tune.cost import PART, Figures, PartPlan, Sizes, plan_part, read_costs, render, shape, write_costs
+from psedual.tune.cost import PART, Figures, PartPlan, Sizes, plan_part, read_costs, shape, write_costs
+from psedual.tune.plan_text import render
 from psedual.tune.paper import PARTS, load_paper, runnable
 from psedual.tune.space import SpecError, make_config
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from psedual.train.resources import Resources
-from psedual.tune.cost import PART, SPEEDUP_SESSION, Figures, Sizes, plan_part, render, shape
+from psedual.tune.cost import PART, SPEEDUP_SESSION, Figures, Sizes, plan_part, shape
+from psedual.tune.plan_text import render
 from psedual.tune.space import make_config
 
 H100 = "NVIDIA H100 80GB HBM3 x1"
