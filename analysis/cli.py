@@ -243,7 +243,7 @@ def parse(words: list[str]) -> tuple[str, AnalyzeOptions]:
 
 def main(argv: list[str] | None = None, planner: study_report.Plan | None = None) -> int:
     """Run `analyze COMMAND OPTIONS` (`python -m analysis analyze ...`, or `psedual analyze ...`,
-    which passes the `planner` that reads a sweep file's comparisons: `psedual.job.study_plan`)."""
+    which passes the `planner` that reads a sweep file's comparisons: `psedual.comparisons.study_plan`)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] != ["analyze"]:
         print(f"usage: python -m analysis analyze {{{','.join(COMMANDS)}}} ...", file=sys.stderr)

@@ -22,7 +22,7 @@ refuse the same things, at each entry's equivalence margin), then writes <out>/r
 - the wall time (not in the runs table: the job's own line, passed with --wall).
 
 The sweep file is read above analysis (analysis never imports the sweep code): `psedual analyze`
-passes a `Plan`, `psedual.job.study_plan`, that turns it into the job's `analyze compare` options.
+passes a `Plan`, `psedual.comparisons.study_plan`, that turns it into the job's `analyze compare` options.
 The report is built once into a `StudyReport`, then rendered section by section (`SECTIONS`): a
 new section is one function of the record and one entry there.
 """
@@ -52,7 +52,7 @@ from analysis.tables.claim import Claim
 
 Plan = Callable[[str, str, str], Sequence[CompareOptions]]
 """(sweep file, root, experiment) → the `analyze compare` options of each comparison the sweep
-file plans, as the job ran them (`psedual.job.study_plan`)."""
+file plans, as the job ran them (`psedual.comparisons.study_plan`)."""
 
 FOREST = "forest.png"
 LEARNING = "learning.png"

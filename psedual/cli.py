@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["analyze"]:
         from analysis.cli import main as analyze
-        from psedual.job import study_plan  # `analyze study` reads a sweep file: analysis never imports sweep code
+        from psedual.comparisons import study_plan  # `analyze study` reads a sweep file: analysis never imports sweep code
 
         return analyze(argv, planner=study_plan)
     typed = find(argv)

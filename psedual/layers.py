@@ -13,7 +13,7 @@ LAYERS = {
     "psedual.data": 1, "psedual.metrics": 2, "psedual.solvers": 3, "psedual.reexamine": 4,
     "psedual.train.config": 5, "psedual.results": 6, "psedual.train": 7, "psedual.llm": 8, "psedual.tune": 8,
     "analysis": 9, "psedual.job": 10, "psedual.job_options": 10, "psedual.paper_job": 10, "psedual.power_plan": 10,
-    "psedual.seed_rounds": 10,
+    "psedual.seed_rounds": 10, "psedual.comparisons": 10,
     "psedual.typed_cli": 11, "psedual.readme": 11, "psedual.cli": 12, "psedual": 12,
 }
 """A module's layer is its longest prefix here. Modules may import their own layer's and lower ones.

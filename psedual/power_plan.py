@@ -135,7 +135,7 @@ def last_experiment(storage: str, name: str) -> str | None:
 
 def resolve_seeds(spec, job, planned: list) -> tuple[object, list[str]]:
     """The spec with `seeds_for` resolved to `grid.seed` (unchanged without it), and what the plan
-    says of each of `planned` (`job.comparisons`) at those seeds; `job`: the TuneJob's plan options."""
+    says of each of `planned` (`comparisons.comparisons`) at those seeds; `job`: the TuneJob's plan options."""
     from psedual.tune.space import SpecError
 
     spreads = {}

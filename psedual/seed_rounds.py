@@ -5,7 +5,7 @@ what `--plan` prints for it.
 The searcher (`psedual.tune.rounds.SeedRounds`) runs the rounds; it knows no statistics. Here its
 judge is `analysis.stats.sequential.decide` on the group-sequential design the rule fixes before
 the first look (its looks `schedule(first, step, max, taken)`, its spending and α's, the
-margin and the target), and its plan is the sweep's own planned comparisons (`job.comparisons`):
+margin and the target), and its plan is the sweep's own planned comparisons (`comparisons.comparisons`):
 each treatment arm against its base arm, in each cell of the sweep's other grid keys.
 """
 

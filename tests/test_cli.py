@@ -22,7 +22,8 @@ from psedual.cli import main
 from psedual.data.fetch import FetchConfig
 from psedual.data.stats import StatsConfig
 from psedual.data.registry import DATASETS
-from psedual.job import OPTIONS, TuneJob, command_line, compare_options
+from psedual.comparisons import command_line, compare_options
+from psedual.job import OPTIONS, TuneJob
 from psedual.llm.run import LLMConfig
 from psedual.reexamine.config import PseDualConfig
 from psedual.results.collect import AddConfig

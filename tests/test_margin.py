@@ -75,7 +75,7 @@ def test_a_sweep_in_rounds_compares_at_the_margin_its_looks_use():
     rule's default, as its looks do), not ±1; a sweep with fixed seeds keeps its entries' margins."""
     from pathlib import Path
 
-    from psedual.job import compare_options
+    from psedual.comparisons import compare_options
     from psedual.tune.space import arm_values, load_spec
 
     root = Path(__file__).resolve().parents[1]
@@ -89,7 +89,7 @@ def test_a_sweep_in_rounds_that_continues_an_experiment_compares_its_seeds_too()
     both experiments, as its looks do, not the later seeds alone; a sweep without it reads its own."""
     from pathlib import Path
 
-    from psedual.job import compare_options
+    from psedual.comparisons import compare_options
     from psedual.tune.space import arm_values, load_spec
 
     root = Path(__file__).resolve().parents[1]
@@ -98,7 +98,7 @@ def test_a_sweep_in_rounds_that_continues_an_experiment_compares_its_seeds_too()
         assert {o.experiment for o in compare_options(spec, arm_values(spec, "variant"), "x", name)} == {want}
     # and pools across what continuing implies: the earlier code, and the options added since its table
     # (null in its rows, each defaulting to the behaviour before it), as arm_rows matched its runs
-    from psedual.job import continued_allowances
+    from psedual.comparisons import continued_allowances
 
     assert continued_allowances(str(root / "docs" / "control" / "results"), "control") == (
         "code_version", "model.problem_vector", "optimizer", "selection")

@@ -81,7 +81,7 @@ def test_the_full_profile_trains_every_trial_at_its_solvers_published_recipe():
                     ("re_deduction", "mathqa"): "FacebookAI/roberta-base",
                     ("re_deduction", "mawps"): "FacebookAI/roberta-base"}
     # the MAWPS folds of one solver and arm are one comparison: the job's cells are data set x solver
-    from psedual.job import comparisons
+    from psedual.comparisons import comparisons
 
     planned = comparisons(paper.sweep("table1", "full"), ["base", "gru", "gcn"], "x")
     assert [(p.arm, p.base, p.treatments, p.cells) for p in planned] == [

@@ -13,7 +13,7 @@ from statsmodels.stats.power import TTestPower
 from analysis.stats import equivalence
 from psedual import power_plan
 from psedual.cli import main
-from psedual.job import command_line, compare_options
+from psedual.comparisons import command_line, compare_options
 from psedual.tune.space import SpecError, load_spec
 from test_analysis import _preds, _write_tables
 
