@@ -190,15 +190,22 @@ def main() -> None:
             continue
         p = paired(fp32["correct"], bf16["correct"])
         alike = equivalence([100.0 * c for c in bf16["correct"]], [100.0 * c for c in fp32["correct"]], MARGIN)
-        same = ("same accuracy (no difference at p < 0.05)" if p.p_mcnemar >= SAME else
-                f"NOT the same accuracy (bf16 {'better' if p.delta > 0 else 'worse'}, p < 0.05)")
+        # no difference found is not the same accuracy: that needs equivalence shown within the margin
+        if p.p_mcnemar < SAME:
+            verdict = f"NOT the same accuracy: bf16 {'better' if p.delta > 0 else 'worse'} (McNemar p < {SAME:g})"
+        elif p.only_a == p.only_b == 0:  # no spread: TOST has no variance to test, and needs none
+            verdict = f"the same accuracy: every one of the {p.n} test problems answered alike"
+        elif alike.p_tost is not None and alike.p_tost < SAME:
+            verdict = f"the same accuracy: equivalent within ±{MARGIN:g} points (TOST p < {SAME:g})"
+        else:
+            verdict = (f"undecided: no difference shown, nor equivalence within ±{MARGIN:g} points (more test "
+                       f"problems or seeds would decide)")
         ci = "" if p.ci_low is None else f", 95% CI [{p.ci_low:+.1f}, {p.ci_high:+.1f}]"
-        tost = ("no spread" if alike.p_tost is None else
-                f"p {alike.p_tost:.3f}: {'shown' if alike.p_tost < SAME else 'not shown'}")
+        tost = "no spread" if alike.p_tost is None else f"p {alike.p_tost:.3f}"
         print(f"bf16 - fp32, {solver}: {p.delta:+.1f} points on {p.n} test problems ({p.only_a} right in fp32 only, "
-              f"{p.only_b} in bf16 only){ci}, exact McNemar p {p.p_mcnemar:.3f}: {same}; validation "
-              f"{100 * (bf16['valid'] - fp32['valid']):+.1f} points at the kept epochs; within "
-              f"±{MARGIN:g} points (TOST) {tost}; an epoch {fp32['epoch_s'] / bf16['epoch_s']:.2f}x as fast in bf16")
+              f"{p.only_b} in bf16 only){ci}, exact McNemar p {p.p_mcnemar:.3f}; within ±{MARGIN:g} points (TOST) "
+              f"{tost}: {verdict}; validation {100 * (bf16['valid'] - fp32['valid']):+.1f} points at the kept "
+              f"epochs; an epoch {fp32['epoch_s'] / bf16['epoch_s']:.2f}x as fast in bf16")
     if rules is not None:
         print(f"CUDA's autocast rules emulated in the bf16 runs: {rules.casts:,} calls cast to bf16, "
               f"{rules.fp16} RNN calls in fp16")

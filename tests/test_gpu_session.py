@@ -87,7 +87,8 @@ def test_every_stage_runs_at_toy_size_on_the_cpu_and_writes_its_section(toy_run)
     assert "psedual.fusion=teacher_forcing" in costs  # Table 3's own shape, beside figure1's two
     assert "- 8 trials at 0.125 GPU against one alone, steady state (x): " in report
     assert "- host reads per PseDual-GCN step, GTS (most): " in report
-    assert "- RE-Deduction's test accuracy, bf16 against fp32, exact McNemar p (same accuracy: no difference): " in report
+    assert "- RE-Deduction's test accuracy, bf16 against fp32, TOST p at ±3 points (the same accuracy: equivalent): " \
+        in report
     # train_speed, GTS's rollout ratio, syncs, precision and share (Graph2Tree is not in the toy run), and
     # side_by_side's two
     assert report.count("(toy sizes on a CPU: not judged against") == (7 if "ratio train" in report else 5)
@@ -145,7 +146,8 @@ def test_the_goals_are_judged_on_a_gpu_run_from_the_stages_figures():
                                        "step ratio graph2tree gcn (masked rollout) / base, fp32: 1.61x"},
         "syncs": {"rc": 0, "output": "train step, gts gcn                     3–4 syncs"},
         "precision": {"rc": 0, "output": "bf16 - fp32, re_deduction: -1.3 points on 397 test problems (14 right in "
-                      "fp32 only, 9 in bf16 only), 95% CI [-3.5, +1.0], exact McNemar p 0.405: same accuracy"},
+                      "fp32 only, 9 in bf16 only), 95% CI [-3.5, +1.0], exact McNemar p 0.405; within ±3 points (TOST) "
+                      "p 0.131: undecided: no difference shown, nor equivalence within ±3 points"},
         "share": {"rc": 1, "output": "8 trials at 0.125 GPU each / 1 trial alone: 5.00x"}}}
     assert session.goals(state, cuda=True) == [
         "- GTS epoch on Math23K, fp32 (s): 41.5, goal <= 60: met",
@@ -154,8 +156,8 @@ def test_the_goals_are_judged_on_a_gpu_run_from_the_stages_figures():
         "- GTS PseDual-GCN step / base step, masked rollout (x): 1.32, goal <= 1.5: met",
         "- Graph2Tree PseDual-GCN step / base step, masked rollout (x): 1.61, goal <= 1.5: NOT met",
         "- host reads per PseDual-GCN step, GTS (most): 4, goal <= 5: met",
-        "- RE-Deduction's test accuracy, bf16 against fp32, exact McNemar p (same accuracy: no difference): 0.405, "
-        "goal >= 0.05: met",
+        "- RE-Deduction's test accuracy, bf16 against fp32, TOST p at ±3 points (the same accuracy: equivalent): 0.131, "
+        "goal <= 0.05: NOT met",
         "- 8 trials at 0.125 GPU against one alone, steady state (x): not measured (stage share: no figure)"]
 
 
