@@ -91,12 +91,20 @@ class NodeLoss:
     def line(self, rerun: bool = True) -> str:
         """The runs table's `error`: `NodeLost: node ID (ADDRESS) lost at TIME UTC after epoch 2 of 8
         (REASON); the trial must be rerun: --resume`. `rerun`: whether `--resume` reruns it (not in
-        an Optuna sweep: `sweep.reruns_errored`)."""
+        an Optuna sweep: `reruns_errored`)."""
         where = f" ({self.address})" if self.address else ""
         when = f" at {self.at:%Y-%m-%d %H:%M:%S} UTC" if self.at else ""
         why = f" ({self.reason})" if self.reason else ""
         todo = "the trial must be rerun: --resume" if rerun else NOT_RERUN
         return f"NodeLost: node {self.node}{where} lost{when} after epoch {self.epoch} of {self.epochs}{why}; {todo}"
+
+
+def reruns_errored(spec) -> bool:
+    """Whether `--resume` reruns the trials of `spec` (a SweepSpec) that failed or were lost (Tune's
+    `resume_errored`): a grid sweep's, from their last checkpoint; not an Optuna sweep's, whose study
+    cannot reopen a trial told FAIL (`sweep._not_rerun` names them). The sweep, its progress lines and
+    the runs table's lines all ask here."""
+    return spec.mode != "optuna"
 
 
 NOT_RERUN = ("--resume does not rerun it (an Optuna sweep: its study cannot reopen a trial told FAIL); run its "

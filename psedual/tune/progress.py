@@ -19,7 +19,7 @@ from pathlib import Path
 import ray.tune
 
 from psedual.train.config import TrainConfig
-from psedual.tune.lost import NOT_RERUN, RAY_LOGS, error_file, lost_node, ray_logs  # noqa: F401  (RAY_LOGS: re-exported)
+from psedual.tune.lost import NOT_RERUN, RAY_LOGS, error_file, lost_node, ray_logs, reruns_errored  # noqa: F401  (RAY_LOGS: re-exported)
 from psedual.tune.seed_rule import SeedRule
 from psedual.tune.space import SweepSpec, expand
 
@@ -63,8 +63,8 @@ class Progress(ray.tune.Callback):
         self.default_epochs = int(spec.fixed.get("epochs", TrainConfig().epochs))
         rule = spec.seeds if isinstance(spec.seeds, SeedRule) else None
         self.rounds = rule is not None
-        self.reruns = spec.mode != "optuna"
-        """Whether --resume reruns a lost trial (`sweep.reruns_errored`: not in an Optuna sweep)."""
+        self.reruns = reruns_errored(spec)
+        """Whether --resume reruns a lost trial (not in an Optuna sweep)."""
         """Seeds in rounds until decided: the count is a most, not a plan (a decided claim stops early)."""
         self.total = total if total is not None else (
             spec.num_samples if spec.mode == "optuna" else

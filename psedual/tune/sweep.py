@@ -25,7 +25,7 @@ from psedual.train.config import TrainConfig
 from psedual.train.resources import Resources
 from psedual.tune import study
 from psedual.tune.outcome import TrialOutcome
-from psedual.tune.lost import NOT_RERUN, error_file, node_loss, ray_logs
+from psedual.tune.lost import NOT_RERUN, error_file, node_loss, ray_logs, reruns_errored
 from psedual.tune.progress import Progress, quiet_tune_logs, shown
 from psedual.tune.asha import ArmASHA
 from psedual.tune import trackers
@@ -215,12 +215,6 @@ def run_sweep(spec: SweepSpec, storage: str, name: str | None = None, resume: bo
     fs, fs_path = filesystem(path)
     analysis = ray.tune.ExperimentAnalysis(fs_path, storage_filesystem=fs)
     return [_outcome(r, t, fs, reruns_errored(spec)) for r, t in zip(ray.tune.ResultGrid(analysis), analysis.trials)]
-
-
-def reruns_errored(spec: SweepSpec) -> bool:
-    """Whether `--resume` reruns the trials that failed or were lost (Tune's `resume_errored`): a
-    grid sweep's, from their last checkpoint; not an Optuna sweep's (`_not_rerun` names them)."""
-    return spec.mode != "optuna"
 
 
 def _not_rerun(spec: SweepSpec, path: str) -> list[str]:
