@@ -360,7 +360,7 @@ def test_the_gpu_calibration_runs_end_to_end_on_the_cluster_and_the_plan_prices_
     from psedual import paper_job
     from psedual.job import TuneJob
     from psedual.tune import calibrate as calibrate_module
-    from psedual.tune import cost, instances
+    from psedual.tune import cost, instances, plan_text
     from psedual.tune.cost import PART, machine, read_costs
 
     cluster, nodes = cluster
@@ -372,7 +372,7 @@ def test_the_gpu_calibration_runs_end_to_end_on_the_cluster_and_the_plan_prices_
     # the shapes name the CPU, so their rows are keyed by this machine's CPU (`measure_on_gpu`); the plan
     # reads a GPU part from the GPU instance's key: here that key is this CPU's
     monkeypatch.setattr(instances, "gpu_machine", lambda gpu: machine())  # as the plan picks the GPU part's rows
-    monkeypatch.setattr(cost, "gpu_machine", lambda gpu: machine())  # as the plan's header names them
+    monkeypatch.setattr(plan_text, "gpu_machine", lambda gpu: machine())  # as the plan's header names them
     path = tmp_path / "paper.yaml"
     path.write_text(GPU_PAPER)
     costs = tmp_path / "costs.tsv"
