@@ -53,7 +53,17 @@ def test_the_plan_prints_both_and_says_what_is_unmeasured():
     assert "  total             2 of 2    6.67 GPU-h    5.58 GPU-h" in text
     assert "applied: precision by measurement (bf16 where measured faster on the H100 for base and GCN: " \
            "re_deduction; the measured step ratio, to those variants' steps) to 1 priced trial(s)" in text
-    assert "not applied: the masked rollout" in text and "not measured on a GPU" in text
-    assert "not applied: several trials sharing a GPU: 1.65x measured for 8 trials of 2 epochs" in text
+    assert "not applied: the masked rollout" in text and "no faster than the rows rollout" in text
+    assert "not applied: several trials sharing a GPU: 8.22x steady throughput for 8 trials" in text
+    assert "rows of 3d2b7a9; the speed-ups measured beside 3d2b7a9" in text
     cpu = render([_plan(FLAT, resources=Resources(max_concurrent=1))], "laptop", 0.05, 12.29, [])
     assert "GPU-hours before and after" not in cpu  # a CPU plan has no GPU-hours
+
+
+def test_a_plan_of_later_rows_names_them_and_applies_nothing_twice():
+    # rows calibrated after 3d2b7a9 (the H200's at 50ac138) were timed at the recipe's precision: the
+    # H100's bf16 ratio is not applied again, and the header names the rows' session
+    text = render([_plan({**FLAT, "epochs": 2000}, commit="abc1234")], "laptop", 0.05, 12.29, [])
+    assert "rows of abc1234; the speed-ups measured beside 3d2b7a9's rows apply to those alone" in text
+    assert "to 0 priced trial(s): no priced trial has 3d2b7a9's rows" in text
+    assert "  table1            1 of 1    3.33 GPU-h    3.33 GPU-h" in text

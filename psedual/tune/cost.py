@@ -290,10 +290,12 @@ PRECISION_SPEEDUP = "precision by measurement"
 """A recipe's `auto` precision (bf16 where the H100 measured it faster: `recipe_table.PRECISIONS_MEASURED`)."""
 NOT_APPLIED = (
     "the masked rollout (PseDual's sampled expression without a host read per token, GTS, Graph2Tree, "
-    "BERT-Tree): not measured on a GPU (on a CPU it is slower than the rows rollout the CPU keeps, docs/gpu.md); "
-    "not applied until a GPU session's rollout stage measures it",
-    "several trials sharing a GPU: 1.65x measured for 8 trials of 2 epochs, start-up bound, not steady state "
-    "(docs/gpu/h100_report.md); the plan's GPU trials hold a GPU each: not applied",
+    "BERT-Tree): measured on the H200 (docs/gpu/h200_report.md, 50ac138), no faster than the rows rollout "
+    "(PseDual-GCN step / base step, 8 batches: GTS 2.30x masked vs 2.00x rows, Graph2Tree 2.24x vs 2.02x); "
+    "the H200's rows timed the masked one, as a GPU runs it: nothing to apply",
+    "several trials sharing a GPU: 8.22x steady throughput for 8 trials at 0.125 GPU each against one alone on "
+    "the H200 (GTS base, 1,024 MAWPS problems, 20 epochs; docs/gpu/h200_report.md), one figure of one small "
+    "solver; the plan's GPU trials hold a GPU each: not applied",
 )
 """Issue 59's speed-ups without a GPU figure the plan may use: said, never assumed."""
 

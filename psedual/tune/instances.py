@@ -32,9 +32,13 @@ INSTANCES = {i.name: i for i in (Instance("g5.xlarge", 1, "NVIDIA A10G", 1.006),
                                   Instance("g4dn.xlarge", 1, "Tesla T4", 0.526),
                                   # 8 H100s: the GPU a GPU session of this project's is lent (bench/gpu_session.py)
                                   Instance("p5.48xlarge", 8, "NVIDIA H100 80GB HBM3", 98.32),
+                                  # 8 H200s, the GPU of the session at 50ac138 (docs/gpu/h200_report.md); no
+                                  # on-demand price was at hand offline: AWS's EC2 Capacity Blocks rate
+                                  # (US East (Ohio), Jan 2025), $5.408 a GPU-hour, stands in: pass yours
+                                  Instance("p5en.48xlarge", 8, "NVIDIA H200", 43.26),
                                   Instance("m6i.2xlarge", 0, None, 0.384))}
 """The instance types the plan knows, by name: clusters/gpu.yaml's (`g5.xlarge` workers, an
-`m6i.2xlarge` head), two other one-GPU types, and the H100s a GPU session calibrates on."""
+`m6i.2xlarge` head), two other one-GPU types, and the H100s and H200s GPU sessions calibrated on."""
 
 
 def instance(name: str, gpu: bool | None = None) -> Instance:

@@ -135,8 +135,10 @@ def before_after(plans: list[PartPlan]) -> list[str]:
     """The GPU parts' hours from their calibrated shapes, before and after the measured speed-ups,
     and the speed-ups not applied for want of a GPU figure."""
     gpu = [p for p in plans if p.gpu]
-    lines = [f"GPU-hours before and after issue 59's speed-ups (the trials with calibrated figures; session "
-             f"{SPEEDUP_SESSION}'s rows):",
+    sessions = sorted({c for p in gpu for c in p.shapes.values()})
+    lines = [f"GPU-hours before and after issue 59's speed-ups (the trials with calibrated figures, rows of "
+             f"{', '.join(sessions) or 'no session'}; the speed-ups measured beside {SPEEDUP_SESSION}'s rows apply "
+             f"to those alone: rows calibrated since were timed with them):",
              f"  {'part':<9}{'trials priced':>15}{'before':>14}{'after':>14}"]
     for p in gpu:
         lines.append(f"  {p.part:<9}{f'{p.priced} of {p.trials}':>15}{p.hours:>8.2f} GPU-h"
@@ -150,6 +152,8 @@ def before_after(plans: list[PartPlan]) -> list[str]:
     applied = sum(p.sped_up.get(PRECISION_SPEEDUP, 0) for p in gpu)
     lines.append(f"  applied: {PRECISION_SPEEDUP} (bf16 where measured faster on the H100 for base and GCN: {bf16}; "
                  f"the measured step ratio, to those variants' steps) to {applied} priced trial(s)"
-                 + ("" if applied else ": none of the priced trials trains in bf16"))
+                 + ("" if applied else ": none of the priced trials trains in bf16" if SPEEDUP_SESSION in sessions
+                    else f": no priced trial has {SPEEDUP_SESSION}'s rows (the others were timed at their recipe's "
+                         f"precision)"))
     lines += [f"  not applied: {line}" for line in NOT_APPLIED]
     return lines
