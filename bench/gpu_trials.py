@@ -155,15 +155,21 @@ def main() -> None:
     problems = int(fixed["data.train_size"])
     print(f"trials sharing {share}: steady throughput (training problems/s, summed over a pass's trials; "
           f"{problems} problems an epoch) and start-up (seconds a trial, mean)")
-    print(f"{'trials':>6} {'wall s':>8} {'epochs':>6} {'epoch s':>8} {'problems/s':>12} {'vs 1':>7} {'start-up':>9} "
-          f"{'share':>9}   of which")
+    header = (f"{'trials':>6} {'wall s':>8} {'epochs':>6} {'epoch s':>8} {'problems/s':>12} {'vs 1':>7} "
+              f"{'start-up':>9} {'share':>9}   of which")
+    print(header)
     alone = rate = None
+    rows = []
     for n in counts:
         together = resources(gpu, n)["together"]
         wall, times = sweep(replace(spec, fixed=fixed, grid={"seed": list(range(n))}), together, f"share{n}")
-        print(share_row(n, wall, times, problems, alone), flush=True)
+        rows.append(share_row(n, wall, times, problems, alone))
+        print(rows[-1], flush=True)
         rate = sum(problems / t.steady_epoch for t in times)
         alone = rate if n == 1 else alone
+    # again, whole: the trials' progress lines between the rows push the first rows out of the tail a
+    # report keeps (the H200 session's report lost those of 1, 2 and 4 trials)
+    print("the table, whole:", header, *rows, sep="\n")
     most = max(args.trials)
     if alone and most > 1:
         each = f"{1 / most:g} GPU" if gpu else f"{cpu_share(most):g} CPU"
