@@ -1,15 +1,18 @@
 """Host-device synchronisations per training step (base and each PseDual variant) and per decoded
 problem: each one stalls the GPU's queue until everything before it has run.
 
-On CPU (the default) syncs are counted by call, from the package's own code: reading a device
-tensor on the host (`.item()`, `.tolist()`, `int()`, `float()`, `bool()`, `.cpu()`), ops whose
-output size depends on values (`nonzero`, indexing or assigning by a boolean mask,
+On CPU (the default) syncs are counted by call, by the package's line that made them: reading a
+device tensor on the host (`.item()`, `.tolist()`, `int()`, `float()`, `bool()`, `.cpu()`), ops
+whose output size depends on values (`nonzero`, indexing or assigning by a boolean mask,
 `repeat_interleave` by a tensor) and blocking host-to-device copies (`torch.tensor(..., device=)`,
-`.to(device)` of a host tensor). Calls inside libraries (torch-geometric, torch.optim, whose Adam keeps
-its step counts on the host) are counted apart. A CPU has no device, so "device tensor" is tracked: the model's
-parameters and buffers, the batch after `Batch.to` (but `lengths`, which stays on the host),
-and whatever a torch call makes from one of them or with an explicit `device=`; a tensor made
-on the host (collate's, `Layout`'s before its copy) is left out until it is copied. On CUDA, `torch.cuda.set_sync_debug_mode`
+`.to(device)` of a host tensor). Calls inside other libraries (torch-geometric's) are counted too,
+by their own line (`torch_geometric/utils/loop.py:650`), as the driver counts them on CUDA;
+torch.optim's are shown apart and left out of the count: Adam makes its step counts with
+`device="cpu"`, host tensors on every machine, which a CPU cannot tell from device ones (CUDA
+counts none). A CPU has no device, so "device tensor" is tracked: the model's parameters and
+buffers, the batch after `Batch.to` (but `lengths`, which stays on the host), and whatever a torch
+call makes from one of them or with an explicit `device=`; a tensor made on the host (collate's,
+`Layout`'s before its copy) is left out until it is copied. On CUDA, `torch.cuda.set_sync_debug_mode`
 counts what the driver really synchronises (the same step, warnings counted).
 
 The tree solvers' sampled rollout runs masked on a GPU and by rows on a CPU
@@ -51,6 +54,8 @@ from psedual.train.trainer import StepLoss, train_step
 
 PACKAGE = str(Path(psedual.__file__).parent) + "/"
 TORCH = str(Path(torch.__file__).parent) + "/"  # not torch_geometric's folder beside it
+LIBRARIES = str(Path(torch.__file__).parent.parent) + "/"
+"""Where torch and the libraries beside it (torch_geometric) are installed."""
 OPTIM = str(Path(torch.__file__).parent / "optim") + "/"
 READS = {"item", "tolist", "__int__", "__float__", "__bool__", "__index__", "cpu", "numpy", "nonzero",
          "masked_select", "unique", "repeat_interleave"}
@@ -75,7 +80,7 @@ class SyncCounter(TorchFunctionMode):
         super().__init__()
         self.on_device: dict[int, weakref.ref] = {}  # by id, checked alive (tensors' == is elementwise)
         self.sites: collections.Counter = collections.Counter()
-        self.library: collections.Counter = collections.Counter()
+        self.apart: collections.Counter = collections.Counter()  # torch.optim's, not counted (see above)
 
     def mark(self, *values) -> None:
         for t in _tensors(values):
@@ -107,8 +112,8 @@ class SyncCounter(TorchFunctionMode):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         if self._is_sync(name, args, kwargs):
-            ours, site = _site()
-            (self.sites if ours else self.library)[site] += 1
+            counted, site = _site()
+            (self.sites if counted else self.apart)[site] += 1
         out = func(*args, **kwargs)
         if name in ("cpu", "numpy", "tolist"):
             return out
@@ -120,10 +125,11 @@ class SyncCounter(TorchFunctionMode):
         return out
 
     def take(self) -> tuple[int, collections.Counter, collections.Counter]:
-        """(package syncs, library syncs by library, package syncs by site) since the last take."""
-        sites, library = self.sites, self.library
-        self.sites, self.library = collections.Counter(), collections.Counter()
-        return sum(sites.values()), library, sites
+        """(syncs, the calls shown apart by library, syncs by site) since the last take: the
+        package's and other libraries' syncs, torch.optim's apart (see above)."""
+        sites, apart = self.sites, self.apart
+        self.sites, self.apart = collections.Counter(), collections.Counter()
+        return sum(sites.values()), apart, sites
 
 
 def _names_device(args, kwargs) -> bool:
@@ -132,8 +138,8 @@ def _names_device(args, kwargs) -> bool:
 
 
 def _site() -> tuple[bool, str]:
-    """(True, `file:line` of the package's innermost frame), or (False, the library) where a
-    library made the call."""
+    """(True, `file:line` of the innermost frame outside torch: the package's, or another library's
+    such as torch_geometric's), or (False, "torch.optim") where the optimiser made the call."""
     frame = sys._getframe(2)
     while frame is not None:
         name = frame.f_code.co_filename
@@ -144,7 +150,7 @@ def _site() -> tuple[bool, str]:
             continue
         if name.startswith(PACKAGE):
             return True, f"{Path(name).relative_to(Path(PACKAGE).parent)}:{frame.f_lineno}"
-        return False, Path(name).parent.name
+        return True, f"{name.removeprefix(LIBRARIES)}:{frame.f_lineno}"
     return False, "?"
 
 
@@ -182,11 +188,11 @@ def _on_device(counter, batch: Batch, device: torch.device) -> Batch:
 def _show(label: str, counts: list[tuple[int, collections.Counter, collections.Counter]], per: int,
           sites: int) -> None:
     totals = [c[0] / per for c in counts]
-    library = sum((c[1] for c in counts), collections.Counter())
+    apart = sum((c[1] for c in counts), collections.Counter())
     by_site = sum((c[2] for c in counts), collections.Counter())
     rng = f"{min(totals):.0f}–{max(totals):.0f}" if per == 1 else f"{sum(totals) / len(totals):.2f}"
-    apart = ", ".join(f"{n / per / len(counts):.1f} in {lib}" for lib, n in library.most_common())
-    print(f"{label:<34} {rng:>9} syncs" + (f"  (apart: {apart})" if apart else ""))
+    apart = ", ".join(f"{n / per / len(counts):.1f} in {lib}" for lib, n in apart.most_common())
+    print(f"{label:<34} {rng:>9} syncs" + (f"  (apart, not counted: {apart})" if apart else ""))
     for site, n in by_site.most_common(sites):
         print(f"    {n / per / len(counts):8.2f}  {site}")
 
