@@ -171,6 +171,98 @@ def test_gcn_graph_of_a_known_expression(vocab):
     assert tree_edges(vocab.output_ids(["-", "N0"]), len(vocab.operators)) == [(0, 1)]  # cut short
 
 
+def _gcnconv_defaults(encoder) -> list[torch.nn.Module]:
+    """GCNConvs with their defaults (self loops added by `add_remaining_self_loops` in `gcn_norm`)
+    holding copies of `encoder`'s two layers' weights."""
+    from torch_geometric.nn import GCNConv
+
+    convs = []
+    for conv in (encoder.conv1, encoder.conv2):
+        default = GCNConv(conv.in_channels, conv.out_channels)
+        default.load_state_dict(conv.state_dict())
+        convs.append(default)
+    return convs
+
+
+def _gcn_as_gcnconv_defaults(encoder, convs, embedded, tokens):
+    """`encoder`'s forward as it was before it added its own self loops, with `convs`
+    (`_gcnconv_defaults`) for its layers."""
+    from psedual.reexamine.expression import batch_tree
+
+    B, L, _ = embedded.shape
+    edges, place = batch_tree(tokens, encoder.n_ops)
+    x = encoder.drop(embedded.reshape(B * L, -1) + encoder.place(place))
+    x = encoder.drop(torch.relu(convs[0](x, edges)))
+    return convs[1](x, edges).view(B, L, -1)
+
+
+def test_gcn_encoder_adding_its_own_self_loops_is_gcnconv_s_default_bit_for_bit(vocab):
+    """The same edges in the same order as `add_remaining_self_loops` makes (the tree's, then a loop
+    per node), so the same sums in the same order: outputs and gradients equal to the last bit, in
+    training mode (dropout drawn from the same seed), on trees, a cut-short one and lone leaves."""
+    ops = len(vocab.operators)
+    rows = [["*", "+", "N0", "N1", "N2"], ["-", "N1", "N0"], ["N0"], ["/", "+", "N0"]]  # the last is cut short
+    L = max(map(len, rows))
+    tokens = torch.tensor([vocab.output_ids(r) + [-1] * (L - len(r)) for r in rows])
+    assert (tokens[:, 0] < ops).tolist() == [True, True, False, True]
+    torch.manual_seed(0)
+    encoder = expression_encoder_class("gcn")(16, 12, ops, 0.3).train()
+    for conv in (encoder.conv1, encoder.conv2):  # GCNConv's bias starts at zero: make it count
+        torch.nn.init.normal_(conv.bias)
+    embedded = torch.randn(len(rows), L, 16, requires_grad=True)
+    probe = torch.randn(len(rows), L, 12)
+
+    torch.manual_seed(1)
+    out = encoder(embedded, tokens)
+    (out * probe).sum().backward()
+    ours = [embedded.grad.clone(), encoder.place.weight.grad.clone(),
+            *[p.grad.clone() for conv in (encoder.conv1, encoder.conv2) for p in conv.parameters()]]
+    embedded.grad = None
+    encoder.zero_grad()
+    convs = _gcnconv_defaults(encoder)  # (their init draws from the RNG: made before the seed)
+    torch.manual_seed(1)
+    reference = _gcn_as_gcnconv_defaults(encoder, convs, embedded, tokens)
+    (reference * probe).sum().backward()
+    theirs = [embedded.grad, encoder.place.weight.grad, *[p.grad for conv in convs for p in conv.parameters()]]
+
+    assert torch.equal(out, reference) and out.abs().sum() > 0
+    assert len(ours) == len(theirs) == 6
+    for a, b in zip(ours, theirs):
+        assert torch.equal(a, b) and a.abs().sum() > 0
+
+
+def test_a_gcn_step_reads_the_host_only_in_the_masked_rollout(mawps, vocab):
+    """Counted as bench/syncs.py counts them, one GTS PseDual-GCN step (masked rollout, as a GPU
+    runs it): the rollout's designed reads and none from torch-geometric. Before the encoder added
+    its own self loops, GCNConv's `add_remaining_self_loops` indexed the edges by a boolean mask,
+    once a layer and expression: 4 more (7 in all), at `torch_geometric/utils/loop.py`."""
+    from dataclasses import fields
+
+    from psedual.solvers.batch import TreeIndex
+    from psedual.solvers.rollout import MASKED_DEVICES
+    from test_rollout_device import _load_bench
+
+    torch.manual_seed(0)
+    config = SolverConfig(embedding_size=32, hidden_size=64, layers=1, dropout=0.0)
+    step = StepLoss(get_solver("gts")(vocab, config), Reexaminer(vocab, config, PseDualConfig(expression_encoder="gcn")),
+                    1.0)
+    opt = torch.optim.Adam(step.parameters(), 1e-3)
+    batch = collate(mawps.train[:16], vocab)
+    counter = _load_bench("syncs").SyncCounter()
+    MASKED_DEVICES.add("cpu")
+    try:
+        with counter:  # what a GPU would hold (bench/syncs.py's `_on_device`)
+            counter.mark(*step.parameters(), *step.buffers(), batch.words, batch.num_pos, batch.num_mask,
+                         batch.targets, *[getattr(batch.tree, f.name) for f in fields(TreeIndex)])
+            train_step(step, opt, batch, Clock(1, 2, 1))  # ε halfway: an expression sampled
+            syncs, apart, sites = counter.take()
+    finally:
+        MASKED_DEVICES.discard("cpu")
+    assert {site.rpartition(":")[0] for site in sites} == {"psedual/solvers/tree_rollout.py"}, sites
+    assert syncs == 3, sites
+    assert set(apart) == {"torch.optim"}  # Adam's host-side step counts, shown apart (see bench/syncs.py)
+
+
 def test_n12_stays_n12(mawps):
     p = mawps.train[0]
     many = replace(p, numbers=tuple(str(k + 1) for k in range(13)), number_texts=tuple(str(k + 1) for k in range(13)),

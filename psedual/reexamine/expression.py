@@ -84,6 +84,14 @@ def batch_edge_index(tokens: torch.Tensor, n_ops: int, ids: list[list[int]] | No
     return batch_tree(tokens, n_ops, ids)[0]
 
 
+def with_self_loops(edges: torch.Tensor, num_nodes: int) -> torch.Tensor:
+    """[2, E + num_nodes] `edges` (which hold no self loop: a tree's never do) and then a loop on
+    each node, as torch-geometric's `add_remaining_self_loops` orders them, made on the edges'
+    device without reading it back."""
+    loops = torch.arange(num_nodes, device=edges.device).view(1, -1).repeat(2, 1)
+    return torch.cat([edges, loops], dim=1)
+
+
 class GRUExpressionEncoder(nn.Module):
     """A bidirectional GRU over the prefix tokens, directions summed (each token sees the
     whole expression, as a tree node sees its parent and children in the GCN)."""
@@ -116,7 +124,14 @@ class GCNExpressionEncoder(nn.Module):
     """Two GCN layers over the expression tree: parent-child edges in both directions, self
     loops and symmetric normalisation (GCNConv's defaults), ReLU and dropout between. Each node's
     input adds an embedding of its place (root, left or right child): GCNConv's messages carry no
-    edge order, so without it `- a b` and `- b a` would give the same states."""
+    edge order, so without it `- a b` and `- b a` would give the same states.
+
+    The self loops are added here (`with_self_loops`), not by GCNConv: its default
+    (`add_remaining_self_loops`) first drops the loops a graph has by indexing the edges with a
+    boolean mask, whose value-dependent size makes the host wait for the GPU: once a layer and
+    expression, 4 times a PseDual step (issue 59). A tree has no loops to drop, and the edges are the same
+    in the same order (the graph's, then one loop per node), so the output is GCNConv's default,
+    bit for bit."""
 
     def __init__(self, embedding_size: int, hidden_size: int, n_ops: int, dropout: float) -> None:
         super().__init__()
@@ -128,13 +143,15 @@ class GCNExpressionEncoder(nn.Module):
             from torch_geometric.nn import GCNConv
         self.n_ops = n_ops
         self.place = nn.Embedding(3, embedding_size)
-        self.conv1, self.conv2 = GCNConv(embedding_size, hidden_size), GCNConv(hidden_size, hidden_size)
+        self.conv1 = GCNConv(embedding_size, hidden_size, add_self_loops=False)
+        self.conv2 = GCNConv(hidden_size, hidden_size, add_self_loops=False)
         self.drop = nn.Dropout(dropout)
 
     def forward(self, embedded: torch.Tensor, tokens: torch.Tensor, ids: list[list[int]] | None = None) -> torch.Tensor:
         """Node states [B, L, H] of the expressions `tokens` [B, L] (`ids`: the same on the host)."""
         B, L, _ = embedded.shape
         edges, place = batch_tree(tokens, self.n_ops, ids)
+        edges = with_self_loops(edges, B * L)
         x = self.drop(embedded.reshape(B * L, -1) + self.place(place))  # padding positions are isolated nodes
         x = self.drop(torch.relu(self.conv1(x, edges)))
         return self.conv2(x, edges).view(B, L, -1)
