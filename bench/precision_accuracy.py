@@ -18,6 +18,13 @@ weights) at `--plm-lr` for every parameter (a random encoder is expected to lear
 epochs at the recipe's 2e-5; docs/gpu.md says how 2e-4 was chosen): this measures the same code's
 numerics under bf16, not the recipe's pretrained accuracy.
 
+`--concurrent` (the default on a cuda device) trains the fp32 and the bf16 run at the same time, each
+in its own process (this script with `--one`), on the one device: a run of this size leaves a GPU
+mostly idle (the H200 ran 8 small trials at once at 8.22x one alone), so the stage takes about one
+run's time, not two. The processes share nothing but the device, and each starts from the same seed,
+so each run's figures and predictions are the sequential run's (tests/test_precision_accuracy.py shows
+it on a CPU); only the seconds an epoch are then each run's beside the other, not a speed figure.
+
 `--cuda-rules` (a CPU only) trains the bf16 run under CUDA's autocast rules, emulated
 (tests/cuda_autocast.py): CPU autocast forgives mixed-dtype writes that CUDA's raises on
 (docs/gpu.md), so the toy run here fails where a GPU would, before a GPU minute is spent.
@@ -27,13 +34,15 @@ RNN would run in fp16.
 
 Usage: python bench/precision_accuracy.py [--device cuda|cpu] [--solvers re_deduction gts]
            [--epochs 10] [--train-size N] [--beam-size N] [--plm minilm|DIR] [--plm-layers 12] [--plm-hidden 768]
-           [--plm-lr 2e-4] [--toy] [--cuda-rules]
+           [--plm-lr 2e-4] [--toy] [--cuda-rules] [--concurrent | --no-concurrent]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import subprocess
 import sys
 import tempfile
 from collections import Counter
@@ -114,8 +123,10 @@ def config(solver: str, precision: str, args) -> TrainConfig:
 
 
 def run(solver: str, precision: str, args, rules) -> dict:
-    """Train and test one run; its figures, per-problem test correctness and dtype counts."""
+    """Train and test one run; its figures, per-problem test correctness and predictions, epoch losses,
+    dtype counts and (under `rules`) the calls that the emulated CUDA rules cast or ran in fp16."""
     counts = DtypeCount()
+    casts, fp16 = (rules.casts, rules.fp16) if rules is not None else (0, 0)
     hook = nn.modules.module.register_module_forward_hook(counts)
     try:
         with tempfile.TemporaryDirectory() as folder:
@@ -128,7 +139,60 @@ def run(solver: str, precision: str, args, rules) -> dict:
     return {"epoch_s": sum(e.seconds for e in epochs) / len(epochs),
             "epochs": len(epochs), "best": tested.result.best_epoch, "valid": tested.result.valid_value_acc,
             "test": tested.result.test_value_acc, "correct": [p.value_correct for p in tested.predictions],
-            "finite": all(math.isfinite(e.train_loss) for e in epochs), "counts": counts}
+            "finite": all(math.isfinite(e.train_loss) for e in epochs), "counts": counts,
+            "losses": [e.train_loss for e in epochs], "predicted": [p.predicted for p in tested.predictions],
+            "casts": rules.casts - casts if rules is not None else 0, "fp16": rules.fp16 - fp16 if rules is not None else 0}
+
+
+def dump(r: dict) -> str:
+    """`run`'s figures as JSON (a `--one` process hands them back so); floats round-trip exactly."""
+    return json.dumps({**r, "counts": {"outputs": r["counts"].outputs, "weights": r["counts"].weights}})
+
+
+def load(text: str) -> dict:
+    """`dump`'s JSON back as `run`'s figures."""
+    r = json.loads(text)
+    counts = DtypeCount()
+    counts.outputs.update(r["counts"]["outputs"])
+    counts.weights.update(r["counts"]["weights"])
+    return {**r, "counts": counts}
+
+
+def at_once(args) -> bool:
+    """Whether the two precisions' runs go at the same time: `--concurrent`, else on a cuda device only
+    (a CPU run's processes would share its cores, and CI's toy run has 2)."""
+    return args.device == "cuda" if args.concurrent is None else args.concurrent
+
+
+def in_turn(solver: str, args, rules):
+    """(precision, figures) for fp32 then bf16, trained one after the other in this process."""
+    for precision in PRECISIONS:
+        yield precision, run(solver, precision, args, rules)
+
+
+def together(solver: str, argv: list[str]):
+    """(precision, figures, or why there are none) for fp32 then bf16, trained at the same time: each a
+    process of this script (`--one`, the command line `argv` passed on), its output printed when it ends."""
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        procs = {}
+        try:
+            for precision in PRECISIONS:
+                with (folder / f"{precision}.log").open("w") as log:
+                    procs[precision] = subprocess.Popen(
+                        [sys.executable, str(Path(__file__).resolve()), *argv, "--solvers", solver, "--one", precision,
+                         "--result", str(folder / f"{precision}.json")], stdout=log, stderr=subprocess.STDOUT)
+            for precision, proc in procs.items():
+                rc = proc.wait()
+                print((folder / f"{precision}.log").read_text(), end="", flush=True)
+                result = folder / f"{precision}.json"
+                yield precision, (load(result.read_text()) if rc == 0 and result.is_file() else
+                                  f"its process (--one {precision}) exited with {rc}, no figures")
+        finally:  # stopped early (an error, Ctrl-C): no run outlives this one
+            for proc in procs.values():
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
 
 
 def parser() -> argparse.ArgumentParser:
@@ -151,11 +215,21 @@ def parser() -> argparse.ArgumentParser:
                         "the toy run compares at any: it proves the path)")
     parser.add_argument("--toy", action="store_true", help="the test suite's small sizes")
     parser.add_argument("--cuda-rules", action="store_true", help="(CPU) the bf16 run under CUDA's autocast rules")
+    parser.add_argument("--concurrent", action=argparse.BooleanOptionalAction, default=None,
+                        help="the fp32 and bf16 runs at the same time, each its own process (default: on a cuda "
+                        "device, which one run leaves mostly idle; not on a cpu)")
+    parser.add_argument("--one", choices=PRECISIONS,
+                        help="(what --concurrent starts) only this precision's run of the one solver, its figures "
+                        "written to --result as JSON")
+    parser.add_argument("--result", help="with --one: the JSON file for its figures")
     return parser
 
 
-def main() -> None:
-    args = parser().parse_args()
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser().parse_args(argv)
+    if args.one and (args.result is None or len(args.solvers) != 1):
+        sys.exit("--one trains one solver's run: give one --solvers and a --result file")
     rules = None
     if args.cuda_rules:
         if args.device != "cpu":
@@ -164,25 +238,38 @@ def main() -> None:
         from cuda_autocast import CudaAutocastRules
 
         rules = CudaAutocastRules()
+    if args.one:
+        Path(args.result).write_text(dump(run(args.solvers[0], args.one, args, rules)))
+        return
     sizes = "toy sizes" if args.toy else "the recipe's sizes"
     stand_in = (TOY["model.plm_layers"], TOY["model.plm_hidden"]) if args.toy else (args.plm_layers, args.plm_hidden)
     print(f"accuracy at fp32 and bf16 (issue 59): each solver's recipe at {sizes} on MAWPS fold 0 "
           f"({args.train_size or 'all'} training problems), {args.epochs} epochs, seed 0, on {args.device}"
           + (f"; stand-in encoder {stand_in[0]} x {stand_in[1]} at lr {args.plm_lr:g}" if
              set(args.solvers) & set(PLM_SOLVERS) else ""))
+    if at_once(args):
+        print(f"fp32 and bf16 trained at the same time (--concurrent), each its own process on the one {args.device} "
+              "device: each run's figures are its own (the same seed, nothing shared), its seconds an epoch timed "
+              "beside the other run's (not a speed figure)")
     print(f"{'solver':<13} {'precision':<9} {'epochs':>6} {'s/epoch':>8} {'kept':>5} {'valid value':>12} "
           f"{'test value':>11}   Linear outputs in training steps")
-    failed = []
+    failed, done = [], []
     for solver in args.solvers:
         runs = {}
-        for precision in PRECISIONS:
-            runs[precision] = r = run(solver, precision, args, rules)
+        for precision, r in together(solver, argv) if at_once(args) else in_turn(solver, args, rules):
+            if isinstance(r, str):
+                failed.append(f"{solver} {precision}: {r}")
+                continue
+            runs[precision] = r
+            done.append(r)
             print(f"{solver:<13} {precision:<9} {r['epochs']:>6} {r['epoch_s']:>8.2f} {r['best']:>5} "
                   f"{100 * r['valid']:>11.1f}% {100 * r['test']:>10.1f}%   {r['counts']} (weights float32)",
                   flush=True)
             wrong = r["counts"].wrong(precision)
             if wrong or not r["finite"]:
                 failed.append(f"{solver} {precision}: {wrong or 'a training loss is not finite'}")
+        if len(runs) < len(PRECISIONS):
+            continue
         fp32, bf16 = runs["fp32"], runs["bf16"]
         if fp32["test"] < args.min_learned:
             print(f"bf16 - fp32, {solver}: not compared: fp32 learned {100 * fp32['test']:.1f}% "
@@ -207,10 +294,10 @@ def main() -> None:
               f"{tost}: {verdict}; validation {100 * (bf16['valid'] - fp32['valid']):+.1f} points at the kept "
               f"epochs; an epoch {fp32['epoch_s'] / bf16['epoch_s']:.2f}x as fast in bf16")
     if rules is not None:
-        print(f"CUDA's autocast rules emulated in the bf16 runs: {rules.casts:,} calls cast to bf16, "
-              f"{rules.fp16} RNN calls in fp16")
-        if rules.fp16:
-            failed.append(f"{rules.fp16} RNN calls would run in fp16 on CUDA (cuDNN under autocast)")
+        casts, fp16 = sum(r["casts"] for r in done), sum(r["fp16"] for r in done)
+        print(f"CUDA's autocast rules emulated in the bf16 runs: {casts:,} calls cast to bf16, {fp16} RNN calls in fp16")
+        if fp16:
+            failed.append(f"{fp16} RNN calls would run in fp16 on CUDA (cuDNN under autocast)")
     for why in failed:
         print(f"FAILED {why}")
     sys.exit(1 if failed else 0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import re
 import subprocess
 import sys
@@ -268,3 +269,65 @@ def test_precision_runs_dtypes_are_checked_against_their_precision():
     bf16.outputs["bfloat16"] += 1
     bf16.weights["bfloat16"] += 1
     assert bf16.wrong("bf16") == "weights {'bfloat16': 1}, not float32"
+
+
+def test_precision_runs_go_at_once_on_a_gpu_and_in_turn_on_a_cpu_unless_told():
+    """bench/precision_accuracy.py's fp32 and bf16 runs: two processes at once on cuda (a GPU one run
+    leaves mostly idle), one after the other on a CPU (whose cores they would share); the GPU stage asks
+    for them at once, 20 epochs each (10 left the H200's fp32 run at 23.4%, under the 25% floor)."""
+    bench = _load("precision_accuracy")
+    at_once = {(device, flag): bench.at_once(bench.parser().parse_args(["--device", device, *flag]))
+               for device in ("cuda", "cpu") for flag in ((), ("--concurrent",), ("--no-concurrent",))}
+    assert at_once == {("cuda", ()): True, ("cuda", ("--concurrent",)): True, ("cuda", ("--no-concurrent",)): False,
+                       ("cpu", ()): False, ("cpu", ("--concurrent",)): True, ("cpu", ("--no-concurrent",)): False}
+    session = _load("gpu_session")
+    for device, epochs, together in (("cuda", 20, True), ("cpu", 2, False)):
+        argv = session.BY_NAME["precision"].argv(session.Context(device, Path("work"), None, None, None))
+        args = bench.parser().parse_args(argv[1:])
+        assert (args.device, args.epochs, bench.at_once(args)) == (device, epochs, together)
+    with pytest.raises(SystemExit, match="--one trains one solver's run: give one --solvers and a --result file"):
+        bench.main(["--device", "cpu", "--one", "fp32"])
+
+
+def test_a_precision_runs_figures_come_back_from_its_process_exactly():
+    """A `--one` process hands its run's figures back as JSON: floats exact, the dtype counts whole."""
+    bench = _load("precision_accuracy")
+    counts = bench.DtypeCount()
+    counts.outputs["bfloat16"] += 3
+    counts.weights["float32"] += 3
+    r = {"epoch_s": 0.1 + 0.2, "epochs": 2, "best": 1, "valid": 1 / 3, "test": 2 / 7, "correct": [True, False],
+         "finite": True, "counts": counts, "losses": [4.594512345678901, float("nan")], "predicted": [["+", "N0"], []],
+         "casts": 214, "fp16": 0}
+    back = bench.load(bench.dump(r))
+    assert back["counts"].outputs == counts.outputs and back["counts"].weights == counts.weights
+    assert back["counts"].wrong("bf16") is None and back["counts"].wrong("fp32") is not None
+    assert math.isnan(back["losses"][1])
+    assert {k: v for k, v in back.items() if k not in ("counts", "losses")} == {
+        k: v for k, v in r.items() if k not in ("counts", "losses")}
+    assert back["losses"][0] == r["losses"][0] and back["epoch_s"] == 0.1 + 0.2
+
+
+@pytest.mark.slow  # two toy runs in this process, then the same two as processes at once: ~1-2 min on 2 busy cores
+def test_precision_runs_at_once_give_exactly_what_they_give_in_turn():
+    """The same toy fp32 and bf16 runs (the bf16 one under CUDA's emulated autocast rules), trained one after
+    the other in this process and then at once as two processes: every figure but the seconds is the
+    same, the epoch losses to the last bit, and every test problem's prediction."""
+    bench = _load("precision_accuracy")
+    sys.path.insert(0, str(ROOT / "tests"))
+    from cuda_autocast import CudaAutocastRules
+
+    argv = ["--device", "cpu", "--solvers", "re_deduction", "--toy", "--epochs", "2", "--train-size", "64",
+            "--cuda-rules", "--plm", "minilm"]
+    args = bench.parser().parse_args(argv)
+    in_turn = dict(bench.in_turn("re_deduction", args, CudaAutocastRules()))
+    at_once = dict(bench.together("re_deduction", argv))
+    assert list(at_once) == list(in_turn) == ["fp32", "bf16"]
+    assert in_turn["fp32"]["losses"] != in_turn["bf16"]["losses"]  # a swap of the two runs would show
+    assert in_turn["bf16"]["casts"] > 0 and in_turn["fp32"]["casts"] == 0
+    for precision in bench.PRECISIONS:
+        seq, con = in_turn[precision], at_once[precision]
+        assert isinstance(con, dict), con
+        assert len(seq["predicted"]) == 397 and seq["epochs"] == 2
+        assert (con["counts"].outputs, con["counts"].weights) == (seq["counts"].outputs, seq["counts"].weights)
+        assert {k: v for k, v in con.items() if k not in ("epoch_s", "counts")} == {
+            k: v for k, v in seq.items() if k not in ("epoch_s", "counts")}, precision
