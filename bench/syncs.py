@@ -121,7 +121,8 @@ class SyncCounter(TorchFunctionMode):
             return out
         if any(self.held(t) for t in _tensors((args, kwargs))) or kwargs.get("device") is not None \
                 or name == "to":
-            self.mark(out)
+            # packing's (data, batch_sizes): the batch sizes are a host tensor on every device
+            self.mark(out[0] if name == "_pack_padded_sequence" else out)
         return out
 
     def take(self) -> tuple[int, collections.Counter, collections.Counter]:

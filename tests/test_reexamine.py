@@ -231,6 +231,28 @@ def test_gcn_encoder_adding_its_own_self_loops_is_gcnconv_s_default_bit_for_bit(
         assert torch.equal(a, b) and a.abs().sum() > 0
 
 
+@pytest.mark.parametrize("encoder", ["gru", "gcn"])
+def test_an_expression_encoder_given_its_host_ids_reads_nothing_back(encoder):
+    """Counted as bench/syncs.py counts them, a forward and backward of each encoder on device
+    tensors, the expressions' ids given on the host: no host read. (Before, the GCN read 2, one a
+    layer in torch-geometric's `add_remaining_self_loops`; the count saw 1 in the GRU, the RNN
+    reading its packed batch sizes, which live on the host on every device.)"""
+    from test_rollout_device import _load_bench
+
+    rows = [[0, 3, 4], [1, 0, 3, 4, 5], [3]]
+    tokens = torch.tensor([r + [-1] * (5 - len(r)) for r in rows])
+    torch.manual_seed(0)
+    module = expression_encoder_class(encoder)(8, 6, 2, 0.1)
+    counter = _load_bench("syncs").SyncCounter()
+    with counter:
+        embedded = torch.randn(3, 5, 8, requires_grad=True)
+        counter.mark(*module.parameters(), embedded, tokens)
+        module(embedded, tokens, rows).sum().backward()
+        syncs, apart, sites = counter.take()
+    assert (syncs, apart, sites) == (0, {}, {})
+    assert embedded.grad.abs().sum() > 0
+
+
 def test_a_gcn_step_reads_the_host_only_in_the_masked_rollout(mawps, vocab):
     """Counted as bench/syncs.py counts them, one GTS PseDual-GCN step (masked rollout, as a GPU
     runs it): the rollout's designed reads and none from torch-geometric. Before the encoder added
