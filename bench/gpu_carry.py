@@ -8,14 +8,18 @@ cannot reach a package index. Run here, with the venv `make install` made:
 1. The packages psedual needs at run time that the image lacks: the closure of psedual's
    requirements, read from this venv's metadata (so their versions are the ones the tests
    passed with), markers evaluated for CPython 3.12 on Linux x86-64, less the image's packages
-   and less `LEFT_OUT` (each with its reason, printed): 2 MiB of the wheels count in the 64.
+   and less `LEFT_OUT` (each with its reason, printed; each proven unneeded by the toy session's
+   Ray stages, share, calibrate and gloo, run here with the package unimportable in every process,
+   Ray's own included): 2 MiB of the wheels count in the 64.
 2. Their wheels downloaded for CPython 3.12, manylinux x86-64 (`pip download`), installed into a
    staging folder, ELF files' symbol tables stripped (`strip --strip-unneeded`), and the parts of
    Ray no stage runs left out (`RAY_LEFT_OUT`).
 3. With them: the benchmark files the stages read (Math23K, MAWPS), the MiniLM encoder's config
    and tokenizer (a stand-in encoder's: no weights), the published GTS code with its Math_23K.json
    and the side-by-side script (when `--reference` names a checkout), and this commit's id.
-4. All of it in .carry/session.tar.xz; every part's size printed, and the total against the limit.
+4. All of it in .carry/session.tar.xz (names sorted; xz with the x86 filter at -9e: `XZ`); every
+   part's size printed, and the total, with the working tree as a device call counts it, against
+   the limit.
 
 On the device (bench/gpu_session.py does it with `--unpack .carry/session.tar.xz`) the archive
 unpacks into a folder whose `site` goes on PYTHONPATH and whose `data` is PSEDUAL_DATA.
@@ -27,12 +31,14 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata as md
+import lzma
 import re
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -50,12 +56,38 @@ PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x
 LEFT_OUT = {"virtualenv": "Ray imports it only for a runtime env with pip or uv packages, which no stage uses",
             "distlib": "virtualenv's own", "python-discovery": "virtualenv's own",
             "py-spy": "a program Ray's dashboard runs to profile a worker on request; Train notes it missing and "
-                      "goes on"}
+                      "goes on",
+            "platformdirs": "virtualenv's own",
+            "google-api-core": "opencensus's, Ray's metrics library, which requires it but imports none of it",
+            "google-auth": "google-api-core's own", "proto-plus": "google-api-core's own",
+            "pyasn1-modules": "google-auth's own", "pyasn1": "pyasn1-modules' own",
+            "cryptography": "google-auth's own, imported only to sign or verify with a service account's key",
+            "cffi": "cryptography's own", "pycparser": "cffi's own",
+            "sqlalchemy": "Optuna's RDB storage, imported only when a study is stored in a database; psedual keeps "
+                          "its studies in Optuna's journal files, psedual/tune/study.py",
+            "alembic": "the RDB storage's schema migrations", "mako": "alembic's own",
+            "smart-open": "Ray opens remote URIs with it, a runtime env's working_dir on S3 or GCS or objects spilled "
+                          "to S3, which no stage uses",
+            "typeshed-client": "jsonargparse reads a parameter's type from stub files with it only where the code has "
+                               "no annotation; psedual's configs annotate every field: every command's --help and "
+                               "--print_config read the same without it"}
 """Requirements that do not travel, with why."""
+UNDECLARED = {"googleapis-common-protos": "opencensus imports google.rpc from it (opencensus/trace/status.py) without "
+                                          "requiring it; google-api-core, which requires it, is left out"}
+"""Packages that travel though only left-out ones require them: what imports them without saying so."""
 RAY_LEFT_OUT = {"ray/jars": "Ray's Java workers", "ray/rllib": "RLlib",
-                "ray/dashboard/client/build": "the dashboard's web page (its API, which Train's cleanup reads, stays)"}
+                "ray/dashboard/client/build": "the dashboard's web page (its API, which Train's cleanup reads, stays)",
+                "ray/serve": "Ray Serve: the dashboard's Serve module imports it only when asked about Serve "
+                             "applications, and answers 501 without it",
+                "ray/llm": "Ray's LLM serving and batch inference"}
 """Parts of the Ray wheel no stage runs (an emptied folder is kept where Ray checks that it exists)."""
 DATASETS = ("math23k", "mawps")
+XZ = ["--x86", "--lzma2=preset=9e"]
+"""xz's filters: x86 (a binary's relative call targets made absolute, so repeated calls repeat: the Polars
+runtime, 137 MiB, packs into 28.2 MB rather than 28.9 MB; text passes it unchanged), then LZMA2 at -9e, the
+slowest search, single-threaded (threads split the stream into blocks that share no dictionary)."""
+XZ_FILTERS = [{"id": lzma.FILTER_X86}, {"id": lzma.FILTER_LZMA2, "preset": 9 | lzma.PRESET_EXTREME}]
+"""The same, for Python's lzma where there is no xz."""
 
 
 def norm(name: str) -> str:
@@ -69,8 +101,13 @@ def image_packages() -> set[str]:
 def closure(root: str = "psedual", python: str = "3.12") -> dict[str, str]:
     """Every distribution `root` needs (its requirements, theirs, ... with their extras), name →
     the version installed here; markers evaluated for Linux x86-64 and CPython `python`."""
+    return {name: version for name, (version, _) in graph(root, python).items()}
+
+
+def graph(root: str = "psedual", python: str = "3.12") -> dict[str, tuple[str, set[str]]]:
+    """`closure`'s distributions, name → (version, the names of those in it that require it)."""
     env = {**DEVICE_ENV, "python_version": python, "python_full_version": f"{python}.0"}
-    found: dict[str, str] = {}
+    found: dict[str, tuple[str, set[str]]] = {}
     todo = [(root, frozenset())]
     seen = set()
     while todo:
@@ -79,11 +116,13 @@ def closure(root: str = "psedual", python: str = "3.12") -> dict[str, str]:
             continue
         seen.add((norm(name), extras))
         dist = md.distribution(name)
-        found[norm(name)] = dist.version
+        found.setdefault(norm(name), (dist.version, set()))
         for line in dist.requires or ():
             req = Requirement(line)
             if req.marker is None or any(req.marker.evaluate({**env, "extra": e}) for e in {"", *extras}):
                 todo.append((req.name, frozenset(req.extras)))
+                if norm(req.name) != norm(name):
+                    found.setdefault(norm(req.name), (md.version(req.name), set()))[1].add(norm(name))
     del found[norm(root)]
     return found
 
@@ -150,11 +189,30 @@ def add_reference(reference: Path, data_root: Path, dest: Path) -> None:
 
 
 def working_tree() -> int:
-    """Bytes of what a device call sends besides the carried paths: tracked and untracked,
-    not ignored, files."""
+    """Bytes of what a device call sends besides the carried paths, as it counts them: tracked and
+    untracked, not ignored, files, and a shared/ folder inside the checkout; a link travels as a link."""
     names = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                            capture_output=True, check=True).stdout.split(b"\0")
-    return sum((ROOT / n.decode()).stat().st_size for n in names if n and (ROOT / n.decode()).is_file())
+    paths = {ROOT / n.decode() for n in names if n}
+    if (ROOT / "shared").is_dir() and not (ROOT / "shared").is_symlink():
+        paths |= set((ROOT / "shared").rglob("*"))
+    return sum(p.lstat().st_size for p in paths if p.is_symlink() or p.is_file())
+
+
+def pack(carry: Path, archive: Path) -> None:
+    """`carry` into one tar, its names sorted, compressed as `XZ` says (the device's tarfile reads it)."""
+    with archive.open("wb") as f:
+        if shutil.which("xz"):  # the same liblzma as Python's, and it compresses while tarfile writes
+            xz = subprocess.Popen(["xz", *XZ, "-T1"], stdin=subprocess.PIPE, stdout=f)
+            with tarfile.open(fileobj=xz.stdin, mode="w|") as t:
+                t.add(carry, ".")  # a folder's entries in sorted order
+            xz.stdin.close()
+            if xz.wait():
+                sys.exit(f"xz failed (rc {xz.returncode})")
+        else:
+            with lzma.open(f, "wb", format=lzma.FORMAT_XZ, filters=XZ_FILTERS) as z, \
+                    tarfile.open(fileobj=z, mode="w|") as t:
+                t.add(carry, ".")
 
 
 def du(path: Path) -> int:
@@ -201,21 +259,16 @@ def main() -> None:
                                 text=True).stdout.strip()
         (carry / "COMMIT").write_text(commit + "\n")
         archive = out / "session.tar.xz"
-        if shutil.which("xz"):  # threaded, and faster than Python's lzma at the same ratio
-            tar = subprocess.Popen(["tar", "-C", str(carry), "-cf", "-", "."], stdout=subprocess.PIPE)
-            with archive.open("wb") as f:
-                subprocess.run(["xz", "-9", "-T0"], stdin=tar.stdout, stdout=f, check=True)
-            if tar.wait():
-                sys.exit("tar failed")
-        else:
-            with tarfile.open(archive, "w:xz", preset=9) as t:
-                t.add(carry, ".")
+        began = time.perf_counter()
+        print(f"  packing {du(carry) / 2**20:.0f} MiB (xz {' '.join(XZ)}: some minutes) ...", flush=True)
+        pack(carry, archive)
     tree = working_tree()
     size = archive.stat().st_size
     total = size + tree
-    print(f"{archive}: {size / 2**20:.1f} MiB; with the working tree ({tree / 2**20:.1f} MiB): "
-          f"{total / 2**20:.1f} MiB of the {LIMIT / 2**20:.0f} MiB a device call carries"
-          + ("" if total <= LIMIT else f": {(total - LIMIT) / 2**20:.1f} MiB TOO MUCH"))
+    print(f"{archive}: {size / 2**20:.1f} MiB in {time.perf_counter() - began:.0f} s; with the working tree "
+          f"({tree / 2**20:.1f} MiB): {total / 2**20:.1f} MiB of the {LIMIT / 2**20:.0f} MiB a device call carries"
+          + (f", {(LIMIT - total) / 2**20:.1f} MiB to spare" if total <= LIMIT else
+             f": {(total - LIMIT) / 2**20:.1f} MiB TOO MUCH"))
     if total > LIMIT:
         sys.exit(1)
 
