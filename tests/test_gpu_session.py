@@ -63,7 +63,9 @@ def test_every_stage_runs_at_toy_size_on_the_cpu_and_writes_its_section(toy_run)
     # a pass of 1, 2, 4 and 8 trials, all at once: on CI's 2 cores the 4 and 8 hold a share of a CPU each
     assert "steady throughput, 8 trials at 0.25 CPU each / 1 trial alone: " in output["share"]
     assert "2 CPUs (1 at 1, 2 at 1, 4 at 0.5, 8 at 0.25 CPU each)" in output["share"]
-    assert output["share"].count(" + warm-up ") == 4  # a row per pass, its start-up in parts
+    # a row per pass, its start-up in parts, printed as each pass ends and again, whole, at the end
+    assert output["share"].count(" + warm-up ") == 8
+    assert output["share"].split("the table, whole:")[1].count(" + warm-up ") == 4
     for n in (1, 2, 4, 8):
         assert re.search(rf"^\s+{n}\s+[\d.]+\s+2\s", output["share"], re.MULTILINE), n  # its row: 2 epochs a trial
     # the same toy RE-Deduction run at fp32 and bf16, the bf16 one under CUDA's autocast rules
