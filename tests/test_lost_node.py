@@ -254,3 +254,43 @@ def test_the_jobs_line_for_a_trial_without_a_result_says_how_it_ended():
     assert _ended({"status": "error", "error": unfinished_line("RUNNING", 2, 8)}) == "did not end"
     assert _ended({"status": "error", "error": "ValueError: bad"}) == "failed"
     assert _ended({"status": "error", "error": None}) == "failed"
+
+
+def test_an_unavailable_actor_is_a_lost_node_only_where_ray_lists_its_node_dead(monkeypatch):
+    # a call in flight when the node went failed first as ActorUnavailableError (the slow set, 1b43db0)
+    from psedual.tune import lost
+
+    actor = "e641c4f53be8ad594f68f7ee02000000"
+    said = (f"ray.exceptions.ActorUnavailableError: The actor {actor} is unavailable: The actor is temporarily "
+            "unavailable: RpcError: RPC error: Socket closed rpc_code: 14.")
+    assert lost_node(said) is None  # no Ray running here: nothing to check the node against
+    seen = []
+    monkeypatch.setattr(lost, "actor_dead_node", lambda a: seen.append(a) or NODE)
+    assert lost_node(said) == NODE and seen == [actor]
+    monkeypatch.setattr(lost, "actor_dead_node", lambda a: None)  # its node alive: a plain error
+    assert lost_node(said) is None
+
+
+@pytest.mark.slow
+def test_an_actor_on_a_removed_node_is_found_dead_from_its_id(cluster):  # noqa: F811
+    import ray
+
+    cluster, nodes = cluster
+
+    @ray.remote(num_gpus=1)
+    class Holder:
+        def node(self) -> str:
+            return ray.get_runtime_context().get_node_id()
+
+    holder = Holder.remote()
+    node = ray.get(holder.node.remote())
+    actor = holder._actor_id.hex()
+    from psedual.tune.lost import actor_dead_node
+
+    assert actor_dead_node(actor) is None  # alive
+    cluster.remove_node(next(n for n in nodes if n.node_id == node))
+    deadline = time.time() + 30
+    while actor_dead_node(actor) is None and time.time() < deadline:
+        time.sleep(0.5)
+    assert actor_dead_node(actor) == node
+    assert lost_node(f"The actor {actor} is unavailable: RpcError: Socket closed") == node

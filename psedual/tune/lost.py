@@ -5,7 +5,11 @@ an early stop or a plain error, and the job says to rerun it (`--resume NAME`).
 Ray reports a lost node to Tune as the trial actor's death (`ActorDiedError`: "The actor died because
 its node has died. Node Id: ..."); a Ray Train trial carries the same line in its worker's error.
 Ray's exception holds the node only in that message, so it is read from there and checked against
-Ray's node table, which gives the node's address and why Ray marked it dead.
+Ray's node table, which gives the node's address and why Ray marked it dead. A call in flight when
+the node goes may fail first as `ActorUnavailableError` ("The actor ID is unavailable: ... Socket
+closed"), before the node's death is known: then the actor's node is read from Ray's actor table
+and counts as lost only if Ray lists that node dead (seen in the slow set: a lost trial recorded
+as a plain error).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ RAY_LOGS = "/tmp/ray/session_latest/logs"
 Ray's own (`ray_logs`: a cluster's session folder, on the node a trial ran on)."""
 NODE_DIED = re.compile(r"its node has died\. Node Id: ([0-9a-f]{16,})")
 """Ray's words for an actor (a trial, or a Train worker) whose node died, with the node's id."""
+ACTOR_UNAVAILABLE = re.compile(r"The actor ([0-9a-f]{32}) is unavailable")
+"""Ray's words for an actor a call could not reach (`ActorUnavailableError`), with the actor's id."""
 
 ERROR_FILE = "error.txt"
 """Tune's text of a trial's errors (`ray.tune.result.EXPR_ERROR_FILE`), in the trial's folder."""
@@ -33,7 +39,26 @@ def lost_node(error: object) -> str | None:
     if error is None:
         return None
     found = NODE_DIED.search(str(error))
-    return found.group(1) if found else None
+    if found:
+        return found.group(1)
+    unreachable = ACTOR_UNAVAILABLE.search(str(error))
+    return actor_dead_node(unreachable.group(1)) if unreachable else None
+
+
+def actor_dead_node(actor: str) -> str | None:
+    """The node actor `actor` (its hex id) ran on, if Ray lists that node dead; None when no Ray
+    runs here, Ray does not know the actor, or its node is alive (an actor unavailable for another
+    reason: its process restarting, a network fault)."""
+    import ray
+
+    if not ray.is_initialized():
+        return None
+    # the GCS's actor table, which ray.util.state reads through the dashboard (a cluster may run none)
+    from ray._private import state
+
+    record = state.actors(actor_id=actor) or {}
+    node = (record.get("Address") or {}).get("NodeID")
+    return node if node and dead_node(node) else None
 
 
 def ray_session() -> Path | None:
