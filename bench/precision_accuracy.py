@@ -22,7 +22,7 @@ numerics under bf16, not the recipe's pretrained accuracy.
 in its own process (this script with `--one`), on the one device: a run of this size leaves a GPU
 mostly idle (the H200 ran 8 small trials at once at 8.22x one alone), so the stage takes about one
 run's time, not two. The processes share nothing but the device, and each starts from the same seed,
-so each run's figures and predictions are the sequential run's (tests/test_precision_accuracy.py shows
+so each run's figures and predictions are the sequential run's (tests/test_gpu_session.py shows
 it on a CPU); only the seconds an epoch are then each run's beside the other, not a speed figure.
 
 `--cuda-rules` (a CPU only) trains the bf16 run under CUDA's autocast rules, emulated

@@ -28,12 +28,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from psedual.data.cache import load_dataset
 from psedual.data.config import DataConfig
 from psedual.data.splits import split_dataset
-from psedual.reexamine.schedules import Clock
 from psedual.solvers.batch import collate
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.vocab import Vocab
-from psedual.train.trainer import train_step
-from train_speed import arm, rollout_on
+from train_speed import arm, step
 
 VIEWS = frozenset({"t", "slice", "select", "detach", "expand", "view", "unsqueeze", "squeeze", "as_strided",
                    "permute", "transpose", "_unsafe_view", "alias", "unbind", "split", "split_with_sizes",
@@ -81,11 +79,10 @@ def count(solver: str, variants: list[str], rollouts: list[str], splits, vocab, 
     for i in range(batches):
         problems = train[i * batch_size:(i + 1) * batch_size]
         for a in arms:
-            with rollout_on(device, a.rollout):
-                batch = collate(problems, vocab)
-                counter = OpCount()
-                with counter:
-                    train_step(a.step, a.opt, batch, Clock(1, 2, 1), device=device, precision="fp32")  # ε halfway
+            batch = collate(problems, vocab)
+            counter = OpCount()
+            with counter:
+                step(a, batch, device, "fp32")
             totals[a.variant, a.rollout] += counter.kernels
     return totals
 

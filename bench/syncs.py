@@ -192,8 +192,8 @@ def _show(label: str, counts: list[tuple[int, collections.Counter, collections.C
     apart = sum((c[1] for c in counts), collections.Counter())
     by_site = sum((c[2] for c in counts), collections.Counter())
     rng = f"{min(totals):.0f}–{max(totals):.0f}" if per == 1 else f"{sum(totals) / len(totals):.2f}"
-    apart = ", ".join(f"{n / per / len(counts):.1f} in {lib}" for lib, n in apart.most_common())
-    print(f"{label:<34} {rng:>9} syncs" + (f"  (apart, not counted: {apart})" if apart else ""))
+    shown = ", ".join(f"{n / per / len(counts):.1f} in {lib}" for lib, n in apart.most_common())
+    print(f"{label:<34} {rng:>9} syncs" + (f"  (apart, not counted: {shown})" if shown else ""))
     for site, n in by_site.most_common(sites):
         print(f"    {n / per / len(counts):8.2f}  {site}")
 

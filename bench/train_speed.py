@@ -82,6 +82,13 @@ def arm(solver: str, variant: str, rollout: str, vocab, device: torch.device, co
     return Arm(variant, rollout, step, torch.optim.Adam(step.parameters(), 1e-3, weight_decay=1e-5))
 
 
+def step(a: Arm, batch, device: torch.device, precision: str) -> None:
+    """One training step of arm `a` through the trainer's own step, with its tree rollout, at ε halfway
+    (PseDual samples an expression)."""
+    with rollout_on(device, a.rollout):
+        train_step(a.step, a.opt, batch, Clock(1, 2, 1), device=device, precision=precision)
+
+
 def time_side_by_side(arms: list[Arm], splits, vocab, device: torch.device, precision: str, batches: int,
                       warmup: int, batch_size: int) -> None:
     """Each arm's training seconds over `batches` batches after `warmup`, the arms stepping in turn on
@@ -93,12 +100,11 @@ def time_side_by_side(arms: list[Arm], splits, vocab, device: torch.device, prec
     for i in range(warmup + batches):
         problems = train[i * batch_size:(i + 1) * batch_size]
         for a in arms:
-            with rollout_on(device, a.rollout):
-                _sync(device)
-                start, cpu = time.perf_counter(), time.process_time()
-                batch = collate(problems, vocab).to(device)  # collate and the copy count: the trainer pays them too
-                train_step(a.step, a.opt, batch, Clock(1, 2, 1), device=device, precision=precision)  # ε halfway
-                _sync(device)
+            _sync(device)
+            start, cpu = time.perf_counter(), time.process_time()
+            batch = collate(problems, vocab).to(device)  # collate and the copy count: the trainer pays them too
+            step(a, batch, device, precision)
+            _sync(device)
             if i >= warmup:
                 a.seconds += time.perf_counter() - start
                 a.batch_seconds.append(time.perf_counter() - start)

@@ -63,9 +63,9 @@ class Progress(ray.tune.Callback):
         self.default_epochs = int(spec.fixed.get("epochs", TrainConfig().epochs))
         rule = spec.seeds if isinstance(spec.seeds, SeedRule) else None
         self.rounds = rule is not None
+        """Seeds in rounds until decided: the count is a most, not a plan (a decided claim stops early)."""
         self.reruns = reruns_errored(spec)
         """Whether --resume reruns a lost trial (not in an Optuna sweep)."""
-        """Seeds in rounds until decided: the count is a most, not a plan (a decided claim stops early)."""
         self.total = total if total is not None else (
             spec.num_samples if spec.mode == "optuna" else
             len(spec.trial_configs()) * (rule.max - (rule.taken or 0)) if rule is not None else
