@@ -55,7 +55,8 @@ from torch import nn
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # analysis/ (a sibling of the package, not installed)
 
-from analysis.stats.equivalence import equivalence  # noqa: E402
+from analysis.stats.equivalence import MAX_N, equivalence, to_decide  # noqa: E402
+from analysis.stats.power import example_sd  # noqa: E402
 from analysis.stats.stats import paired  # noqa: E402
 from psedual.train.config import TrainConfig  # noqa: E402
 from psedual.train.recipe_table import RECIPES  # noqa: E402
@@ -75,6 +76,20 @@ MARGIN = 3.0
 TOY = {"model.embedding_size": 32, "model.hidden_size": 64, "model.layers": 1, "model.plm_layers": 2,
        "model.plm_hidden": 64}
 """`--toy`: the test suite's small sizes (a CPU run in seconds)."""
+
+
+def to_settle(p) -> str:
+    """What an undecided comparison (`paired`'s result `p`) lacks: the paired test problems at which the
+    quicker of the difference test and the TOST would reach 80% power, were Δ and the per-problem spread
+    the ones observed (`analysis.stats.equivalence.to_decide`, the problem as the unit: one seed)."""
+    decision = to_decide(p.delta, example_sd(p.only_a, p.only_b, p.n), MARGIN, SAME)
+    if decision.n is None:
+        return f"at this Δ and spread no count of test problems up to {MAX_N:,} would decide it"
+    test = "the difference test" if decision.by == "difference" else f"the TOST at ±{MARGIN:g}"
+    said = f"at this Δ and spread {decision.n:,} paired test problems would decide it by {test} at 80% power"
+    if decision.n <= p.n:  # power enough here, and still undecided: the chance a test at 80% power leaves
+        return f"{said}, no more than the {p.n} here: another seed would tell"
+    return f"{said}, {decision.n / p.n:.1f}x the {p.n} here: more folds or seeds"
 
 
 class DtypeCount:
@@ -285,8 +300,7 @@ def main(argv: list[str] | None = None) -> None:
         elif alike.p_tost is not None and alike.p_tost < SAME:
             verdict = f"the same accuracy: equivalent within ±{MARGIN:g} points (TOST p < {SAME:g})"
         else:
-            verdict = (f"undecided: no difference shown, nor equivalence within ±{MARGIN:g} points (more test "
-                       f"problems or seeds would decide)")
+            verdict = f"undecided: no difference shown, nor equivalence within ±{MARGIN:g} points ({to_settle(p)})"
         ci = "" if p.ci_low is None else f", 95% CI [{p.ci_low:+.1f}, {p.ci_high:+.1f}]"
         tost = "no spread" if alike.p_tost is None else f"p {alike.p_tost:.3f}"
         print(f"bf16 - fp32, {solver}: {p.delta:+.1f} points on {p.n} test problems ({p.only_a} right in fp32 only, "

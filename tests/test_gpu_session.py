@@ -300,6 +300,30 @@ def test_precision_runs_dtypes_are_checked_against_their_precision():
     assert bf16.wrong("bf16") == "weights {'bfloat16': 1}, not float32"
 
 
+def test_an_undecided_precision_comparison_says_how_many_test_problems_would_decide_it():
+    """The count is the TOST's at 80% power for the observed Δ and spread: (z_.05 + z_.2)² sd² / (3 − |Δ|)²
+    ≈ 1,182 for 14 against 9 discordant of 397 (sd 24.1 points, Δ −1.26), 482 at Δ 0 (z_.1 for each side);
+    a count within the test set says another seed would tell; a Δ that a difference test finds sooner is counted by it."""
+    import numpy as np
+
+    bench = _load("precision_accuracy")
+    from analysis.stats.stats import paired
+
+    def compared(fp32_only: int, bf16_only: int, n: int = 397):
+        both = n - fp32_only - bf16_only
+        fp32 = np.array([True] * fp32_only + [False] * bf16_only + [True, False] * (both // 2) + [True] * (both % 2))
+        bf16 = np.array([False] * fp32_only + [True] * bf16_only + [True, False] * (both // 2) + [True] * (both % 2))
+        return paired(fp32, bf16)
+
+    assert bench.to_settle(compared(14, 9)) == ("at this Δ and spread 1,184 paired test problems would decide it by "
+                                                "the TOST at ±3 at 80% power, 3.0x the 397 here: more folds or seeds")
+    assert bench.to_settle(compared(10, 10)).startswith("at this Δ and spread 482 paired test problems")
+    assert bench.to_settle(compared(3, 2)).endswith("no more than the 397 here: another seed would tell")
+    assert bench.to_settle(compared(30, 12)) == ("at this Δ and spread 400 paired test problems would decide it by "
+                                                 "the difference test at 80% power, 1.0x the 397 here: more folds or "
+                                                 "seeds")
+
+
 def test_precision_runs_go_at_once_on_a_gpu_and_in_turn_on_a_cpu_unless_told():
     """bench/precision_accuracy.py's fp32 and bf16 runs: two processes at once on cuda (a GPU one run
     leaves mostly idle), one after the other on a CPU (whose cores they would share); the GPU stage asks
