@@ -131,7 +131,9 @@ class GCNExpressionEncoder(nn.Module):
     boolean mask, whose value-dependent size makes the host wait for the GPU: once a layer and
     expression, 4 times a PseDual step (issue 59). A tree has no loops to drop, and the edges are the same
     in the same order (the graph's, then one loop per node), so the output is GCNConv's default,
-    bit for bit."""
+    bit for bit. The symmetric normalisation is computed here too, once a call for both layers (each
+    GCNConv would compute the same edge weights again from the same edges), per input dtype as
+    GCNConv computes it (under autocast the second layer's input may be another dtype than the first's)."""
 
     def __init__(self, embedding_size: int, hidden_size: int, n_ops: int, dropout: float) -> None:
         super().__init__()
@@ -141,10 +143,12 @@ class GCNExpressionEncoder(nn.Module):
         with warnings.catch_warnings():  # torch-geometric's import uses the deprecated torch.jit.script
             warnings.simplefilter("ignore", DeprecationWarning)
             from torch_geometric.nn import GCNConv
+            from torch_geometric.nn.conv.gcn_conv import gcn_norm
+        self.gcn_norm = gcn_norm
         self.n_ops = n_ops
         self.place = nn.Embedding(3, embedding_size)
-        self.conv1 = GCNConv(embedding_size, hidden_size, add_self_loops=False)
-        self.conv2 = GCNConv(hidden_size, hidden_size, add_self_loops=False)
+        self.conv1 = GCNConv(embedding_size, hidden_size, add_self_loops=False, normalize=False)
+        self.conv2 = GCNConv(hidden_size, hidden_size, add_self_loops=False, normalize=False)
         self.drop = nn.Dropout(dropout)
 
     def forward(self, embedded: torch.Tensor, tokens: torch.Tensor, ids: list[list[int]] | None = None) -> torch.Tensor:
@@ -152,9 +156,17 @@ class GCNExpressionEncoder(nn.Module):
         B, L, _ = embedded.shape
         edges, place = batch_tree(tokens, self.n_ops, ids)
         edges = with_self_loops(edges, B * L)
+        weights: dict[torch.dtype, torch.Tensor] = {}
+
+        def normalised(dtype: torch.dtype) -> torch.Tensor:
+            """The edges' weights as GCNConv's default normalises them for an input of `dtype`."""
+            if dtype not in weights:
+                weights[dtype] = self.gcn_norm(edges, None, B * L, False, False, self.conv1.flow, dtype)[1]
+            return weights[dtype]
+
         x = self.drop(embedded.reshape(B * L, -1) + self.place(place))  # padding positions are isolated nodes
-        x = self.drop(torch.relu(self.conv1(x, edges)))
-        return self.conv2(x, edges).view(B, L, -1)
+        x = self.drop(torch.relu(self.conv1(x, edges, normalised(x.dtype))))
+        return self.conv2(x, edges, normalised(x.dtype)).view(B, L, -1)
 
 
 def expression_encoder_class(name: str) -> type[nn.Module]:
