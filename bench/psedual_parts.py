@@ -10,9 +10,10 @@ difference between the two backward passes is PseDual's, most of it the rollout'
 
 Below that table, why the step stays where it is (issue 59 asks for at most 1.25x on a CPU):
 - tokens: the sampled expressions' tokens a batch (those the PseDual step's rollouts wrote) against
-  the gold expressions' (what the teacher-forced pass decodes), and their ratio. Sampling runs to
-  `max_length_factor` times the longest gold, and an untrained or early solver writes longer
-  expressions than the gold, so the rollout decodes more tokens than teacher forcing does.
+  the gold expressions' (what the teacher-forced pass decodes), and their ratio. A sample may run
+  to `max_length_factor` times the batch's longest gold, and a solver early in training writes
+  longer expressions than the gold (1.1-1.5x on Math23K's first batches), so the rollout decodes
+  more tokens than teacher forcing does.
 - the decoder alone, on the PseDual arm's model and the same batches (each after that batch's
   steps): the sampled rollout (as the step draws it) and the teacher-forced loss, each forward and
   backward from the encoder's outputs made leaves, so the backward stops there and the seconds are
@@ -147,7 +148,8 @@ def floor_lines(clock: dict, alone: dict, tokens: dict, variant: str, n: int) ->
     each arm, `alone` over the `n` batches' `decoder_alone`."""
     base, pseudo = step_seconds(clock, "base", n), step_seconds(clock, variant, n)
     sampled, gold = tokens["sampled"] / n, tokens["gold"] / n
-    per_token = {"rollout": alone["rollout"] / alone["sampled"], "teacher-forced": alone["teacher-forced"] / alone["gold"]}
+    per_token = {"rollout": alone["rollout"] / alone["sampled"],
+                 "teacher-forced": alone["teacher-forced"] / alone["gold"]}
     rest = (clock["    expression encoder (gold and sample)"] + clock["    infiller"]
             + clock[f"{variant} optimiser"] - clock["base optimiser"]) / n
     floor = (base + sampled * per_token["teacher-forced"] + rest) / base
