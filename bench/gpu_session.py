@@ -5,7 +5,8 @@ to one Markdown report as soon as it ends, so a run cut off keeps what it did.
 Stages, in order (`STAGES`): the environment; one fp32 and one bf16 training step of every
 solver × variant; the `gpu` tests; training and beam-5 evaluation speed of every solver
 (bench/train_speed.py); PseDual-GCN's step against the base step for GTS and Graph2Tree, with the
-masked (the GPU's) and the rows rollout side by side (`rollout`); host-device syncs
+masked (the GPU's) and the rows rollout side by side (`rollout`), and with the masked rollout's steps
+compiled (torch.compile) beside it eager (`compiled`); host-device syncs
 (bench/syncs.py); the same short RE-Deduction run at fp32 and at bf16, their test accuracies
 compared problem by problem (`precision`, bench/precision_accuracy.py); the side-by-side against the
 published GTS on the same device; MAWPS trials sharing one GPU, 1, 2, 4 and 8 at once, their steady
@@ -16,7 +17,9 @@ trial on one GPU.
 
 Issue 59's figures in one call (`ISSUE59`, 505 s expected from the H200's stages: over the issue's 8
 minutes): `--stages env rollout syncs precision share --budget 540`; then, on a GPU not yet calibrated,
-its calibration (`ISSUE59_THEN`), a second command with the same `--work`: `--stages calibrate --budget 300`.
+the second command (`ISSUE59_THEN`, the same `--work`): the masked rollout compiled beside it eager,
+`--stages compiled --budget 180`, or on a GPU not yet calibrated the calibration instead, `--stages
+calibrate --budget 300`.
 
 `--device cpu` runs the same stages at toy size (CI's slow set runs it that way, so it
 cannot rot); there the `gpu` tests skip and the trials share CPUs, not a GPU.
@@ -134,15 +137,29 @@ def _speed(c: Context):
             "8", "--precisions", "fp32", "bf16"]
 
 
-def _rollout(c: Context):
+def _steps_beside_base(c: Context, rollouts: list[str]) -> list[str]:
+    """train_speed.py's PseDual-GCN step against the base step with each tree rollout in `rollouts`: GTS and
+    Graph2Tree on Math23K on a GPU, a toy GTS step on a CPU."""
     if c.cuda:
         return [str(BENCH / "train_speed.py"), "--device", "cuda", "--dataset", "math23k", "--solvers", "gts",
-                "graph2tree", "--variants", "base", "gcn", "--rollouts", "masked", "rows", "--precisions", "fp32",
+                "graph2tree", "--variants", "base", "gcn", "--rollouts", *rollouts, "--precisions", "fp32",
                 # 16: at 8 the H200's per-batch ratios spread 1.45-2.89x, too wide to rank the two rollouts
                 "--batches", "16", "--eval-problems", "16"]
     return [str(BENCH / "train_speed.py"), "--device", "cpu", "--dataset", "mawps", "--solvers", "gts",
-            "--variants", "base", "gcn", "--rollouts", "masked", "rows", "--precisions", "fp32", "--batches", "1",
+            "--variants", "base", "gcn", "--rollouts", *rollouts, "--precisions", "fp32", "--batches", "1",
             "--warmup", "1", "--batch-size", "8", "--eval-problems", "8"]
+
+
+def _rollout(c: Context):
+    return _steps_beside_base(c, ["masked", "rows"])
+
+
+def _compiled(c: Context):
+    # the masked rollout's steps through torch.compile beside the eager ones: on a GPU bound by launching
+    # kernels, a step's 424 ops (232 forward, 192 backward; GTS, Math23K, batch 64) against the compiled
+    # graph's 81 (the CPU's generated code: 26 kernels forward, 55 backward); its first batch, compiling,
+    # is printed apart (the toy CPU run times the compiled one alone: its eager twin is the rollout stage's)
+    return _steps_beside_base(c, ["masked", "compiled"] if c.cuda else ["compiled"])
 
 
 def _precision(c: Context):
@@ -210,6 +227,10 @@ STAGES = [Stage("env", "Environment", lambda c: ["-c", ENV_CODE], 10, 60),
           Stage("train_speed", "Training and beam-5 evaluation speed (bench/train_speed.py)", _speed, 80, 300),
           Stage("rollout", "PseDual-GCN's step against the base step, masked and rows rollouts (train_speed.py)",
                 _rollout, 60, 300),
+          # 120: the rollout stage's 60 with rows swapped for compiled, and compiling (about a minute on
+          # this machine's CPU at toy size; not yet timed on a GPU)
+          Stage("compiled", "PseDual-GCN's step with the masked rollout compiled by torch.compile (train_speed.py)",
+                _compiled, 120, 300),
           Stage("syncs", "Host-device syncs (bench/syncs.py)", _syncs, 25, 180),
           # 165: the H200's 10 epochs in turn took 166 s; 20 at once are estimated at 150-170 s (a2b43c5)
           Stage("precision", "Accuracy at bf16 beside fp32, the same short run (bench/precision_accuracy.py)",
@@ -226,10 +247,11 @@ ISSUE59 = ["env", "rollout", "syncs", "precision", "share"]
 """Issue 59's figures in one command: expected 10 + 60 + 25 + 165 + 245 = 505 s from the H200's stages
 (50ac138; the rollout's 16 batches and the precision stage's 20 epochs at once estimated), over the
 8 minutes the issue set: `--budget 540` holds them in one call of at most 10 minutes."""
-ISSUE59_THEN = ["calibrate"]
-"""Issue 59's calibration (Table 3's shapes with the rest of the full profile's 20 Math23K GPU shapes), a
-second command with the same --work: 15 shapes took 190 s on the H100 (3d2b7a9), so it does not fit beside
-the others in 8 minutes."""
+ISSUE59_THEN = ["compiled", "calibrate"]
+"""Issue 59's second command, with the same --work: the compiled rollout's row (`--stages compiled --budget
+180` on a GPU whose shapes are calibrated, the H200), or on a GPU without rows in costs.tsv the calibration
+instead (`--stages calibrate --budget 300`: Table 3's shapes with the rest of the full profile's 20 Math23K
+GPU shapes; 15 took 190 s on the H100, 3d2b7a9): a device's 15 minutes hold the first call and one of these."""
 
 
 GOALS = [("train_speed", r"^gts\s+base\s+fp32 .*epoch ≈\s*([\d.]+) s", "GTS epoch on Math23K, fp32 (s)", "<=", 60.0),
@@ -240,6 +262,10 @@ GOALS = [("train_speed", r"^gts\s+base\s+fp32 .*epoch ≈\s*([\d.]+) s", "GTS ep
           "GTS PseDual-GCN step / base step, masked rollout (x)", "<=", 1.5),
          ("rollout", r"step ratio graph2tree gcn \(masked rollout\) / base, fp32: ([\d.]+)x",
           "Graph2Tree PseDual-GCN step / base step, masked rollout (x)", "<=", 1.5),
+         ("compiled", r"step ratio gts gcn \(compiled rollout\) / base, fp32: ([\d.]+)x",
+          "GTS PseDual-GCN step / base step, masked rollout compiled (x)", "<=", 1.5),
+         ("compiled", r"step ratio graph2tree gcn \(compiled rollout\) / base, fp32: ([\d.]+)x",
+          "Graph2Tree PseDual-GCN step / base step, masked rollout compiled (x)", "<=", 1.5),
          ("syncs", r"train step, gts gcn\s+\d+–(\d+) syncs", "host reads per PseDual-GCN step, GTS (most)", "<=", 5.0),
          ("precision", r"^bf16 - fp32, re_deduction: .*\(TOST\) p ([\d.]+)",
           "RE-Deduction's test accuracy, bf16 against fp32, TOST p at ±3 points (the same accuracy: equivalent)", "<=",

@@ -13,7 +13,8 @@ the weights: a GPU session).
 
 The tree solvers' sampled expression (PseDual rows) is written by the rollout the device runs
 (masked on a GPU, by rows on a CPU: psedual/solvers/tree_rollout.py); `--rollouts masked rows`
-times both, one row each, side by side. Each PseDual row's ratio to its solver's base row (same
+times both, one row each, side by side, and `compiled` the masked one with each step through
+torch.compile (a row of its own; its first warm-up batch, compiling, is printed apart). Each PseDual row's ratio to its solver's base row (same
 precision) is printed after the rows, and beside it the same ratio batch by batch (its median and
 quartiles: a burst of load on a shared machine moves a few batches, not the median) and, on a CPU,
 from the process's CPU seconds (what a load from other processes moves least; with `--threads 1`
@@ -21,7 +22,7 @@ the step's own work).
 
 Usage: python bench/train_speed.py [--device cpu|cuda] [--precisions fp32 bf16] [--solvers gts]
            [--variants base gcn] [--dataset math23k] [--batches N] [--threads 2]
-           [--plm minilm|DIR] [--plm-layers N] [--plm-hidden N] [--rollouts auto|masked|rows ...]
+           [--plm minilm|DIR] [--plm-layers N] [--plm-hidden N] [--rollouts auto|masked|rows|compiled ...]
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from psedual.reexamine.schedules import Clock
 from psedual.solvers import SOLVERS
 from psedual.solvers.batch import collate
 from psedual.solvers.config import SolverConfig
-from psedual.solvers.rollout import MASKED_DEVICES
+from psedual.solvers.rollout import COMPILED_DEVICES, MASKED_DEVICES
 from psedual.solvers.vocab import Vocab
 from psedual.train.device import resolve
 from psedual.train.test import evaluate
@@ -63,7 +64,7 @@ class Arm:
 
     variant: str
     rollout: str
-    """`auto`, `masked` or `rows` (the PseDual rows' tree rollout; base rows: auto)."""
+    """`auto`, `masked`, `rows` or `compiled` (the PseDual rows' tree rollout; base rows: auto)."""
     step: StepLoss
     opt: torch.optim.Optimizer
     seconds: float = 0.0
@@ -72,6 +73,8 @@ class Arm:
     """Each timed batch's training seconds."""
     batch_cpu: list[float] = field(default_factory=list)
     """Each timed batch's process CPU seconds (every thread's)."""
+    first: float = 0.0
+    """The first warm-up batch's seconds (with `compiled`, most of it compiling)."""
 
 
 def arm(solver: str, variant: str, rollout: str, vocab, device: torch.device, config: SolverConfig) -> Arm:
@@ -105,6 +108,8 @@ def time_side_by_side(arms: list[Arm], splits, vocab, device: torch.device, prec
             batch = collate(problems, vocab).to(device)  # collate and the copy count: the trainer pays them too
             step(a, batch, device, precision)
             _sync(device)
+            if i == 0:
+                a.first = time.perf_counter() - start
             if i >= warmup:
                 a.seconds += time.perf_counter() - start
                 a.batch_seconds.append(time.perf_counter() - start)
@@ -149,17 +154,24 @@ def spread(a: Arm, base: Arm, device: torch.device) -> str:
 
 @contextlib.contextmanager
 def rollout_on(device: torch.device, rollout: str):
-    """The tree rollout `rollout` (masked, rows, or auto: the device's own) while timing a row."""
-    before = set(MASKED_DEVICES)
-    if rollout == "masked":
+    """The tree rollout `rollout` (masked, rows, compiled: the masked one's steps through torch.compile,
+    or auto: the device's own) while timing a row."""
+    before = set(MASKED_DEVICES), set(COMPILED_DEVICES)
+    if rollout in ("masked", "compiled"):
         MASKED_DEVICES.add(device.type)
     elif rollout == "rows":
         MASKED_DEVICES.discard(device.type)
+    if rollout == "compiled":
+        COMPILED_DEVICES.add(device.type)
+    elif rollout != "auto":
+        COMPILED_DEVICES.discard(device.type)
     try:
-        yield "masked" if device.type in MASKED_DEVICES else "rows"
+        masked = device.type in MASKED_DEVICES
+        yield ("compiled" if device.type in COMPILED_DEVICES else "masked") if masked else "rows"
     finally:
-        MASKED_DEVICES.clear()
-        MASKED_DEVICES.update(before)
+        for live, was in zip((MASKED_DEVICES, COMPILED_DEVICES), before):
+            live.clear()
+            live.update(was)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -179,8 +191,10 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--plm", default="minilm", help="the pretrained-encoder solvers' encoder folder")
     parser.add_argument("--plm-layers", type=int, help="resize that encoder, randomly initialised")
     parser.add_argument("--plm-hidden", type=int, help="resize that encoder, randomly initialised")
-    parser.add_argument("--rollouts", nargs="+", default=["auto"], choices=("auto", "masked", "rows"),
-                        help="the PseDual rows' tree rollout: the device's own (auto), or each named, a row each")
+    parser.add_argument("--rollouts", nargs="+", default=["auto"], choices=("auto", "masked", "rows", "compiled"),
+                        help="the PseDual rows' tree rollout: the device's own (auto), or each named, a row each "
+                             "(compiled: the masked one's steps through torch.compile; the first warm-up batch, "
+                             "which compiles, is printed)")
     return parser
 
 
@@ -213,7 +227,8 @@ def main() -> None:
                 seconds[solver, a.variant, used, precision] = a.seconds / args.batches
                 timed[solver, a.variant, used, precision] = a
                 print(line(solver, a, precision, splits, device, args.batches, args.batch_size, rate)
-                      + (f"  ({used} rollout)" if used else ""), flush=True)
+                      + (f"  ({used} rollout)" if used else "")
+                      + (f"  first batch {a.first:.1f} s (compiling)" if used == "compiled" else ""), flush=True)
     for (solver, variant, used, precision), s in seconds.items():
         base = seconds.get((solver, "base", "", precision))
         if variant != "base" and base:

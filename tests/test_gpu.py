@@ -1,6 +1,6 @@
-"""On a CUDA machine (`pytest -m gpu`): training on the GPU, bf16 for every solver, trials
-sharing one GPU (four at a quarter each; two DDP ranks over gloo), resume on CUDA, a GPU
-checkpoint on a CPU.
+"""On a CUDA machine (`pytest -m gpu`): training on the GPU, bf16 for every solver, the masked rollout
+compiled, trials sharing one GPU (four at a quarter each; two DDP ranks over gloo), resume on CUDA, a
+GPU checkpoint on a CPU.
 
 Skipped where torch sees no GPU (CI, the 2-core dev machine). Run on an H100 at 3d2b7a9
 (docs/gpu/h100_report.md): 17 passed; the 6 bf16 steps of the pretrained solvers failed only for want of
@@ -101,6 +101,42 @@ def test_a_bf16_step_of_every_solver(mawps, vocab, name, variant):
     batch = collate(mawps.train[:16], vocab).to("cuda")
     out = train_step(step, opt, batch, Clock(5, 10, 1), device=torch.device("cuda"), precision="bf16")
     assert torch.isfinite(out.loss)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_the_compiled_masked_rollout_is_the_eager_one_on_cuda(mawps, vocab, precision):
+    """`COMPILED_DEVICES`: the masked rollout's steps through torch.compile (Triton) sample the eager steps'
+    expressions and give their losses (no dropout: the compiler draws its own masks), fp32 and under bf16
+    autocast; tests/test_rollout_device.py holds the CPU's compiled steps to the pins."""
+    from psedual.solvers.rollout import COMPILED_DEVICES
+
+    small = SolverConfig(embedding_size=32, hidden_size=64, layers=1, dropout=0.0)
+    batch = collate(mawps.train[:16], vocab).to("cuda")
+    runs = {}
+    for compiled in (False, True):
+        torch.manual_seed(0)
+        step = StepLoss(get_solver("gts")(vocab, small), Reexaminer(vocab, small, PseDualConfig(fusion="predicted")),
+                        1.0).cuda()
+        sampled = []
+        rollout = step.model.rollout
+
+        def recording(*args, **kwargs):
+            r = rollout(*args, **kwargs)
+            sampled.append(r.ids)
+            return r
+
+        step.model.rollout = recording
+        if compiled:
+            COMPILED_DEVICES.add("cuda")
+        try:
+            out = train_step(step, torch.optim.Adam(step.parameters(), 1e-3), batch, Clock(0, 2, 1),
+                             device=torch.device("cuda"), precision=precision)
+        finally:
+            COMPILED_DEVICES.discard("cuda")
+        runs[compiled] = (sampled, out.loss.item(), out.infill_loss.item())
+    assert runs[True][0] == runs[False][0]
+    tolerance = 1e-5 if precision == "fp32" else 2e-2  # bf16: the compiler fuses in fp32 where eager rounds
+    assert runs[True][1:] == pytest.approx(runs[False][1:], rel=tolerance)
 
 
 def _sweep_outcomes(spec, tmp_path):

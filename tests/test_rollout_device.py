@@ -248,6 +248,56 @@ def _load_bench(name: str):
     return module
 
 
+@pytest.mark.slow  # torch.compile builds the step's graphs, forward and backward: about a minute on 2 cores
+def test_the_compiled_step_samples_and_differentiates_as_the_eager_one(mawps, vocab):
+    """`COMPILED_DEVICES`: the masked rollout with each step through torch.compile is held to the same
+    pins without dropout (the same expressions; losses and gradients to 1e-6), over two PseDual steps
+    and a deep rollout, for both solvers (one compiled step serves both: the same decoder cells). Its
+    host reads are the masked rollout's, outside the step (bench/syncs.py's counter, a dispatch mode, is
+    not traced by the compiler). With dropout it draws the compiler's own masks (not pinned)."""
+    from psedual.solvers.rollout import COMPILED_DEVICES
+    from psedual.solvers.tree_rollout import compiled_step
+
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()  # compiled here, whatever ran before in this process
+    graphs = counters["stats"]["unique_graphs"]
+    MASKED_DEVICES.add("cpu")
+    COMPILED_DEVICES.add("cpu")
+    try:
+        for name in ("gts", "graph2tree"):
+            _check(fingerprint(name, mawps, vocab, 0.0), PINNED[name, 0.0])
+            got = deep_rollout(name, mawps, vocab, 0.0)
+            pinned = DEEP[name, 0.0]
+            assert {k: got[k] for k in ("ids", "length", "longest", "choices")} == {
+                k: pinned[k] for k in ("ids", "length", "longest", "choices")}
+            assert got["grad_norm"] == pytest.approx(pinned["grad_norm"], rel=1e-6)
+        assert compiled_step.cache_info().currsize == 1
+        # the steps ran compiled, one graph per solver class and pick function (the compiler guards on the
+        # model's type and on the pick's code: the reexaminer's for PseDual steps, deep_rollout's own), so 4;
+        # every step, shape and τ shares them (one that recompiled would add graphs: 8 stop the compiler)
+        assert counters["stats"]["unique_graphs"] - graphs == 4
+        from psedual.reexamine.module import GumbelNoise
+
+        torch.manual_seed(0)
+        solver = get_solver("gts")(vocab, SMALL)
+        reexaminer = Reexaminer(vocab, SMALL, PseDualConfig(fusion="predicted"))
+        V = len(vocab.output_tokens)
+        torch._dynamo.reset()
+        graphs = counters["stats"]["unique_graphs"]
+        # compiled first where two sizes happen to be equal (8 problems, 8 output columns: max_length 7 and
+        # its "nowhere" column), which torch's default takes for one size and recompiles when they part
+        for start, size, max_length, tau in ((0, 8, 7, 0.9), (8, 12, 13, 0.7), (20, 8, 15, 0.5), (28, 16, 9, 1.0)):
+            batch = collate(mawps.train[start:start + size], vocab)
+            noise = GumbelNoise([p.id for p in batch.problems], max_length, V, torch.device("cpu"))
+            r = solver.rollout(batch, solver.encode(batch), reexaminer._pick(tau, noise), max_length)
+            r.choices.sum().backward()
+        assert counters["stats"]["unique_graphs"] - graphs == 1  # batches, lengths, limits and τ: one graph
+    finally:
+        MASKED_DEVICES.discard("cpu")
+        COMPILED_DEVICES.discard("cpu")
+
+
 @pytest.mark.parametrize("path", PATHS, indirect=True)
 def test_the_masked_rollout_reads_the_host_a_few_times_whatever_the_length(mawps, vocab, path):
     """Counted as bench/syncs.py counts them: the rows rollout reads once per token of the longest

@@ -30,6 +30,11 @@ expression, not once per token (`tree_rollout.masked_rollout`). Elsewhere (a CPU
 to wait for) a rollout works on just the rows each step needs. bench/syncs.py adds "cpu" to count
 on a CPU what a GPU's rollout reads."""
 
+COMPILED_DEVICES: set[str] = set()
+"""Device types whose masked tree rollout runs each step through `torch.compile`
+(`tree_rollout.compiled_step`): none by default, until a GPU has timed it beside the eager steps
+(bench/train_speed.py `--rollouts compiled`). Only a device type in `MASKED_DEVICES` runs it."""
+
 
 @dataclass
 class Rollout:

@@ -18,12 +18,14 @@ Two ways to run it, the same computation (`masked_rollout` says where they diffe
 
 from __future__ import annotations
 
+import functools
 import math
+from typing import NamedTuple
 
 import torch
 
 from psedual.solvers.batch import Batch
-from psedual.solvers.rollout import MASKED_DEVICES, NEG, Pick, Rollout, may_open_operator
+from psedual.solvers.rollout import COMPILED_DEVICES, MASKED_DEVICES, NEG, Pick, Rollout, may_open_operator
 from psedual.solvers.tensors import put_rows, to_device
 
 MERGE_ROUNDS = 2
@@ -131,6 +133,104 @@ def check_every(max_length: int) -> int:
     return max(4, math.ceil(max_length / 4))
 
 
+class Stacks(NamedTuple):
+    """The masked rollout's state between two steps, one row per problem (a tuple of tensors, so
+    that a compiled step takes and returns it as plain inputs and outputs)."""
+
+    goals: torch.Tensor
+    """[B, D + 1, H] pending goal vectors, the next to decode at depth `n_goals - 1`."""
+    n_goals: torch.Tensor
+    """[B] pending goals."""
+    ops: torch.Tensor
+    """[B, D + 1] open operators' ids, innermost last."""
+    lefts: torch.Tensor
+    """[B, D + 1, H] each open operator's finished left subtree."""
+    has_left: torch.Tensor
+    """[B, D + 1] whether each open operator has its left subtree."""
+    n_open: torch.Tensor
+    """[B] open operators."""
+    subtree: torch.Tensor
+    """[B, H] a finished subtree still being merged upwards."""
+    merging: torch.Tensor
+    """[B] whether the row's `subtree` is still being merged (the row writes nothing meanwhile)."""
+    done: torch.Tensor
+    """[B] whether the row's expression is whole."""
+    position: torch.Tensor
+    """[B] the next output position of each row."""
+    tokens: torch.Tensor
+    """[B, max_length + 1] the ids written, -1 beyond; column max_length is nowhere (a row not writing)."""
+
+
+def masked_step(model, enc, pick: Pick, stacks: Stacks, max_length: int) -> tuple[Stacks, torch.Tensor, torch.Tensor]:
+    """One step of `masked_rollout` for every row: the next state, `pick`'s rows [B, V] and the
+    output column each goes to ([B], max_length for a row that wrote nothing). Tensors in, tensors
+    out, no host read and no branch on a tensor's value, so that `torch.compile` can take the
+    whole step as one graph (`COMPILED_DEVICES`)."""
+    goals, n_goals, ops, lefts, has_left, n_open, subtree, merging, done, position, tokens = stacks
+    B, D, n_ops = goals.shape[0], goals.shape[1] - 1, model.n_ops
+    rows = torch.arange(B, device=goals.device)
+    is_op = torch.arange(len(model.vocab.output_tokens), device=goals.device) < n_ops
+    nowhere = torch.full_like(n_goals, D)
+    writing = ~done & ~merging
+    top = (n_open - 1).clamp(min=0)
+    with_left = has_left[rows, top] & (n_open > 0)
+    left = torch.where(with_left.unsqueeze(-1), lefts[rows, top], 0.0)
+    scores, node, context = model.predict(enc, None, goals[rows, (n_goals - 1).clamp(min=0)], left, with_left)
+    closed = ~may_open_operator(n_goals, position, max_length)
+    y = pick(scores.masked_fill(closed.unsqueeze(-1) & is_op, NEG), rows, position.clamp(max=max_length - 1))
+    tok = y.argmax(-1)
+    column = torch.where(writing, position, max_length)
+    tokens = tokens.scatter(1, column.unsqueeze(1), tok.unsqueeze(1))
+    position = position + writing.long()
+    op = writing & (tok < n_ops)
+    number = writing & ~op
+    # the goal is taken; an operator pushes its right child's goal, then its left's (decoded next)
+    n_goals = n_goals - writing.long()
+    lg, rg = model.child_goals(node, context, tok.clamp(max=n_ops - 1))
+    goals = _put(_put(goals, torch.where(op, n_goals, nowhere), rg), torch.where(op, n_goals + 1, nowhere), lg)
+    n_goals = n_goals + 2 * op.long()
+    opened = torch.where(op, n_open, nowhere).unsqueeze(1)
+    ops = ops.scatter(1, opened, tok.unsqueeze(1))
+    has_left = has_left.scatter(1, opened, False)
+    n_open = n_open + op.long()
+    subtree = torch.where(number.unsqueeze(-1), enc.candidates[rows, (tok - n_ops).clamp(min=0)], subtree)
+    done = done | (number & (n_goals == 0))  # the whole expression: nothing reads its root's merges
+    merging = (merging | number) & ~done
+    for _ in range(MERGE_ROUNDS):
+        top = (n_open - 1).clamp(min=0)
+        merge = merging & has_left[rows, top]
+        merged = model.merge(ops[rows, top], lefts[rows, top], subtree)
+        subtree = torch.where(merge.unsqueeze(-1), merged, subtree)
+        n_open = n_open - merge.long()
+        top = (n_open - 1).clamp(min=0)
+        settle = merging & ~has_left[rows, top]  # a left child now: its right sibling is decoded next
+        lefts = _put(lefts, torch.where(settle, top, nowhere), subtree)
+        has_left = has_left.scatter(1, torch.where(settle, top, nowhere).unsqueeze(1), True)
+        merging = merging & ~settle
+    return Stacks(goals, n_goals, ops, lefts, has_left, n_open, subtree, merging, done, position, tokens), y, column
+
+
+@functools.cache
+def compiled_step():
+    """`masked_step` through `torch.compile`, built on first use (compiling takes seconds to a minute:
+    a process that never asks pays nothing). Shapes are dynamic: the batch, the problem's length, the
+    stacks' depth and `max_length` change from batch to batch, and a graph per shape would recompile
+    every few batches; τ, a float, is not specialised on either (torch's default). Sizes that happen
+    to be equal (a batch of 8 and 7 output positions) are not taken for one size ("duck" shapes,
+    torch's default, which recompiles when they part: a run meets many such coincidences, and 8
+    recompiles stop the compiler)."""
+    from torch.fx.experimental import _config as shapes_config
+
+    step = torch.compile(masked_step, dynamic=True)
+
+    @functools.wraps(masked_step)
+    def compiled(*args, **kwargs):
+        with shapes_config.patch(use_duck_shape=False):
+            return step(*args, **kwargs)
+
+    return compiled
+
+
 def masked_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rollout:
     """`rows_rollout`'s expressions from tensors alone: the host reads the device every
     `check_every(max_length)` steps (each read also brings the tokens back, so the last one is the
@@ -140,69 +240,39 @@ def masked_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rol
       same expressions, losses and gradients (tests/test_rollout_device.py);
     - a number that closes more than `MERGE_ROUNDS` subtrees makes its problem wait a step (its
       tokens and their positions are the same);
-    - the merges above a finished expression's root are skipped: nothing reads them."""
-    B, V, n_ops = len(batch.problems), len(model.vocab.output_tokens), model.n_ops
+    - the merges above a finished expression's root are skipped: nothing reads them.
+    On the device types `COMPILED_DEVICES` names each step is `compiled_step()`: the same
+    computation in 81 kernels (26 forward, 55 backward, in the code the compiler writes for a CPU)
+    instead of 424 ops, for a GPU whose step is bound by launching them (docs/gpu.md); its dropout
+    masks come from the compiler's own generator."""
+    B, V = len(batch.problems), len(model.vocab.output_tokens)
     device, H = enc.problem.device, enc.problem.shape[-1]
     D = max_length // 2 + 2  # stack capacity: at most (max_length + 1) / 2 goals or open operators
-    rows = torch.arange(B, device=device)
-    is_op = torch.arange(V, device=device) < n_ops
-    nowhere = torch.full((B,), D, dtype=torch.long, device=device)
-    goals = torch.cat([enc.problem.unsqueeze(1), enc.problem.new_zeros(B, D, H)], 1)
-    n_goals = torch.ones(B, dtype=torch.long, device=device)
-    ops = torch.zeros(B, D + 1, dtype=torch.long, device=device)  # open operators, innermost last
-    lefts = enc.problem.new_zeros(B, D + 1, H)  # each open operator's finished left subtree
-    has_left = torch.zeros(B, D + 1, dtype=torch.bool, device=device)
-    n_open = torch.zeros(B, dtype=torch.long, device=device)
-    subtree = enc.problem.new_zeros(B, H)  # a finished subtree still being merged upwards
-    merging = torch.zeros(B, dtype=torch.bool, device=device)
-    done = torch.zeros(B, dtype=torch.bool, device=device)
-    position = torch.zeros(B, dtype=torch.long, device=device)
-    tokens = torch.full((B, max_length + 1), -1, dtype=torch.long, device=device)  # column max_length: nowhere
+    step_fn = compiled_step() if device.type in COMPILED_DEVICES else masked_step
+    def zeros(dtype=torch.long) -> torch.Tensor:  # one tensor each: a compiled step guards on inputs that alias
+        return torch.zeros(B, dtype=dtype, device=device)
+
+    # zero vectors that carry gradient whenever the encoding does, as the stacks do after the first step:
+    # a compiled step is specialised on whether its inputs require gradient (and on their strides), and would
+    # otherwise build another graph for every rollout's first step
+    nothing = enc.problem * 0
+    stacks = Stacks(goals=torch.cat([enc.problem.unsqueeze(1), nothing.unsqueeze(1).expand(B, D, H)], 1),
+                    n_goals=torch.ones(B, dtype=torch.long, device=device),
+                    ops=torch.zeros(B, D + 1, dtype=torch.long, device=device),
+                    lefts=nothing.unsqueeze(1).repeat(1, D + 1, 1),
+                    has_left=torch.zeros(B, D + 1, dtype=torch.bool, device=device), n_open=zeros(),
+                    subtree=nothing, merging=zeros(torch.bool), done=zeros(torch.bool), position=zeros(),
+                    tokens=torch.full((B, max_length + 1), -1, dtype=torch.long, device=device))
     picked, at = [], []  # per step: `pick`'s rows [B, V], and the column each goes to
     every, step = check_every(max_length), 0
     while True:
-        writing = ~done & ~merging
-        top = (n_open - 1).clamp(min=0)
-        with_left = has_left[rows, top] & (n_open > 0)
-        left = torch.where(with_left.unsqueeze(-1), lefts[rows, top], 0.0)
-        scores, node, context = model.predict(enc, None, goals[rows, (n_goals - 1).clamp(min=0)], left, with_left)
-        closed = ~may_open_operator(n_goals, position, max_length)
-        y = pick(scores.masked_fill(closed.unsqueeze(-1) & is_op, NEG), rows, position.clamp(max=max_length - 1))
-        tok = y.argmax(-1)
-        column = torch.where(writing, position, max_length)
+        stacks, y, column = step_fn(model, enc, pick, stacks, max_length)
         picked.append(y)
         at.append(column)
-        tokens = tokens.scatter(1, column.unsqueeze(1), tok.unsqueeze(1))
-        position = position + writing.long()
-        op = writing & (tok < n_ops)
-        number = writing & ~op
-        # the goal is taken; an operator pushes its right child's goal, then its left's (decoded next)
-        n_goals = n_goals - writing.long()
-        lg, rg = model.child_goals(node, context, tok.clamp(max=n_ops - 1))
-        goals = _put(_put(goals, torch.where(op, n_goals, nowhere), rg), torch.where(op, n_goals + 1, nowhere), lg)
-        n_goals = n_goals + 2 * op.long()
-        opened = torch.where(op, n_open, nowhere).unsqueeze(1)
-        ops = ops.scatter(1, opened, tok.unsqueeze(1))
-        has_left = has_left.scatter(1, opened, False)
-        n_open = n_open + op.long()
-        subtree = torch.where(number.unsqueeze(-1), enc.candidates[rows, (tok - n_ops).clamp(min=0)], subtree)
-        done = done | (number & (n_goals == 0))  # the whole expression: nothing reads its root's merges
-        merging = (merging | number) & ~done
-        for _ in range(MERGE_ROUNDS):
-            top = (n_open - 1).clamp(min=0)
-            merge = merging & has_left[rows, top]
-            merged = model.merge(ops[rows, top], lefts[rows, top], subtree)
-            subtree = torch.where(merge.unsqueeze(-1), merged, subtree)
-            n_open = n_open - merge.long()
-            top = (n_open - 1).clamp(min=0)
-            settle = merging & ~has_left[rows, top]  # a left child now: its right sibling is decoded next
-            lefts = _put(lefts, torch.where(settle, top, nowhere), subtree)
-            has_left = has_left.scatter(1, torch.where(settle, top, nowhere).unsqueeze(1), True)
-            merging = merging & ~settle
         step += 1
         if step % every == 0 or step > 2 * max_length:
             # the host's read: whether every problem is done, and the tokens in the same copy
-            state = torch.cat([done.long().unsqueeze(1), tokens[:, :max_length]], 1).tolist()
+            state = torch.cat([stacks.done.long().unsqueeze(1), stacks.tokens[:, :max_length]], 1).tolist()
             if all(row[0] for row in state):
                 break
             if step > 2 * max_length:  # max_length tokens and at most one wait per operator
@@ -214,4 +284,4 @@ def masked_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rol
     choices = torch.stack(picked, 1) * torch.stack(at, 1).lt(max_length).unsqueeze(-1)
     choices = choices.new_zeros(B, max_length + 1, V).scatter(
         1, torch.stack(at, 1).unsqueeze(-1).expand(B, steps, V), choices)
-    return Rollout(choices[:, :L], tokens[:, :L], ids)
+    return Rollout(choices[:, :L], stacks.tokens[:, :L], ids)
