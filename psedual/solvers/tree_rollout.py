@@ -161,16 +161,26 @@ class Stacks(NamedTuple):
     """[B, max_length + 1] the ids written, -1 beyond; column max_length is nowhere (a row not writing)."""
 
 
-def masked_step(model, enc, pick: Pick, stacks: Stacks, max_length: int) -> tuple[Stacks, torch.Tensor, torch.Tensor]:
+class Frame(NamedTuple):
+    """What every step of one masked rollout reads and none changes (made once, not once a step)."""
+
+    rows: torch.Tensor
+    """[B] 0 .. B - 1."""
+    is_op: torch.Tensor
+    """[V] whether each output id is an operator."""
+    nowhere: torch.Tensor
+    """[B] the stacks' depth D: a write there is never read."""
+
+
+def masked_step(model, enc, pick: Pick, stacks: Stacks, frame: Frame,
+                max_length: int) -> tuple[Stacks, torch.Tensor, torch.Tensor]:
     """One step of `masked_rollout` for every row: the next state, `pick`'s rows [B, V] and the
     output column each goes to ([B], max_length for a row that wrote nothing). Tensors in, tensors
     out, no host read and no branch on a tensor's value, so that `torch.compile` can take the
     whole step as one graph (`COMPILED_DEVICES`)."""
     goals, n_goals, ops, lefts, has_left, n_open, subtree, merging, done, position, tokens = stacks
-    B, D, n_ops = goals.shape[0], goals.shape[1] - 1, model.n_ops
-    rows = torch.arange(B, device=goals.device)
-    is_op = torch.arange(len(model.vocab.output_tokens), device=goals.device) < n_ops
-    nowhere = torch.full_like(n_goals, D)
+    rows, is_op, nowhere = frame
+    n_ops = model.n_ops
     writing = ~done & ~merging
     top = (n_open - 1).clamp(min=0)
     with_left = has_left[rows, top] & (n_open > 0)
@@ -249,6 +259,8 @@ def masked_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rol
     device, H = enc.problem.device, enc.problem.shape[-1]
     D = max_length // 2 + 2  # stack capacity: at most (max_length + 1) / 2 goals or open operators
     step_fn = compiled_step() if device.type in COMPILED_DEVICES else masked_step
+    frame = Frame(rows=torch.arange(B, device=device), is_op=torch.arange(V, device=device) < model.n_ops,
+                  nowhere=torch.full((B,), D, dtype=torch.long, device=device))
     def zeros(dtype=torch.long) -> torch.Tensor:  # one tensor each: a compiled step guards on inputs that alias
         return torch.zeros(B, dtype=dtype, device=device)
 
@@ -266,7 +278,7 @@ def masked_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rol
     picked, at = [], []  # per step: `pick`'s rows [B, V], and the column each goes to
     every, step = check_every(max_length), 0
     while True:
-        stacks, y, column = step_fn(model, enc, pick, stacks, max_length)
+        stacks, y, column = step_fn(model, enc, pick, stacks, frame, max_length)
         picked.append(y)
         at.append(column)
         step += 1
