@@ -152,6 +152,14 @@ def spread(a: Arm, base: Arm, device: torch.device) -> str:
         text += f"; CPU seconds: {sum(a.batch_cpu) / sum(base.batch_cpu):.2f}x, per batch {quartiles(cpu)}"
     return text + ")"
 
+def compiled_graphs() -> int:
+    """Graphs torch.compile has built in this process: past its recompile limit (8 for one function) it
+    leaves the step to run eager with a warning alone, and a `compiled` row would time the eager step."""
+    from torch._dynamo.utils import counters
+
+    return counters["stats"]["unique_graphs"]
+
+
 @contextlib.contextmanager
 def rollout_on(device: torch.device, rollout: str):
     """The tree rollout `rollout` (masked, rows, compiled: the masked one's steps through torch.compile,
@@ -228,7 +236,8 @@ def main() -> None:
                 timed[solver, a.variant, used, precision] = a
                 print(line(solver, a, precision, splits, device, args.batches, args.batch_size, rate)
                       + (f"  ({used} rollout)" if used else "")
-                      + (f"  first batch {a.first:.1f} s (compiling)" if used == "compiled" else ""), flush=True)
+                      + (f"  first batch {a.first:.1f} s (compiling), {compiled_graphs()} graph(s) compiled in this "
+                         "process" if used == "compiled" else ""), flush=True)
     for (solver, variant, used, precision), s in seconds.items():
         base = seconds.get((solver, "base", "", precision))
         if variant != "base" and base:

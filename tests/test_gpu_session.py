@@ -82,7 +82,8 @@ def test_every_stage_runs_at_toy_size_on_the_cpu_and_writes_its_section(toy_run)
     for rollout in ("masked", "rows"):
         assert f"step ratio gts gcn ({rollout} rollout) / base, fp32: " in output["rollout"]
     assert "step ratio gts gcn (compiled rollout) / base, fp32: " in output["compiled"]
-    assert re.search(r"\(compiled rollout\)  first batch [\d.]+ s \(compiling\)", output["compiled"])
+    assert re.search(r"\(compiled rollout\)  first batch [\d.]+ s \(compiling\), 1 graph\(s\) compiled in this "
+                     r"process", output["compiled"])
     assert "over gloo: completed" in output["gloo"]
     assert "train step, gts gcn" in output["syncs"]
     costs = (out / "costs.tsv").read_text()

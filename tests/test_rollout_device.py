@@ -287,12 +287,14 @@ def test_the_compiled_step_samples_and_differentiates_as_the_eager_one(mawps, vo
         graphs = counters["stats"]["unique_graphs"]
         # compiled first where two sizes happen to be equal (8 problems, 8 output columns: max_length 7 and
         # its "nowhere" column), which torch's default takes for one size and recompiles when they part
-        for start, size, max_length, tau in ((0, 8, 7, 0.9), (8, 12, 13, 0.7), (20, 8, 15, 0.5), (28, 16, 9, 1.0)):
+        other = get_solver("gts")(vocab, SMALL)  # another model of the class: the same graph
+        for start, size, max_length, tau, model in ((0, 8, 7, 0.9, solver), (8, 12, 13, 0.7, solver),
+                                                    (20, 8, 15, 0.5, other), (28, 16, 9, 1.0, solver)):
             batch = collate(mawps.train[start:start + size], vocab)
             noise = GumbelNoise([p.id for p in batch.problems], max_length, V, torch.device("cpu"))
-            r = solver.rollout(batch, solver.encode(batch), reexaminer._pick(tau, noise), max_length)
+            r = model.rollout(batch, model.encode(batch), reexaminer._pick(tau, noise), max_length)
             r.choices.sum().backward()
-        assert counters["stats"]["unique_graphs"] - graphs == 1  # batches, lengths, limits and τ: one graph
+        assert counters["stats"]["unique_graphs"] - graphs == 1  # batches, lengths, limits, τ, models: one graph
     finally:
         MASKED_DEVICES.discard("cpu")
         COMPILED_DEVICES.discard("cpu")

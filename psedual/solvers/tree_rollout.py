@@ -223,22 +223,54 @@ def masked_step(model, enc, pick: Pick, stacks: Stacks, frame: Frame,
 @functools.cache
 def compiled_step():
     """`masked_step` through `torch.compile`, built on first use (compiling takes seconds to a minute:
-    a process that never asks pays nothing). Shapes are dynamic: the batch, the problem's length, the
-    stacks' depth and `max_length` change from batch to batch, and a graph per shape would recompile
-    every few batches; τ, a float, is not specialised on either (torch's default). Sizes that happen
-    to be equal (a batch of 8 and 7 output positions) are not taken for one size ("duck" shapes,
-    torch's default, which recompiles when they part: a run meets many such coincidences, and 8
-    recompiles stop the compiler)."""
+    a process that never asks pays nothing). Shapes are dynamic: the batch (of 2 problems or more: torch
+    fixes sizes 0 and 1), the problem's length, the stacks' depth and `max_length` change from batch to
+    batch, and a graph per shape would recompile every few batches. Set for its calls (torch.compile's
+    own settings, private to torch, read when a graph is built): sizes that happen to be equal (a batch
+    of 8 and 7 output positions) are not taken for one size ("duck" shapes, which recompile when they
+    part: a run meets many such coincidences, and past 8 recompiles the compiler leaves the step to run
+    eager); τ, a float that changes every step, is not specialised on (torch's default since 2.6, said
+    here for older ones); and under DDP the step is not split at gradient buckets (DDP's graph
+    optimiser: a step's few decoder layers are not worth overlapping with its communication)."""
     from torch.fx.experimental import _config as shapes_config
 
     step = torch.compile(masked_step, dynamic=True)
 
     @functools.wraps(masked_step)
     def compiled(*args, **kwargs):
-        with shapes_config.patch(use_duck_shape=False):
+        with shapes_config.patch(use_duck_shape=False), \
+                torch._dynamo.config.patch(specialize_float=False, optimize_ddp=False):
             return step(*args, **kwargs)
 
     return compiled
+
+
+def first_stacks(enc, max_length: int, compiled: bool) -> Stacks:
+    """The masked rollout's state before its first step: each problem's vector its one goal, nothing
+    open, nothing written. For a compiled step (`compiled`) the left subtrees and the subtree being
+    merged start as the later steps' do: zeros that carry gradient where the encoding does, in the dtype
+    a leaf's merges give them (under autocast the candidates' float32 beside a bf16 problem vector), and
+    no two state tensors one object; the compiler specialises a graph on its inputs' dtypes, strides,
+    aliasing and whether they require gradient, and would build another for every rollout's first step.
+    The eager step starts from plain zeros (the same values)."""
+    B, H = enc.problem.shape
+    device = enc.problem.device
+    D = max_length // 2 + 2  # stack capacity: at most (max_length + 1) / 2 goals or open operators
+    if compiled:
+        nothing = (enc.problem * 0).to(torch.promote_types(enc.problem.dtype, enc.candidates.dtype))
+    else:
+        nothing = enc.problem.new_zeros(B, H)
+
+    def zeros(dtype=torch.long) -> torch.Tensor:
+        return torch.zeros(B, dtype=dtype, device=device)
+
+    return Stacks(goals=torch.cat([enc.problem.unsqueeze(1), enc.problem.new_zeros(B, D, H)], 1),
+                  n_goals=torch.ones(B, dtype=torch.long, device=device),
+                  ops=torch.zeros(B, D + 1, dtype=torch.long, device=device),
+                  lefts=nothing.unsqueeze(1).repeat(1, D + 1, 1),
+                  has_left=torch.zeros(B, D + 1, dtype=torch.bool, device=device), n_open=zeros(),
+                  subtree=nothing, merging=zeros(torch.bool), done=zeros(torch.bool), position=zeros(),
+                  tokens=torch.full((B, max_length + 1), -1, dtype=torch.long, device=device))
 
 
 def masked_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rollout:
@@ -256,25 +288,12 @@ def masked_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rol
     instead of 424 ops, for a GPU whose step is bound by launching them (docs/gpu.md); its dropout
     masks come from the compiler's own generator."""
     B, V = len(batch.problems), len(model.vocab.output_tokens)
-    device, H = enc.problem.device, enc.problem.shape[-1]
-    D = max_length // 2 + 2  # stack capacity: at most (max_length + 1) / 2 goals or open operators
-    step_fn = compiled_step() if device.type in COMPILED_DEVICES else masked_step
+    device = enc.problem.device
+    compiled = device.type in COMPILED_DEVICES
+    step_fn = compiled_step() if compiled else masked_step
+    stacks = first_stacks(enc, max_length, compiled)
     frame = Frame(rows=torch.arange(B, device=device), is_op=torch.arange(V, device=device) < model.n_ops,
-                  nowhere=torch.full((B,), D, dtype=torch.long, device=device))
-    def zeros(dtype=torch.long) -> torch.Tensor:  # one tensor each: a compiled step guards on inputs that alias
-        return torch.zeros(B, dtype=dtype, device=device)
-
-    # zero vectors that carry gradient whenever the encoding does, as the stacks do after the first step:
-    # a compiled step is specialised on whether its inputs require gradient (and on their strides), and would
-    # otherwise build another graph for every rollout's first step
-    nothing = enc.problem * 0
-    stacks = Stacks(goals=torch.cat([enc.problem.unsqueeze(1), nothing.unsqueeze(1).expand(B, D, H)], 1),
-                    n_goals=torch.ones(B, dtype=torch.long, device=device),
-                    ops=torch.zeros(B, D + 1, dtype=torch.long, device=device),
-                    lefts=nothing.unsqueeze(1).repeat(1, D + 1, 1),
-                    has_left=torch.zeros(B, D + 1, dtype=torch.bool, device=device), n_open=zeros(),
-                    subtree=nothing, merging=zeros(torch.bool), done=zeros(torch.bool), position=zeros(),
-                    tokens=torch.full((B, max_length + 1), -1, dtype=torch.long, device=device))
+                  nowhere=torch.full((B,), stacks.ops.shape[1] - 1, dtype=torch.long, device=device))
     picked, at = [], []  # per step: `pick`'s rows [B, V], and the column each goes to
     every, step = check_every(max_length), 0
     while True:
