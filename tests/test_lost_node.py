@@ -271,6 +271,27 @@ def test_an_unavailable_actor_is_a_lost_node_only_where_ray_lists_its_node_dead(
     assert lost_node(said) is None
 
 
+def test_an_unavailable_actors_live_node_is_watched_until_ray_marks_it_dead(monkeypatch):
+    """The searcher hears of the failure before Ray's health checks mark the node dead (the slow set,
+    1bbc3f0): the node is polled until it is, within `wait_s`; still alive by then, not lost."""
+    import ray
+    from ray._private import state
+
+    from psedual.tune import lost
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(state, "actors", lambda actor_id: {"Address": {"NodeID": NODE}})
+    polls = []
+    monkeypatch.setattr(lost, "dead_node", lambda node: (polls.append(node), len(polls) >= 3 and {"NodeID": node})[1])
+    monkeypatch.setattr(lost.time, "sleep", lambda s: None)
+    assert lost.actor_dead_node("a" * 32, wait_s=60.0) == NODE and polls == [NODE] * 3  # dead at the third look
+    polls.clear()
+    clock = iter(range(100))
+    monkeypatch.setattr(lost.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(lost, "dead_node", lambda node: (polls.append(node), {})[1])
+    assert lost.actor_dead_node("a" * 32, wait_s=5.0) is None and len(polls) == 5  # a look a second for 5 s: not lost
+
+
 @pytest.mark.slow
 def test_an_actor_on_a_removed_node_is_found_dead_from_its_id(cluster):  # noqa: F811
     import ray
@@ -287,10 +308,9 @@ def test_an_actor_on_a_removed_node_is_found_dead_from_its_id(cluster):  # noqa:
     actor = holder._actor_id.hex()
     from psedual.tune.lost import actor_dead_node
 
-    assert actor_dead_node(actor) is None  # alive
+    began = time.monotonic()
+    assert actor_dead_node(actor, wait_s=1.0) is None  # alive: watched for the second given, then not lost
+    assert time.monotonic() - began >= 1.0
     cluster.remove_node(next(n for n in nodes if n.node_id == node))
-    deadline = time.time() + 30
-    while actor_dead_node(actor) is None and time.time() < deadline:
-        time.sleep(0.5)
-    assert actor_dead_node(actor) == node
+    assert actor_dead_node(actor, wait_s=30.0) == node  # asked the moment it went: watched until Ray marks it
     assert lost_node(f"The actor {actor} is unavailable: RpcError: Socket closed") == node

@@ -15,6 +15,7 @@ as a plain error).
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -45,10 +46,19 @@ def lost_node(error: object) -> str | None:
     return actor_dead_node(unreachable.group(1)) if unreachable else None
 
 
-def actor_dead_node(actor: str) -> str | None:
-    """The node actor `actor` (its hex id) ran on, if Ray lists that node dead; None when no Ray
-    runs here, Ray does not know the actor, or its node is alive (an actor unavailable for another
-    reason: its process restarting, a network fault)."""
+NODE_DEATH_WAIT_S = 20.0
+"""Seconds an unreachable actor's node, while Ray still lists it alive, is watched for Ray to mark it
+dead: the call fails the moment the node's socket closes, and Tune tells the searcher at once, before
+Ray's health checks (every 3 s, dead after 5 misses: up to 15 s) have marked the node dead (the slow
+set saw it twice: a lost trial read as an error by the searcher, where the runs table, read later,
+said lost). Only an actor unavailable on a live node waits: a real loss seldom takes long, and an
+actor unavailable for another reason (its process restarting, a network fault) costs this once."""
+
+
+def actor_dead_node(actor: str, wait_s: float = NODE_DEATH_WAIT_S) -> str | None:
+    """The node actor `actor` (its hex id) ran on, if Ray lists that node dead within `wait_s` seconds;
+    None when no Ray runs here, Ray does not know the actor, or its node is still alive by then (an
+    actor unavailable for another reason: its process restarting, a network fault)."""
     import ray
 
     if not ray.is_initialized():
@@ -58,7 +68,14 @@ def actor_dead_node(actor: str) -> str | None:
 
     record = state.actors(actor_id=actor) or {}
     node = (record.get("Address") or {}).get("NodeID")
-    return node if node and dead_node(node) else None
+    if not node:
+        return None
+    deadline = time.monotonic() + wait_s
+    while not dead_node(node):
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.5)
+    return node
 
 
 def ray_session() -> Path | None:
