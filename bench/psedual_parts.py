@@ -52,7 +52,7 @@ from psedual.reexamine.config import VARIANTS
 from psedual.reexamine.module import GumbelNoise
 from psedual.reexamine.schedules import Clock, tau
 from psedual.solvers import SOLVERS
-from psedual.solvers.batch import collate
+from psedual.solvers.batch import collate, gold_tokens
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.vocab import Vocab
 from psedual.train.trainer import StepLoss
@@ -91,11 +91,16 @@ def step(step_fn: StepLoss, opt, batch, clock: dict, prefix: str, now=time.perf_
         clock[f"{prefix} {name}"] += b - a
 
 
+def written(rollout) -> int:
+    """Tokens of a rollout's expressions (its ids, -1 past each end)."""
+    return int((rollout.tokens >= 0).sum())
+
+
 def counting(counts: dict, fn):
     """`fn` (a solver's rollout), the tokens of the expressions it returns added to `counts["sampled"]`."""
     def counted(*args, **kwargs):
         out = fn(*args, **kwargs)
-        counts["sampled"] += int((out.tokens >= 0).sum())
+        counts["sampled"] += written(out)
         return out
     return counted
 
@@ -134,7 +139,7 @@ def decoder_alone(model, reexaminer: Reexaminer, batch, now=time.perf_counter) -
     start = now()
     solver.loss(model, batch, gold_from).backward()
     return {"rollout": rollout_s, "teacher-forced": now() - start,
-            "sampled": int((rollout.tokens >= 0).sum()), "gold": int((batch.targets >= 0).sum())}
+            "sampled": written(rollout), "gold": gold_tokens(batch.problems)}
 
 
 def step_seconds(clock: dict, prefix: str, n: int) -> float:
@@ -212,7 +217,7 @@ def main() -> None:
         for batch in batches[1:]:
             for variant, (step_fn, opt) in arms.items():
                 step(step_fn, opt, batch, clock, variant, now)
-            tokens["gold"] += int((batch.targets >= 0).sum())
+            tokens["gold"] += gold_tokens(batch.problems)
             # beside the steps, so a load that comes and goes falls on these passes as on them
             for key, value in decoder_alone(model, reexaminer, batch, now).items():
                 alone[key] += value

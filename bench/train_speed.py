@@ -14,9 +14,10 @@ the weights: a GPU session).
 The tree solvers' sampled expression (PseDual rows) is written by the rollout the device runs
 (masked on a GPU, by rows on a CPU: psedual/solvers/tree_rollout.py); `--rollouts masked rows`
 times both, one row each, side by side, and `compiled` the masked one with each step through
-torch.compile (a row of its own; its first warm-up batch, compiling, is printed apart). Each PseDual row's ratio to its solver's base row (same
-precision) is printed after the rows, and beside it the same ratio batch by batch (its median and
-quartiles: a burst of load on a shared machine moves a few batches, not the median) and, on a CPU,
+torch.compile (a row of its own; its first warm-up batch, compiling, is printed apart). Each PseDual
+row's ratio to its solver's base row (same precision) is printed after the rows, and beside it the
+same ratio batch by batch (its median and quartiles: a burst of load on a shared machine moves a few
+batches, not the median) and, on a CPU,
 from the process's CPU seconds (what a load from other processes moves least; with `--threads 1`
 the step's own work).
 

@@ -8,8 +8,8 @@ Ray's exception holds the node only in that message, so it is read from there an
 Ray's node table, which gives the node's address and why Ray marked it dead. A call in flight when
 the node goes may fail first as `ActorUnavailableError` ("The actor ID is unavailable: ... Socket
 closed"), before the node's death is known: then the actor's node is read from Ray's actor table
-and counts as lost only if Ray lists that node dead (seen in the slow set: a lost trial recorded
-as a plain error).
+and counts as lost only if Ray lists that node dead, watched for `NODE_DEATH_WAIT_S` while it is
+still listed alive (seen in the slow set: a lost trial recorded as a plain error).
 """
 
 from __future__ import annotations
