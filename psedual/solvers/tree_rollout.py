@@ -18,6 +18,7 @@ Two ways to run it, the same computation (`masked_rollout` says where they diffe
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 from typing import NamedTuple
@@ -27,6 +28,7 @@ import torch
 from psedual.solvers.batch import Batch
 from psedual.solvers.rollout import COMPILED_DEVICES, MASKED_DEVICES, NEG, Pick, Rollout, may_open_operator
 from psedual.solvers.tensors import put_rows, to_device
+from psedual.solvers.weight_grads import deferred_weight_grads
 
 MERGE_ROUNDS = 2
 """Merge rounds per step of the masked rollout. A number that closes k subtrees at once needs k
@@ -43,6 +45,14 @@ def tree_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rollo
 
 
 def rows_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rollout:
+    """`_rows_rollout`, each decoder layer's weight gradient computed once over its steps' rows
+    (`weight_grads`): a step works on few rows, and its own weight gradient would cost as much
+    as its product."""
+    with deferred_weight_grads(model):
+        return _rows_rollout(model, batch, enc, pick, max_length)
+
+
+def _rows_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rollout:
     """Like greedy decoding, but the neural work of a step, subtree merges included, runs once
     for all unfinished problems; the stacks are per problem on the host.
 
@@ -296,19 +306,20 @@ def masked_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rol
                   nowhere=torch.full((B,), stacks.ops.shape[1] - 1, dtype=torch.long, device=device))
     picked, at = [], []  # per step: `pick`'s rows [B, V], and the column each goes to
     every, step = check_every(max_length), 0
-    while True:
-        stacks, y, column = step_fn(model, enc, pick, stacks, frame, max_length)
-        picked.append(y)
-        at.append(column)
-        step += 1
-        if step % every == 0 or step > 2 * max_length:
-            # the host's read: whether every problem is done, and the tokens in the same copy
-            state = torch.cat([stacks.done.long().unsqueeze(1), stacks.tokens[:, :max_length]], 1).tolist()
-            if all(row[0] for row in state):
-                break
-            if step > 2 * max_length:  # max_length tokens and at most one wait per operator
-                raise RuntimeError(f"masked tree rollout: {sum(1 - r[0] for r in state)} expressions unfinished "
-                                   f"after {step} steps (max_length {max_length})")
+    with contextlib.nullcontext() if compiled else deferred_weight_grads(model):
+        while True:
+            stacks, y, column = step_fn(model, enc, pick, stacks, frame, max_length)
+            picked.append(y)
+            at.append(column)
+            step += 1
+            if step % every == 0 or step > 2 * max_length:
+                # the host's read: whether every problem is done, and the tokens in the same copy
+                state = torch.cat([stacks.done.long().unsqueeze(1), stacks.tokens[:, :max_length]], 1).tolist()
+                if all(row[0] for row in state):
+                    break
+                if step > 2 * max_length:  # max_length tokens and at most one wait per operator
+                    raise RuntimeError(f"masked tree rollout: {sum(1 - r[0] for r in state)} expressions "
+                                       f"unfinished after {step} steps (max_length {max_length})")
     ids = [[t for t in row[1:] if t >= 0] for row in state]
     L = max(map(len, ids))
     steps = len(picked)

@@ -1,0 +1,125 @@
+"""A decoder layer's weight gradient computed once over its steps (`solvers.weight_grads`): the
+gradients autograd gives step by step, in one product over every step's rows."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from psedual.solvers import get_solver
+from psedual.solvers.batch import collate
+from psedual.solvers.config import SolverConfig
+from psedual.solvers.weight_grads import deferred_weight_grads
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+class Loop(nn.Module):
+    """A toy sequential decoder: each step runs fewer rows through two Linears (one without a
+    bias), and one 3-D call that the deferral leaves to the layer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cell, self.out = nn.Linear(6, 6), nn.Linear(6, 3, bias=False)
+        self.wide = nn.Linear(6, 2)
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        total = self.wide(h.unsqueeze(0).expand(2, -1, -1)).sum()
+        for rows in (5, 3, 1, 2):
+            h = torch.tanh(self.cell(h[:rows])) + h[:rows]
+            total = total + (self.out(h) ** 2).sum()
+        return total
+
+
+def _backward_names(t: torch.Tensor) -> set[str]:
+    """The names of the backward nodes of `t`'s graph."""
+    names, todo, seen = set(), [t.grad_fn], set()
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        names.add(node.name())
+        todo += [n for n, _ in node.next_functions]
+    return names
+
+
+def _grads(module: nn.Module, x: torch.Tensor, deferred: bool) -> tuple[list[torch.Tensor], set[str]]:
+    """The gradients of `x` and of `module`'s parameters, and the names of the graph's backward nodes."""
+    module.zero_grad()
+    x = x.detach().requires_grad_()
+    with deferred_weight_grads(module) if deferred else torch.enable_grad():
+        loss = module(x)
+    names = _backward_names(loss)
+    loss.backward()
+    return [x.grad] + [p.grad for p in module.parameters()], names
+
+
+def test_the_gradients_are_autograd_s_the_inputs_to_the_bit():
+    torch.manual_seed(0)
+    loop, x = Loop(), torch.randn(5, 6)
+    plain, plain_nodes = _grads(loop, x, deferred=False)
+    ours, our_nodes = _grads(loop, x, deferred=True)
+    assert "_StepBackward" in our_nodes and "_StepBackward" not in plain_nodes  # deferred, or this proves nothing
+    assert torch.equal(ours[0], plain[0])  # the input's gradient: the same products, the same bits
+    assert len(ours) == len(plain) == 6
+    for a, b in zip(ours[1:], plain[1:]):
+        assert a is not None and a.abs().sum() > 0
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)  # one sum over the steps, in another order
+
+
+def test_the_layers_are_their_own_after_and_without_gradient():
+    torch.manual_seed(0)
+    loop, x = Loop(), torch.randn(5, 6)
+    with deferred_weight_grads(loop):
+        assert "forward" in vars(loop.cell)
+    assert not any("forward" in vars(m) for m in loop.modules())  # the class's forward again
+    with pytest.raises(RuntimeError, match="boom"), deferred_weight_grads(loop):
+        raise RuntimeError("boom")
+    assert not any("forward" in vars(m) for m in loop.modules())  # also after an error
+    with torch.no_grad(), deferred_weight_grads(loop):
+        assert not any("forward" in vars(m) for m in loop.modules())
+        assert torch.equal(loop(x), Loop.forward(loop, x))
+
+
+def test_under_autocast_a_layer_runs_as_its_own():
+    """CPU autocast runs a Linear in bf16; the deferred step would mix dtypes in its backward, so
+    under autocast the layer's own forward runs (same outputs, gradients in the weight's dtype)."""
+    torch.manual_seed(0)
+    loop, x = Loop(), torch.randn(5, 6)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = loop(x)
+        with deferred_weight_grads(loop):
+            got = loop(x)
+    assert torch.equal(got, expected)
+    got.backward()
+    assert loop.cell.weight.grad.dtype == torch.float32 and loop.cell.weight.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_the_tree_rollout_defers_its_layers(mawps, vocab, masked):
+    """The rows rollout (a CPU's) and the masked one (a GPU's, eager) run their decoder's Linears
+    deferred: the pinned fingerprints (tests/test_rollout_device.py) hold either way, so this is
+    what sees the deferral go."""
+    from psedual.solvers.rollout import MASKED_DEVICES
+
+    torch.manual_seed(0)
+    model = get_solver("gts")(vocab, SolverConfig(embedding_size=16, hidden_size=24, layers=1, dropout=0.0))
+    batch = collate(mawps.train[:6], vocab)
+    enc = model.encode(batch)
+
+    def pick(scores, rows, position):
+        soft = torch.softmax(scores, -1)
+        return torch.nn.functional.one_hot(soft.argmax(-1), scores.shape[-1]).to(soft.dtype) - soft.detach() + soft
+
+    if masked:
+        MASKED_DEVICES.add("cpu")
+    try:
+        rollout = model.rollout(batch, enc, pick, 12)
+    finally:
+        MASKED_DEVICES.discard("cpu")
+    names = _backward_names(rollout.choices)
+    assert "_StepBackward" in names and "_GatherBackward" in names
+    rollout.choices.sum().backward()
+    assert model.gate_l.weight.grad.abs().sum() > 0
