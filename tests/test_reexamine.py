@@ -12,7 +12,7 @@ import torch
 from psedual.metrics import infilling_accuracy, perfect_match_ratio
 from psedual.reexamine import PseDualConfig, Reexaminer
 from psedual.reexamine import config as reexamine_config
-from psedual.reexamine.expression import batch_edge_index, expression_encoder_class, tree_edges
+from psedual.reexamine.expression import ROOT, LEFT, RIGHT, batch_trees, expression_encoder_class, tree_edges
 from psedual.reexamine.module import GumbelNoise
 from psedual.reexamine.schedules import (Clock, epoch_decay, epsilon, final, hold_epochs, hold_steps, regime, tau,
                                          warning)
@@ -165,9 +165,12 @@ def test_gcn_graph_of_a_known_expression(vocab):
     ids = vocab.output_ids(["*", "+", "N0", "N1", "N2"])
     assert tree_edges(ids, len(vocab.operators)) == [(0, 1), (1, 2), (1, 3), (0, 4)]
     tokens = torch.tensor([vocab.output_ids(["N0"]) + [-1] * 4, ids])  # a lone leaf has no edges
-    edges = {tuple(e) for e in batch_edge_index(tokens, len(vocab.operators)).t().tolist()}
-    one_way = {(5, 6), (6, 7), (6, 8), (5, 9)}  # the second expression's nodes are 5..9
-    assert edges == one_way | {(c, p) for p, c in one_way}
+    trees = batch_trees(tokens, len(vocab.operators))
+    one_way = [[1, 2], [2, 3], [2, 4], [1, 5]]  # real nodes only: the second expression's are 1..5
+    assert trees.edges.t().tolist() == one_way + [[c, p] for p, c in one_way]
+    assert trees.nodes.tolist() == [0, 5, 6, 7, 8, 9]  # where they sit in the padded [2, 5] batch
+    assert trees.place.tolist() == [ROOT] * 5 + [ROOT, LEFT, LEFT, RIGHT, RIGHT]
+    assert batch_trees(tokens[:1], len(vocab.operators)).edges.shape == (2, 0)
     assert tree_edges(vocab.output_ids(["-", "N0"]), len(vocab.operators)) == [(0, 1)]  # cut short
 
 
@@ -185,21 +188,23 @@ def _gcnconv_defaults(encoder) -> list[torch.nn.Module]:
 
 
 def _gcn_as_gcnconv_defaults(encoder, convs, embedded, tokens):
-    """`encoder`'s forward as it was before it added its own self loops, with `convs`
-    (`_gcnconv_defaults`) for its layers."""
-    from psedual.reexamine.expression import batch_tree
-
+    """`encoder`'s forward as it was before it added its own self loops and left padding out, with
+    `convs` (`_gcnconv_defaults`) for its layers: every position of the padded batch a node."""
     B, L, _ = embedded.shape
-    edges, place = batch_tree(tokens, encoder.n_ops)
-    x = encoder.drop(embedded.reshape(B * L, -1) + encoder.place(place))
+    trees = batch_trees(tokens, encoder.n_ops)
+    edges = trees.nodes[trees.edges]  # numbered b·L + p, as then
+    x = encoder.drop(embedded.reshape(B * L, -1) + encoder.place(trees.place))
     x = encoder.drop(torch.relu(convs[0](x, edges)))
     return convs[1](x, edges).view(B, L, -1)
 
 
 def test_gcn_encoder_adding_its_own_self_loops_is_gcnconv_s_default_bit_for_bit(vocab):
     """The same edges in the same order as `add_remaining_self_loops` makes (the tree's, then a loop
-    per node), so the same sums in the same order: outputs and gradients equal to the last bit, in
-    training mode (dropout drawn from the same seed), on trees, a cut-short one and lone leaves."""
+    per node), so the same sums in the same order: outputs equal to the last bit at the real
+    positions (zero at padding, where GCNConv's states were never read), in training mode (dropout
+    drawn from the same seed, over every position), on trees, a cut-short one and lone leaves. The
+    gradients, from what reads only the real positions (as a key does), equal to the last bit for
+    the inputs; the layers' weights to a float sum's order, as their sums now skip padding's zeros."""
     ops = len(vocab.operators)
     rows = [["*", "+", "N0", "N1", "N2"], ["-", "N1", "N0"], ["N0"], ["/", "+", "N0"]]  # the last is cut short
     L = max(map(len, rows))
@@ -210,7 +215,8 @@ def test_gcn_encoder_adding_its_own_self_loops_is_gcnconv_s_default_bit_for_bit(
     for conv in (encoder.conv1, encoder.conv2):  # GCNConv's bias starts at zero: make it count
         torch.nn.init.normal_(conv.bias)
     embedded = torch.randn(len(rows), L, 16, requires_grad=True)
-    probe = torch.randn(len(rows), L, 12)
+    real = (tokens >= 0).unsqueeze(-1)
+    probe = torch.randn(len(rows), L, 12) * real
 
     torch.manual_seed(1)
     out = encoder(embedded, tokens)
@@ -225,10 +231,13 @@ def test_gcn_encoder_adding_its_own_self_loops_is_gcnconv_s_default_bit_for_bit(
     (reference * probe).sum().backward()
     theirs = [embedded.grad, encoder.place.weight.grad, *[p.grad for conv in convs for p in conv.parameters()]]
 
-    assert torch.equal(out, reference) and out.abs().sum() > 0
+    assert torch.equal(out, reference * real) and out.abs().sum() > 0
+    assert (reference * ~real).abs().sum() > 0  # padding's states were not zero: they are left out
     assert len(ours) == len(theirs) == 6
-    for a, b in zip(ours, theirs):
+    for a, b in zip(ours[:2], theirs[:2]):
         assert torch.equal(a, b) and a.abs().sum() > 0
+    for a, b in zip(ours[2:], theirs[2:]):
+        assert torch.allclose(a, b, rtol=1e-6, atol=1e-7) and a.abs().sum() > 0
 
 
 @pytest.mark.parametrize("encoder", ["gru", "gcn"])

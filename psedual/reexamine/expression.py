@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import importlib
 import warnings
+from typing import NamedTuple
 
 import torch
 from torch import nn
 
 from psedual.reexamine.config import EXPRESSION_ENCODERS
-from psedual.solvers.tensors import to_device
+from psedual.solvers.tensors import put_rows, to_device
 
 
 def tree_edges(tokens: list[int], n_ops: int) -> list[tuple[int, int]]:
@@ -59,29 +60,37 @@ ROOT, LEFT, RIGHT = 0, 1, 2
 """A node's place under its parent (a root, or a node cut loose, is ROOT)."""
 
 
-def batch_tree(tokens: torch.Tensor, n_ops: int, ids: list[list[int]] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """The batch's trees: [2, E] edges, both directions, over nodes numbered b·L + position, and
-    [B·L] each node's place (ROOT, LEFT or RIGHT child: `- a b` and `- b a` differ only here).
-    `ids`: the same expressions on the host, where the caller has them (saves reading `tokens`
-    back from the device)."""
+class Trees(NamedTuple):
+    """A batch's expression trees over its real nodes only: a padded [B, L] batch numbers its
+    node (b, p) b·L + p, these number the real ones 0..N-1, problem by problem, in order."""
+
+    edges: torch.Tensor
+    """[2, E] parent-child edges over the real nodes, both directions (each parent -> child pair,
+    in prefix order, then the same pairs child -> parent)."""
+    nodes: torch.Tensor
+    """[N] each real node's index b·L + p in the padded batch."""
+    place: torch.Tensor
+    """[B·L] each padded position's place under its parent (ROOT, LEFT or RIGHT child: `- a b` and
+    `- b a` differ only here); a root, a node cut loose and padding are ROOT."""
+
+
+def batch_trees(tokens: torch.Tensor, n_ops: int, ids: list[list[int]] | None = None) -> Trees:
+    """The trees of the expressions `tokens` [B, L] (-1-padded output ids). `ids`: the same
+    expressions on the host, where the caller has them (saves reading `tokens` back from the device)."""
     B, L = tokens.shape
-    pairs, roles = [], [ROOT] * (B * L)
+    pairs, roles, nodes = [], [ROOT] * (B * L), []
     for b, row in enumerate(ids if ids is not None else tokens.tolist()):
-        seen: set[int] = set()
-        for p, c in tree_edges([t for t in row if t >= 0], n_ops):
-            pairs.append((b * L + p, b * L + c))
+        row = [t for t in row if t >= 0]
+        first, seen = len(nodes), set()
+        for p, c in tree_edges(row, n_ops):
+            pairs.append((first + p, first + c))
             roles[b * L + c] = RIGHT if p in seen else LEFT  # an operator's first child is its left
             seen.add(p)
-    role = to_device(torch.tensor(roles, dtype=torch.long), tokens.device)
-    if not pairs:
-        return torch.zeros(2, 0, dtype=torch.long, device=tokens.device), role
-    e = torch.tensor(pairs, dtype=torch.long).t()
-    return to_device(torch.cat([e, e.flip(0)], 1), tokens.device), role
-
-
-def batch_edge_index(tokens: torch.Tensor, n_ops: int, ids: list[list[int]] | None = None) -> torch.Tensor:
-    """[2, E] edges of a batch's trees (see `batch_tree`)."""
-    return batch_tree(tokens, n_ops, ids)[0]
+        nodes += range(b * L, b * L + len(row))
+    e = torch.tensor(pairs, dtype=torch.long).view(-1, 2).t()
+    return Trees(to_device(torch.cat([e, e.flip(0)], 1), tokens.device),
+                 to_device(torch.tensor(nodes, dtype=torch.long), tokens.device),
+                 to_device(torch.tensor(roles, dtype=torch.long), tokens.device))
 
 
 def with_self_loops(edges: torch.Tensor, num_nodes: int) -> torch.Tensor:
@@ -133,7 +142,14 @@ class GCNExpressionEncoder(nn.Module):
     in the same order (the graph's, then one loop per node), so the output is GCNConv's default,
     bit for bit. The symmetric normalisation is computed here too, once a call for both layers (each
     GCNConv would compute the same edge weights again from the same edges), per input dtype as
-    GCNConv computes it (under autocast the second layer's input may be another dtype than the first's)."""
+    GCNConv computes it (under autocast the second layer's input may be another dtype than the first's).
+
+    Only the expressions' real nodes go through the layers: a sample is padded to the batch's
+    longest (up to `max_length_factor` × the longest gold + 1), so on Math23K batches of 64 about
+    3 positions in 4 were padding, isolated nodes whose states nothing reads (a key weighs a
+    position by its one-hot row, zero past the end). Padding's states are zero; a real node's are
+    the same bits as over the padded batch, and the layers' weight gradients the same up to a
+    sum's order (tests/test_reexamine.py)."""
 
     def __init__(self, embedding_size: int, hidden_size: int, n_ops: int, dropout: float) -> None:
         super().__init__()
@@ -152,21 +168,32 @@ class GCNExpressionEncoder(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, embedded: torch.Tensor, tokens: torch.Tensor, ids: list[list[int]] | None = None) -> torch.Tensor:
-        """Node states [B, L, H] of the expressions `tokens` [B, L] (`ids`: the same on the host)."""
+        """Node states [B, L, H] of the expressions `tokens` [B, L] (`ids`: the same on the host);
+        zero at padding."""
         B, L, _ = embedded.shape
-        edges, place = batch_tree(tokens, self.n_ops, ids)
-        edges = with_self_loops(edges, B * L)
+        trees = batch_trees(tokens, self.n_ops, ids)
+        N = len(trees.nodes)
+        edges = with_self_loops(trees.edges, N)
         weights: dict[torch.dtype, torch.Tensor] = {}
 
         def normalised(dtype: torch.dtype) -> torch.Tensor:
             """The edges' weights as GCNConv's default normalises them for an input of `dtype`."""
             if dtype not in weights:
-                weights[dtype] = self.gcn_norm(edges, None, B * L, False, False, self.conv1.flow, dtype)[1]
+                weights[dtype] = self.gcn_norm(edges, None, N, False, False, self.conv1.flow, dtype)[1]
             return weights[dtype]
 
-        x = self.drop(embedded.reshape(B * L, -1) + self.place(place))  # padding positions are isolated nodes
-        x = self.drop(torch.relu(self.conv1(x, edges, normalised(x.dtype))))
-        return self.conv2(x, edges, normalised(x.dtype)).view(B, L, -1)
+        def dropped(x: torch.Tensor) -> torch.Tensor:
+            """The real nodes' rows `x` [N, H] through dropout drawn over all B·L positions, as
+            before padding was left out: the same masks from the same seed, so a seeded run
+            draws what it drew then (pinned: tests/test_rollout_device.py)."""
+            if not (self.training and self.drop.p):
+                return x
+            return self.drop(put_rows(x.new_zeros(B * L, x.shape[-1]), trees.nodes, x)).index_select(0, trees.nodes)
+
+        x = self.drop(embedded.reshape(B * L, -1) + self.place(trees.place)).index_select(0, trees.nodes)
+        x = dropped(torch.relu(self.conv1(x, edges, normalised(x.dtype))))
+        out = self.conv2(x, edges, normalised(x.dtype))
+        return put_rows(out.new_zeros(B * L, out.shape[-1]), trees.nodes, out).view(B, L, -1)
 
 
 def expression_encoder_class(name: str) -> type[nn.Module]:
