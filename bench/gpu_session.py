@@ -156,9 +156,10 @@ def _rollout(c: Context):
 
 def _compiled(c: Context):
     # the masked rollout's steps through torch.compile beside the eager ones: on a GPU bound by launching
-    # kernels, a step's 424 ops (232 forward, 192 backward; GTS, Math23K, batch 64) against the compiled
-    # graph's 82 (the CPU's generated code: 27 kernels forward, 55 backward); its first batch, compiling,
-    # is printed apart (the toy CPU run times the compiled one alone: its eager twin is the rollout stage's)
+    # kernels, a step's 368 ops (232 forward, 136 backward, its weight gradients deferred; GTS, Math23K,
+    # batch 64) against the compiled graph's 82 (the CPU's generated code: 27 kernels forward, 55
+    # backward); its first batch, compiling, is printed apart (the toy CPU run times the compiled one
+    # alone: its eager twin is the rollout stage's)
     return _steps_beside_base(c, ["masked", "compiled"] if c.cuda else ["compiled"])
 
 
