@@ -9,7 +9,8 @@ Ray's node table, which gives the node's address and why Ray marked it dead. A c
 the node goes may fail first as `ActorUnavailableError` ("The actor ID is unavailable: ... Socket
 closed"), before the node's death is known: then the actor's node is read from Ray's actor table
 and counts as lost only if Ray lists that node dead, watched for `NODE_DEATH_WAIT_S` while it is
-still listed alive (seen in the slow set: a lost trial recorded as a plain error).
+still listed alive (seen in the slow set: a lost trial recorded as a plain error), once an actor:
+every later reader of the same error gets the same verdict at once.
 """
 
 from __future__ import annotations
@@ -55,14 +56,23 @@ said lost). Only an actor unavailable on a live node waits: a real loss seldom t
 actor unavailable for another reason (its process restarting, a network fault) costs this once."""
 
 
+_VERDICTS: dict[str, str | None] = {}
+"""Each unreachable actor's verdict once reached (`actor_dead_node`): the searcher, the final
+outcomes and the progress line each read the same trial's error, and must give it the same verdict
+without watching its node again (up to `NODE_DEATH_WAIT_S` each)."""
+
+
 def actor_dead_node(actor: str, wait_s: float = NODE_DEATH_WAIT_S) -> str | None:
     """The node actor `actor` (its hex id) ran on, if Ray lists that node dead within `wait_s` seconds;
     None when no Ray runs here, Ray does not know the actor, or its node is still alive by then (an
-    actor unavailable for another reason: its process restarting, a network fault)."""
+    actor unavailable for another reason: its process restarting, a network fault). A verdict on an
+    actor Ray knows is kept: a later call for the same actor returns it at once."""
     import ray
 
     if not ray.is_initialized():
         return None
+    if actor in _VERDICTS:
+        return _VERDICTS[actor]
     # the GCS's actor table, which ray.util.state reads through the dashboard (a cluster may run none)
     from ray._private import state
 
@@ -73,8 +83,10 @@ def actor_dead_node(actor: str, wait_s: float = NODE_DEATH_WAIT_S) -> str | None
     deadline = time.monotonic() + wait_s
     while not dead_node(node):
         if time.monotonic() >= deadline:
-            return None
+            node = None
+            break
         time.sleep(0.5)
+    _VERDICTS[actor] = node
     return node
 
 
