@@ -310,11 +310,15 @@ def test_an_actor_on_a_removed_node_is_found_dead_from_its_id(cluster):  # noqa:
     holder = Holder.remote()
     node = ray.get(holder.node.remote())
     actor = holder._actor_id.hex()
+    from psedual.tune import lost
     from psedual.tune.lost import actor_dead_node
 
     began = time.monotonic()
     assert actor_dead_node(actor, wait_s=1.0) is None  # alive: watched for the second given, then not lost
     assert time.monotonic() - began >= 1.0
     cluster.remove_node(next(n for n in nodes if n.node_id == node))
+    # a verdict is kept per actor (every reader of one error reads one verdict): this second error of the
+    # same actor is asked afresh
+    lost._VERDICTS.pop(actor)
     assert actor_dead_node(actor, wait_s=30.0) == node  # asked the moment it went: watched until Ray marks it
     assert lost_node(f"The actor {actor} is unavailable: RpcError: Socket closed") == node
