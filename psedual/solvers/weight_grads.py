@@ -82,6 +82,8 @@ def deferred_weight_grads(model: nn.Module) -> Iterator[None]:
 
 
 def _stepper(layer: nn.Linear, weight: torch.Tensor, bias: torch.Tensor | None, bank: list):
+    """`layer`'s forward inside the context: a deferred step over the aliases `weight` and `bias`
+    where it may be one, else the class's own forward."""
     own = type(layer).forward.__get__(layer)
 
     def forward(x: torch.Tensor) -> torch.Tensor:
