@@ -83,6 +83,55 @@ def test_the_layers_are_their_own_after_and_without_gradient():
         assert torch.equal(loop(x), Loop.forward(loop, x))
 
 
+def test_a_pass_that_stops_short_of_the_weights_leaves_nothing_behind():
+    """`autograd.grad(loss, x)` (or `backward(inputs=...)`) runs the steps' backward but not the
+    weights': a later full backward must count each step once, not its rows from both passes."""
+    torch.manual_seed(0)
+    loop, x = Loop(), torch.randn(5, 6)
+    plain, _ = _grads(loop, x, deferred=False)
+    loop.zero_grad()
+    x = x.detach().requires_grad_()
+    with deferred_weight_grads(loop):
+        loss = loop(x)
+    torch.autograd.grad(loss, x, retain_graph=True)
+    loss.backward(inputs=[x], retain_graph=True)
+    x.grad = None
+    loss.backward()
+    ours = [x.grad] + [p.grad for p in loop.parameters()]
+    for a, b in zip(ours, plain):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_a_second_derivative_is_refused_not_wrong():
+    torch.manual_seed(0)
+    loop, x = Loop(), torch.randn(5, 6, requires_grad=True)
+    with deferred_weight_grads(loop):
+        loss = loop(x)
+    (g,) = torch.autograd.grad(loss, x, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable|differentiate twice"):
+        g.sum().backward()
+
+
+def test_a_context_inside_another_changes_nothing_and_an_error_comes_out_as_raised():
+    torch.manual_seed(0)
+    loop, x = Loop(), torch.randn(5, 6)
+    plain, _ = _grads(loop, x, deferred=False)
+    loop.zero_grad()
+    x = x.detach().requires_grad_()
+    with deferred_weight_grads(loop):
+        outer = loop.cell.forward
+        with deferred_weight_grads(loop):
+            assert loop.cell.forward is outer  # the outer context's, left as it was
+            loss = loop(x)
+        assert loop.cell.forward is outer  # the inner exit took nothing away
+    loss.backward()
+    for a, b in zip([x.grad] + [p.grad for p in loop.parameters()], plain):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+    with pytest.raises(ValueError, match="inner"), deferred_weight_grads(loop), deferred_weight_grads(loop):
+        raise ValueError("inner")
+    assert not any("forward" in vars(m) for m in loop.modules())
+
+
 def test_under_autocast_a_layer_runs_as_its_own():
     """CPU autocast runs a Linear in bf16; the deferred step would mix dtypes in its backward, so
     under autocast the layer's own forward runs (same outputs, gradients in the weight's dtype)."""

@@ -12,7 +12,14 @@ order of a float sum; the input gradients, and so everything upstream, are the s
 
 The last step's backward is known by autograd's own order: each step's Linear reads the weight
 through one alias made at the context's start (`_Gather`), whose backward autograd runs only
-after every node that read the alias has run its own.
+after every node that read the alias has run its own. Each kept row is tagged with its backward
+pass (autograd's graph task id, as torch.utils.checkpoint reads it), so a pass that never reached
+`_Gather` (`torch.autograd.grad(loss, x)`, `backward(inputs=...)`) leaves nothing that a later
+pass would count twice. Not differentiable twice (`create_graph=True` raises).
+
+One rollout per model at a time: the context sets each layer's `forward` on the instance, which
+every thread calling the model sees, and which a `copy.deepcopy` or `pickle` made inside it
+would carry (checkpoints save `state_dict`s, outside rollouts).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from collections.abc import Iterator
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 
 class _Gather(torch.autograd.Function):
@@ -36,13 +44,16 @@ class _Gather(torch.autograd.Function):
         return weight.view_as(weight), (bias.view_as(bias) if bias is not None else None)
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, _weight_grad, _bias_grad):
-        if not ctx.bank:
-            return None, None, None
-        rows = torch.cat([x for x, _ in ctx.bank])
-        grads = torch.cat([g for _, g in ctx.bank])
+        task = torch._C._current_graph_task_id()
+        mine = [(x, g) for t, x, g in ctx.bank if t == task]  # a pass that never came here left its own
         ctx.bank.clear()
-        return grads.t().mm(rows), (grads.sum(0) if ctx.has_bias else None), None
+        if not mine:
+            return None, None, None
+        grads = torch.cat([g for _, g in mine])
+        weight = grads.t().mm(torch.cat([x for x, _ in mine])) if ctx.needs_input_grad[0] else None
+        return weight, (grads.sum(0) if ctx.has_bias and ctx.needs_input_grad[1] else None), None
 
 
 class _Step(torch.autograd.Function):
@@ -55,9 +66,11 @@ class _Step(torch.autograd.Function):
         return F.linear(x, weight, bias)
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
-        ctx.bank.append((x, grad))
+        if ctx.needs_input_grad[1] or ctx.needs_input_grad[2]:
+            ctx.bank.append((torch._C._current_graph_task_id(), x, grad))
         return (grad.mm(weight) if ctx.needs_input_grad[0] else None), None, None, None
 
 
@@ -65,19 +78,24 @@ class _Step(torch.autograd.Function):
 def deferred_weight_grads(model: nn.Module) -> Iterator[None]:
     """Within: every `nn.Linear` of `model` called on rows [R, in] (2-D, as a decoder step's
     are) with gradient on has its weight's and bias's gradients computed once, after the last
-    step's backward. A call on other shapes, without gradient or under autocast is the layer's own."""
+    step's backward. A call on other shapes, without gradient or under autocast is the layer's own;
+    so is a layer already wrapped on its instance (a context inside another changes nothing)."""
     if not torch.is_grad_enabled():
         yield
         return
-    layers = [m for m in model.modules() if type(m) is nn.Linear]
-    for layer in layers:
-        bank: list[tuple[torch.Tensor, torch.Tensor]] = []
-        weight, bias = _Gather.apply(layer.weight, layer.bias, bank)
-        layer.forward = _stepper(layer, weight, bias, bank)
+    patched: list[nn.Linear] = []
     try:
+        for layer in model.modules():
+            # a layer whose instance already has a forward (an outer context's, or someone else's
+            # wrapper) is left as it is, and so is restored by whoever set it
+            if type(layer) is nn.Linear and "forward" not in vars(layer):
+                bank: list[tuple[int, torch.Tensor, torch.Tensor]] = []
+                weight, bias = _Gather.apply(layer.weight, layer.bias, bank)
+                layer.forward = _stepper(layer, weight, bias, bank)
+                patched.append(layer)
         yield
     finally:
-        for layer in layers:
+        for layer in patched:
             del layer.forward
 
 
