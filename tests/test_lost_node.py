@@ -284,16 +284,20 @@ def test_an_unavailable_actors_live_node_is_watched_until_ray_marks_it_dead(monk
     polls = []
     monkeypatch.setattr(lost, "dead_node", lambda node: (polls.append(node), len(polls) >= 3 and {"NodeID": node})[1])
     monkeypatch.setattr(lost.time, "sleep", lambda s: None)
-    monkeypatch.setattr(lost, "_VERDICTS", {})
+    monkeypatch.setattr(lost, "_WATCHED", {})
     assert lost.actor_dead_node("a" * 32, wait_s=60.0) == NODE and polls == [NODE] * 3  # dead at the third look
     polls.clear()
     clock = iter(range(100))
     monkeypatch.setattr(lost.time, "monotonic", lambda: next(clock))
     monkeypatch.setattr(lost, "dead_node", lambda node: (polls.append(node), {})[1])
     assert lost.actor_dead_node("b" * 32, wait_s=5.0) is None and len(polls) == 5  # a look a second for 5 s: not lost
-    # the next reader of either trial's error (the outcomes, the progress line) gets the same verdict at once
+    # the next readers of the two trials' errors (the outcomes, the progress line) watch neither node again:
+    # a dead one stays dead unlooked at; a live one gets one look, no wait, and is lost once Ray lists it dead
     polls.clear()
-    assert lost.actor_dead_node("a" * 32) == NODE and lost.actor_dead_node("b" * 32) is None and polls == []
+    assert lost.actor_dead_node("a" * 32) == NODE and lost.actor_dead_node("b" * 32) is None and polls == [NODE]
+    monkeypatch.setattr(lost, "dead_node", lambda node: (polls.append(node), {"NodeID": node})[1])
+    assert lost.actor_dead_node("b" * 32) == NODE and polls == [NODE] * 2
+    assert lost.actor_dead_node("b" * 32) == NODE and polls == [NODE] * 2  # dead is kept: no more looks
 
 
 @pytest.mark.slow
@@ -317,8 +321,8 @@ def test_an_actor_on_a_removed_node_is_found_dead_from_its_id(cluster):  # noqa:
     assert actor_dead_node(actor, wait_s=1.0) is None  # alive: watched for the second given, then not lost
     assert time.monotonic() - began >= 1.0
     cluster.remove_node(next(n for n in nodes if n.node_id == node))
-    # a verdict is kept per actor (every reader of one error reads one verdict): this second error of the
-    # same actor is asked afresh
-    lost._VERDICTS.pop(actor)
+    # an actor is watched once (a later reader of the same error looks once, without waiting): this test
+    # asks afresh, to watch the node die
+    lost._WATCHED.pop(actor)
     assert actor_dead_node(actor, wait_s=30.0) == node  # asked the moment it went: watched until Ray marks it
     assert lost_node(f"The actor {actor} is unavailable: RpcError: Socket closed") == node

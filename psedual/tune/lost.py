@@ -10,7 +10,8 @@ the node goes may fail first as `ActorUnavailableError` ("The actor ID is unavai
 closed"), before the node's death is known: then the actor's node is read from Ray's actor table
 and counts as lost only if Ray lists that node dead, watched for `NODE_DEATH_WAIT_S` while it is
 still listed alive (seen in the slow set: a lost trial recorded as a plain error), once an actor:
-every later reader of the same error gets the same verdict at once.
+a later reader of the same error takes a dead verdict as it is, and looks once more, without
+waiting, at a node that was alive.
 """
 
 from __future__ import annotations
@@ -56,23 +57,29 @@ said lost). Only an actor unavailable on a live node waits: a real loss seldom t
 actor unavailable for another reason (its process restarting, a network fault) costs this once."""
 
 
-_VERDICTS: dict[str, str | None] = {}
-"""Each unreachable actor's verdict once reached (`actor_dead_node`): the searcher, the final
-outcomes and the progress line each read the same trial's error, and must give it the same verdict
-without watching its node again (up to `NODE_DEATH_WAIT_S` each)."""
+_WATCHED: dict[str, tuple[str, bool]] = {}
+"""Each unreachable actor's node once watched (`actor_dead_node`), and whether Ray listed it dead by
+then. The searcher, the final outcomes and the progress line each read the same trial's error: only
+the first watches the node (up to `NODE_DEATH_WAIT_S`); a later reader takes a dead verdict as it is
+and looks once more, without waiting, at a node that was alive (Ray may mark it dead after the
+wait: the runs table, read last, then still says lost)."""
 
 
 def actor_dead_node(actor: str, wait_s: float = NODE_DEATH_WAIT_S) -> str | None:
     """The node actor `actor` (its hex id) ran on, if Ray lists that node dead within `wait_s` seconds;
     None when no Ray runs here, Ray does not know the actor, or its node is still alive by then (an
-    actor unavailable for another reason: its process restarting, a network fault). A verdict on an
-    actor Ray knows is kept: a later call for the same actor returns it at once."""
+    actor unavailable for another reason: its process restarting, a network fault). An actor asked
+    about before is not watched again (`_WATCHED`)."""
     import ray
 
     if not ray.is_initialized():
         return None
-    if actor in _VERDICTS:
-        return _VERDICTS[actor]
+    if actor in _WATCHED:
+        node, dead = _WATCHED[actor]
+        if not dead and dead_node(node):
+            _WATCHED[actor] = node, True
+            dead = True
+        return node if dead else None
     # the GCS's actor table, which ray.util.state reads through the dashboard (a cluster may run none)
     from ray._private import state
 
@@ -81,13 +88,12 @@ def actor_dead_node(actor: str, wait_s: float = NODE_DEATH_WAIT_S) -> str | None
     if not node:
         return None
     deadline = time.monotonic() + wait_s
-    while not dead_node(node):
-        if time.monotonic() >= deadline:
-            node = None
-            break
+    dead = bool(dead_node(node))
+    while not dead and time.monotonic() < deadline:
         time.sleep(0.5)
-    _VERDICTS[actor] = node
-    return node
+        dead = bool(dead_node(node))
+    _WATCHED[actor] = node, dead
+    return node if dead else None
 
 
 def ray_session() -> Path | None:
