@@ -56,6 +56,22 @@ def _grads(module: nn.Module, x: torch.Tensor, deferred: bool) -> tuple[list[tor
     return [x.grad] + [p.grad for p in module.parameters()], names
 
 
+def _plain_then_fresh() -> tuple[Loop, torch.Tensor, list[torch.Tensor]]:
+    """A seeded `Loop`, an input that asks for its gradient, and plain autograd's gradients of both
+    (the module's cleared again)."""
+    torch.manual_seed(0)
+    loop, x = Loop(), torch.randn(5, 6)
+    plain, _ = _grads(loop, x, deferred=False)
+    loop.zero_grad()
+    return loop, x.detach().requires_grad_(), plain
+
+
+def _assert_plain(loop: Loop, x: torch.Tensor, plain: list[torch.Tensor]) -> None:
+    """`x`'s and `loop`'s gradients are `plain`'s, to a float sum's order."""
+    for a, b in zip([x.grad] + [p.grad for p in loop.parameters()], plain, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
 def test_the_gradients_are_autograd_s_the_inputs_to_the_bit():
     torch.manual_seed(0)
     loop, x = Loop(), torch.randn(5, 6)
@@ -86,20 +102,14 @@ def test_the_layers_are_their_own_after_and_without_gradient():
 def test_a_pass_that_stops_short_of_the_weights_leaves_nothing_behind():
     """`autograd.grad(loss, x)` (or `backward(inputs=...)`) runs the steps' backward but not the
     weights': a later full backward must count each step once, not its rows from both passes."""
-    torch.manual_seed(0)
-    loop, x = Loop(), torch.randn(5, 6)
-    plain, _ = _grads(loop, x, deferred=False)
-    loop.zero_grad()
-    x = x.detach().requires_grad_()
+    loop, x, plain = _plain_then_fresh()
     with deferred_weight_grads(loop):
         loss = loop(x)
     torch.autograd.grad(loss, x, retain_graph=True)
     loss.backward(inputs=[x], retain_graph=True)
     x.grad = None
     loss.backward()
-    ours = [x.grad] + [p.grad for p in loop.parameters()]
-    for a, b in zip(ours, plain):
-        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+    _assert_plain(loop, x, plain)
 
 
 def test_a_second_derivative_is_refused_not_wrong():
@@ -113,11 +123,7 @@ def test_a_second_derivative_is_refused_not_wrong():
 
 
 def test_a_context_inside_another_changes_nothing_and_an_error_comes_out_as_raised():
-    torch.manual_seed(0)
-    loop, x = Loop(), torch.randn(5, 6)
-    plain, _ = _grads(loop, x, deferred=False)
-    loop.zero_grad()
-    x = x.detach().requires_grad_()
+    loop, x, plain = _plain_then_fresh()
     with deferred_weight_grads(loop):
         outer = loop.cell.forward
         with deferred_weight_grads(loop):
@@ -125,8 +131,7 @@ def test_a_context_inside_another_changes_nothing_and_an_error_comes_out_as_rais
             loss = loop(x)
         assert loop.cell.forward is outer  # the inner exit took nothing away
     loss.backward()
-    for a, b in zip([x.grad] + [p.grad for p in loop.parameters()], plain):
-        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+    _assert_plain(loop, x, plain)
     with pytest.raises(ValueError, match="inner"), deferred_weight_grads(loop), deferred_weight_grads(loop):
         raise ValueError("inner")
     assert not any("forward" in vars(m) for m in loop.modules())

@@ -296,8 +296,8 @@ def masked_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rol
     On the device types `COMPILED_DEVICES` names each step is `compiled_step()`: the same
     computation in 82 kernels (27 forward, 55 backward, in the code the compiler writes for a CPU)
     instead of 368 ops (232 forward, 136 backward: eager, its Linears' weight gradients are deferred,
-    `weight_grads`; 424 under autocast, which leaves the layers to themselves), for a GPU whose step is bound by launching them (docs/gpu.md); its dropout
-    masks come from the compiler's own generator."""
+    `weight_grads`; 424 under autocast, which leaves the layers to themselves), for a GPU whose step
+    is bound by launching them (docs/gpu.md); its dropout masks come from the compiler's own generator."""
     B, V = len(batch.problems), len(model.vocab.output_tokens)
     device = enc.problem.device
     compiled = device.type in COMPILED_DEVICES

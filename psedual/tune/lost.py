@@ -76,22 +76,21 @@ def actor_dead_node(actor: str, wait_s: float = NODE_DEATH_WAIT_S) -> str | None
         return None
     if actor in _WATCHED:
         node, dead = _WATCHED[actor]
-        if not dead and dead_node(node):
-            _WATCHED[actor] = node, True
-            dead = True
-        return node if dead else None
-    # the GCS's actor table, which ray.util.state reads through the dashboard (a cluster may run none)
-    from ray._private import state
+        wait_s = 0.0  # watched once already: one more look at most
+    else:
+        # the GCS's actor table, which ray.util.state reads through the dashboard (a cluster may run none)
+        from ray._private import state
 
-    record = state.actors(actor_id=actor) or {}
-    node = (record.get("Address") or {}).get("NodeID")
-    if not node:
-        return None
+        record = state.actors(actor_id=actor) or {}
+        node, dead = (record.get("Address") or {}).get("NodeID"), False
+        if not node:
+            return None
     deadline = time.monotonic() + wait_s
-    dead = bool(dead_node(node))
-    while not dead and time.monotonic() < deadline:
-        time.sleep(0.5)
+    while not dead:
         dead = bool(dead_node(node))
+        if dead or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
     _WATCHED[actor] = node, dead
     return node if dead else None
 
