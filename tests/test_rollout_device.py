@@ -14,6 +14,10 @@ another order cannot be had without knowing on the host which rows are unfinishe
 exists to avoid. So it is held to the pins without dropout (the same expressions; losses and
 gradients to 1e-6, as the rows it computes beside them may change a sum's order), to pins of its
 own with dropout, and to the same distribution of expressions as the rows rollout's over seeds.
+
+The rows rollout's first step takes the teacher-forced pass's prediction at the roots (`gts.Roots`)
+instead of making its own, so it draws no dropout masks of its own there and later draws move: its
+pins with dropout were made again then (without dropout they are still the ones from before issue 59).
 """
 
 from __future__ import annotations
@@ -90,22 +94,22 @@ PINNED = {
                     "grad_norm": 1.1523922013165975, "grad_dot": 1.2479464753311589},
                    {"ids": "a694eb495e293227", "length": 38, "loss": 3.382607936859131, "infill": 1.0875283479690552,
                     "grad_norm": 1.1204345974778362, "grad_dot": 1.0794608871697884}],
-    ("gts", 0.5): [{"ids": "bd4ea1b9f7596257", "length": 88, "loss": 3.5308003425598145, "infill": 1.1261334419250488,
-                    "grad_norm": 1.078371916610847, "grad_dot": 1.2251754924143934},
-                   {"ids": "2ec143cb7135eee3", "length": 62, "loss": 3.4700615406036377, "infill": 1.112642765045166,
-                    "grad_norm": 1.0289360088318225, "grad_dot": 1.4139582874229242}],
+    ("gts", 0.5): [{"ids": "2f4715803dcab45e", "length": 88, "loss": 3.5413506031036377, "infill": 1.136683702468872,
+                    "grad_norm": 1.0987019792107846, "grad_dot": 1.0751295907539293},
+                   {"ids": "1b7adbdda3e77d3d", "length": 54, "loss": 3.454538345336914, "infill": 1.1097863912582397,
+                    "grad_norm": 0.9815984810286832, "grad_dot": 1.0926863688442805}],
     ("graph2tree", 0.0): [{"ids": "636b4388851eb2e3", "length": 50, "loss": 3.787142753601074,
                            "infill": 1.1438285112380981, "grad_norm": 3.8652959163097678,
                            "grad_dot": 2.116048644576791},
                           {"ids": "d3d4348958140536", "length": 72, "loss": 3.4427382946014404,
                            "infill": 1.1342391967773438, "grad_norm": 3.2454464906105716,
                            "grad_dot": 1.7888891928638486}],
-    ("graph2tree", 0.5): [{"ids": "5060766893706f64", "length": 66, "loss": 3.7632641792297363,
-                           "infill": 1.1295673847198486, "grad_norm": 2.9054174018815906,
-                           "grad_dot": 0.22712734686006641},
-                          {"ids": "fd685a725b99e9f7", "length": 40, "loss": 3.5138893127441406,
-                           "infill": 1.122458577156067, "grad_norm": 2.574990023348306,
-                           "grad_dot": -1.2283209597542328}],
+    ("graph2tree", 0.5): [{"ids": "0522e8aa0fc10fa6", "length": 74, "loss": 3.776301383972168,
+                           "infill": 1.1426047086715698, "grad_norm": 2.9145189957123483,
+                           "grad_dot": -0.036380052331259724},
+                          {"ids": "5e014d1b22969b82", "length": 46, "loss": 3.5529122352600098,
+                           "infill": 1.136224389076233, "grad_norm": 2.7443541387031294,
+                           "grad_dot": 0.44829842832919176}],
 }
 """Two PseDual steps' fingerprints (see `fingerprint`), by solver and dropout."""
 
@@ -360,3 +364,82 @@ def test_predict_on_an_encodings_rows_is_predict_by_index(mawps, vocab, name):
     by_rows = solver.predict(enc.rows(ex), None, goal, left, has_left)
     for a, b in zip(by_index, by_rows, strict=True):
         assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("has_left", [[True, False, True, False, False], [False] * 5, [True] * 5])
+def test_gates_on_their_own_rows_are_both_gates_on_every_row(mawps, vocab, has_left):
+    """`Sides` (each gate on its own rows, where the host knows them) gives the scores, goals, contexts
+    and gradients of a bool tensor (both gates on every row, one kept), mixed or all of one side."""
+    from psedual.solvers.sides import sides_of
+
+    torch.manual_seed(0)
+    solver = get_solver("gts")(vocab, SMALL)
+    with torch.no_grad():
+        enc = solver.encode(collate(mawps.train[:8], vocab))
+    ex, H = torch.tensor([5, 2, 7, 0, 2]), SMALL.hidden_size
+    goal, left = torch.randn(5, H, requires_grad=True), torch.randn(5, H, requires_grad=True)
+    weights = [torch.randn(5, n) for n in (len(vocab.output_tokens), H, H)]
+    grads = []
+    for sides in (torch.tensor(has_left), sides_of(has_left, torch.device("cpu"))):
+        out = solver.predict(enc, ex, goal, left, sides)
+        solver.zero_grad()
+        goal.grad = left.grad = None
+        sum((o * w).sum() for o, w in zip(out, weights)).backward()
+        grads.append([*out, goal.grad, left.grad, solver.gate_l.weight.grad, solver.gate_r.weight.grad])
+    for a, b in zip(*grads, strict=True):
+        if a is None or b is None:  # a gate no row needs: no gradient of its own rows (both: zeros)
+            assert (a if b is None else b).abs().sum() == 0
+            continue
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)  # a sum over other rows may change order
+
+
+def test_the_teacher_forced_groups_split_each_depth_by_left_sibling(mawps, vocab):
+    """`lone{d}`/`right{d}` are where the depth's nodes without and with a left sibling are, and
+    `order{d}` puts the two groups' outputs back in the depth's order."""
+    tree = collate(mawps.train[:16], vocab).tree
+    seen = 0
+    for d in range(tree.depths):
+        idx = tree.group(f"depth{d}")
+        lone, right, order = (tree.group(f"{g}{d}") for g in ("lone", "right", "order"))
+        assert torch.equal(tree.left_sibling[idx[lone]] < 0, torch.ones(len(lone), dtype=torch.bool))
+        assert torch.equal(tree.left_sibling[idx[right]] >= 0, torch.ones(len(right), dtype=torch.bool))
+        assert torch.equal(torch.cat([lone, right])[order], torch.arange(len(idx)))
+        seen += len(right)
+    assert seen == int((tree.left_sibling >= 0).sum()) > 0
+
+
+@pytest.mark.parametrize("name", ["gts", "graph2tree"])
+def test_the_rows_rollout_takes_its_first_step_from_the_teacher_forced_roots(mawps, vocab, name):
+    """With dropout, the first step's scores are the teacher-forced pass's at the roots (the same
+    masks), not a second pass's; roots made in another mode (evaluation) are not taken."""
+    from psedual.reexamine.module import GumbelNoise
+
+    torch.manual_seed(0)
+    solver = get_solver(name)(vocab, replace(SMALL, dropout=0.5))
+    batch = collate(mawps.train[:12], vocab)
+    V = len(vocab.output_tokens)
+    noise = GumbelNoise([p.id for p in batch.problems], 9, V, torch.device("cpu"))
+    pick = Reexaminer(vocab, SMALL, PseDualConfig())._pick(1.0, noise)
+
+    def first_scores(enc) -> torch.Tensor:
+        seen = []
+
+        def recording(scores, rows, position):
+            seen.append(scores.detach().clone())
+            return pick(scores, rows, position)
+
+        solver.rollout(batch, enc, recording, 9)
+        return seen[0]
+
+    enc = solver.encode(batch)
+    solver.loss(batch, enc)
+    assert enc.roots is not None and enc.roots.scores.requires_grad
+    taken = first_scores(enc)
+    assert torch.equal(taken, enc.roots.scores.detach())
+    assert not torch.equal(first_scores(solver.encode(batch)), taken)  # its own pass: other masks
+    solver.eval()
+    with torch.no_grad():
+        solver.loss(batch, enc)
+    solver.train()
+    assert enc.roots.mode == (False, False)
+    assert not torch.equal(first_scores(enc), enc.roots.scores)

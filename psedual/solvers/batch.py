@@ -77,7 +77,8 @@ class TreeIndex:
     spans: dict[str, tuple[int, int]]
     """Each group's [start, end) in `groups`: `leaves`, `roots`, `height{h}` (h >= 1: the
     operators of that height), `depth{d}` (the nodes of that depth), `ops{d}` (where the
-    operators are among `depth{d}`'s nodes)."""
+    operators are among `depth{d}`'s nodes), `lone{d}` and `right{d}` (where the nodes without and
+    with a left sibling are among them) and `order{d}` (their `sides.Sides.order`)."""
     heights: int
     """The tallest tree's height (0 when every expression is one number)."""
     depths: int
@@ -183,6 +184,9 @@ def _groups(cols: dict[str, torch.Tensor], n_ops: int) -> dict:
     for d in range(depths):
         at = (cols["depth"] == d).nonzero().squeeze(1)
         named[f"depth{d}"], named[f"ops{d}"] = at, is_op[at].nonzero().squeeze(1)
+        right = cols["left_sibling"][at] >= 0
+        named[f"lone{d}"], named[f"right{d}"] = (~right).nonzero().squeeze(1), right.nonzero().squeeze(1)
+        named[f"order{d}"] = torch.cat([named[f"lone{d}"], named[f"right{d}"]]).argsort()
     spans, start = {}, 0
     for name, index in named.items():
         spans[name] = (start, start + len(index))

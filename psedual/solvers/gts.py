@@ -31,10 +31,29 @@ from psedual.solvers.batch import Batch, gold_tokens, preferred_slot_loss
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.encoder import WordEncoder
 from psedual.solvers.rollout import NEG, Pick, Rollout
+from psedual.solvers.sides import Sides
 from psedual.solvers.tensors import put_rows
 from psedual.solvers.tree_rollout import tree_rollout
 from psedual.solvers.tree_search import tree_decode
 from psedual.solvers.vocab import Vocab
+
+
+@dataclass
+class Roots:
+    """The teacher-forced pass's prediction at every problem's root (its expression's first token), in
+    the problems' order: the sampled rollout's first step predicts the same goals from the same inputs,
+    so it takes these instead of a second pass over the batch's roots (with dropout, the sample's first
+    token is then drawn under the teacher-forced pass's masks rather than masks of its own: the same
+    distribution)."""
+
+    scores: torch.Tensor
+    """[B, V] scores over the output ids."""
+    node: torch.Tensor
+    """[B, H] the gated goals."""
+    context: torch.Tensor
+    """[B, H] their attention contexts."""
+    mode: tuple[bool, bool]
+    """(the model training, gradient enabled) when they were made: a rollout in another mode makes its own."""
 
 
 @dataclass
@@ -46,10 +65,12 @@ class Encoded:
     candidate_mask: torch.Tensor  # [B, C + max_slots]
     attn_keys: torch.Tensor  # [B, T, H] precomputed encoder half of the attention energy
     score_keys: torch.Tensor  # [B, C + max_slots, H] precomputed candidate half of the score
+    roots: Roots | None = None  # set by the teacher-forced pass over this encoding (`GTS.node_logits`)
 
     def rows(self, index: torch.Tensor) -> Encoded:
-        """The encoding of the problems `index` [R] alone, in that order (every field's rows)."""
-        return Encoded(*(getattr(self, f.name)[index] for f in fields(self)))
+        """The encoding of the problems `index` [R] alone, in that order (every tensor's rows; not `roots`,
+        which are the whole batch's)."""
+        return Encoded(*(getattr(self, f.name)[index] for f in fields(self) if f.name != "roots"))
 
 
 class GTS(nn.Module):
@@ -118,17 +139,16 @@ class GTS(nn.Module):
     # --- decoder cells, over a flat set of nodes -----------------------------------------
 
     def predict(self, enc: Encoded, ex: torch.Tensor | None, goal: torch.Tensor, left: torch.Tensor,
-                has_left: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                has_left: torch.Tensor | Sides) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Scores over all output ids for goals of examples `ex` (None: one goal per example of `enc`,
-        in order, read without a gather); also the gated goal and context."""
+        in order, read without a gather); also the gated goal and context. `has_left`: which goals
+        have a left sibling subtree (`left`'s row), as `Sides` where the host knows (each gate runs on
+        its own rows) or as a bool tensor [R] (both gates on every row, one kept: no host read)."""
         keys, mask, outputs, score_keys, candidate_mask = (
             (enc.attn_keys, enc.mask, enc.outputs, enc.score_keys, enc.candidate_mask) if ex is None else
             (enc.attn_keys[ex], enc.mask[ex], enc.outputs[ex], enc.score_keys[ex], enc.candidate_mask[ex]))
-        q, lft = self.drop(goal), self.drop(left)
-        plain = torch.tanh(self.gate_l(q)) * torch.sigmoid(self.gate_lg(q))
-        ql = torch.cat([lft, q], -1)
-        with_left = torch.tanh(self.gate_r(ql)) * torch.sigmoid(self.gate_rg(ql))
-        node = torch.where(has_left.unsqueeze(-1), with_left, plain)
+        q, lft = self.drop(goal), self.drop(left)  # dropped over every row either way: one draw of the masks
+        node = self.gate(q, lft, has_left)
         energy = self.attn_v(torch.tanh(self.attn_q(node).unsqueeze(1) + keys)).squeeze(-1)
         energy = energy.masked_fill(~mask, NEG)
         context = torch.bmm(torch.softmax(energy, -1).unsqueeze(1), outputs).squeeze(1)
@@ -136,6 +156,24 @@ class GTS(nn.Module):
         num_score = self.score_v(torch.tanh(self.score_q(leaf).unsqueeze(1) + score_keys)).squeeze(-1)
         num_score = num_score.masked_fill(~candidate_mask, NEG)
         return torch.cat([self.ops(leaf), num_score], -1), node, context
+
+    def gate(self, q: torch.Tensor, lft: torch.Tensor, has_left: torch.Tensor | Sides) -> torch.Tensor:
+        """The goals `q` [R, H] gated alone, or with their left sibling subtrees `lft` (see `predict`)."""
+        if not isinstance(has_left, Sides):
+            plain = torch.tanh(self.gate_l(q)) * torch.sigmoid(self.gate_lg(q))
+            ql = torch.cat([lft, q], -1)
+            with_left = torch.tanh(self.gate_r(ql)) * torch.sigmoid(self.gate_rg(ql))
+            return torch.where(has_left.unsqueeze(-1), with_left, plain)
+        lone, right, order = has_left
+        if not len(right):  # every row alone (a first step): no gather, no reorder
+            return torch.tanh(self.gate_l(q)) * torch.sigmoid(self.gate_lg(q))
+        ql = torch.cat([lft[right], q[right]], -1)
+        with_left = torch.tanh(self.gate_r(ql)) * torch.sigmoid(self.gate_rg(ql))
+        if not len(lone):
+            return with_left
+        q = q[lone]
+        plain = torch.tanh(self.gate_l(q)) * torch.sigmoid(self.gate_lg(q))
+        return torch.cat([plain, with_left]).index_select(0, order)
 
     def child_goals(self, node: torch.Tensor, context: torch.Tensor, op: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = torch.cat([self.drop(node), self.drop(context), self.drop(self.op_embed(op))], -1)
@@ -170,9 +208,13 @@ class GTS(nn.Module):
         for d in range(tree.depths):
             idx = tree.group(f"depth{d}")
             sib = tree.left_sibling[idx]
-            has_left = sib >= 0
-            left = torch.where(has_left.unsqueeze(-1), sub[sib.clamp(min=0)], torch.zeros_like(goal[idx]))
-            scores, node, context = self.predict(enc, tree.example[idx], goal[idx], left, has_left)
+            left = torch.where((sib >= 0).unsqueeze(-1), sub[sib.clamp(min=0)], torch.zeros_like(goal[idx]))
+            sides = Sides(tree.group(f"lone{d}"), tree.group(f"right{d}"), tree.group(f"order{d}"))
+            if d:
+                scores, node, context = self.predict(enc, tree.example[idx], goal[idx], left, sides)
+            else:  # the roots: one per problem, in the problems' order (nodes are numbered problem by problem)
+                scores, node, context = self.predict(enc, None, goal[idx], left, sides)
+                enc.roots = Roots(scores, node, context, (self.training, torch.is_grad_enabled()))
             logits = put_rows(logits, idx, scores)
             ops = tree.group(f"ops{d}")  # positions of the operators among idx
             if len(ops):
@@ -183,7 +225,8 @@ class GTS(nn.Module):
             # so that every parameter still takes part in the step (DDP runs without an unused-parameter search)
             node = goal[:0]
             lg, rg = self.child_goals(node, node, tree.token[:0])
-            logits = logits + 0.0 * (lg.sum() + rg.sum() + self.merge(tree.token[:0], node, node).sum())
+            right = self.gate(node, node, tree.token[:0].bool())  # no right child: both gates on no rows
+            logits = logits + 0.0 * (lg.sum() + rg.sum() + self.merge(tree.token[:0], node, node).sum() + right.sum())
         return logits
 
     def loss(self, batch: Batch, enc: Encoded | None = None) -> torch.Tensor:

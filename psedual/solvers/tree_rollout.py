@@ -27,6 +27,7 @@ import torch
 
 from psedual.solvers.batch import Batch
 from psedual.solvers.rollout import COMPILED_DEVICES, MASKED_DEVICES, NEG, Pick, Rollout, may_open_operator
+from psedual.solvers.sides import sides_of
 from psedual.solvers.tensors import put_rows, to_device
 from psedual.solvers.weight_grads import deferred_weight_grads
 
@@ -71,6 +72,9 @@ def _rows_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Roll
     steps: list[torch.Tensor] = []  # [B, V] per step: the rows `pick` returned, zero for finished problems
     tokens: list[list[int]] = [[] for _ in range(B)]
     here, held = enc, list(range(B))  # `here`: the encoding of the problems `held`, in order
+    first = getattr(enc, "roots", None)  # the first step's prediction, where a teacher-forced pass made it
+    if first is not None and first.mode != (model.training, torch.is_grad_enabled()):
+        first = None
     for length in range(max_length):
         live = [b for b in range(B) if goals[b]]
         if not live:
@@ -83,7 +87,10 @@ def _rows_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Roll
         has_left = [bool(pieces[b]) and pieces[b][-1][1] for b in live]
         zero = goal.new_zeros(goal.shape[-1])
         left = torch.stack([pieces[b][-1][0] if hl else zero for b, hl in zip(live, has_left)])
-        scores, node, context = model.predict(here, None, goal, left, to_device(torch.tensor(has_left), device))
+        if length == 0 and first is not None:
+            scores, node, context = first.scores, first.node, first.context
+        else:
+            scores, node, context = model.predict(here, None, goal, left, sides_of(has_left, device))
         need = to_device(torch.tensor([len(goals[b]) for b in live]), device)
         closed = ~may_open_operator(need, length, max_length)
         y = pick(scores.masked_fill(closed.unsqueeze(-1) & is_op, NEG), ex, length)

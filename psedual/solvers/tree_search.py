@@ -22,6 +22,7 @@ import torch
 from psedual.solvers.batch import Batch
 from psedual.solvers.config import inference
 from psedual.solvers.rollout import NEG
+from psedual.solvers.sides import sides_of
 from psedual.solvers.tensors import to_device
 
 
@@ -64,7 +65,7 @@ def _step(model, enc, beams: list[list[Hyp]], live: list[tuple[int, Hyp]], beam_
     goal = torch.stack([h.goals[-1] for _, h in live])
     has_left = [bool(h.pieces) and h.pieces[-1][1] for _, h in live]
     left = torch.stack([h.pieces[-1][0] if hl else torch.zeros_like(h.goals[-1]) for (_, h), hl in zip(live, has_left)])
-    logits, node, context = model.predict(enc, ex, goal, left, to_device(torch.tensor(has_left), device))
+    logits, node, context = model.predict(enc, ex, goal, left, sides_of(has_left, device))
     logp = torch.log_softmax(logits, -1)
     n_ops = model.n_ops
     op_ids = torch.arange(n_ops, device=device)
