@@ -106,10 +106,11 @@ def counting(counts: dict, fn):
 
 
 def leaves(enc):
-    """`enc` (a solver's encoding dataclass) with every floating field a new leaf that asks for its
-    gradient: a backward from a decoder pass over it stops there, at the encoder's outputs."""
-    return type(enc)(**{f.name: getattr(enc, f.name).detach().requires_grad_(getattr(enc, f.name).is_floating_point())
-                        for f in fields(enc)})
+    """`enc` (a solver's encoding dataclass) with every floating tensor a new leaf that asks for its
+    gradient: a backward from a decoder pass over it stops there, at the encoder's outputs. Its other
+    fields (the roots a teacher-forced pass keeps, `gts.Roots`) are left at their defaults."""
+    tensors = {f.name: getattr(enc, f.name) for f in fields(enc) if isinstance(getattr(enc, f.name), torch.Tensor)}
+    return type(enc)(**{name: t.detach().requires_grad_(t.is_floating_point()) for name, t in tensors.items()})
 
 
 def decoder_alone(model, reexaminer: Reexaminer, batch, now=time.perf_counter) -> dict[str, float]:

@@ -44,7 +44,8 @@ def _graded(model) -> set[str]:
 def _encoding_parameters(model, batch) -> set[str]:
     """The parameters a backward from every floating field of `model`'s encoding reaches."""
     enc = model.encode(batch)
-    sum(getattr(enc, f.name).sum() for f in fields(enc) if getattr(enc, f.name).is_floating_point()).backward()
+    floating = [getattr(enc, f.name) for f in fields(enc)]
+    sum(t.sum() for t in floating if isinstance(t, torch.Tensor) and t.is_floating_point()).backward()
     reached = _graded(model)
     model.zero_grad(set_to_none=True)
     return reached
