@@ -110,7 +110,7 @@ def _rows_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Roll
                 goals[b] += [rg[k], lg[k]]
                 k += 1
                 pieces[b].append((t, False))
-            else:
+            elif goals[b]:  # a whole expression's last number: nothing reads its merges up to the root
                 finished[b] = candidates[b * C + t - n_ops]
         _merge_up(model, pieces, finished, device)
     L = max(map(len, tokens))
@@ -299,7 +299,7 @@ def masked_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Rol
       same expressions, losses and gradients (tests/test_rollout_device.py);
     - a number that closes more than `MERGE_ROUNDS` subtrees makes its problem wait a step (its
       tokens and their positions are the same);
-    - the merges above a finished expression's root are skipped: nothing reads them.
+    - the first step predicts the roots itself (the rows rollout takes the teacher-forced pass's).
     On the device types `COMPILED_DEVICES` names each step is `compiled_step()`: the same
     computation in 82 kernels (27 forward, 55 backward, in the code the compiler writes for a CPU)
     instead of 368 ops (232 forward, 136 backward: eager, its Linears' weight gradients are deferred,
