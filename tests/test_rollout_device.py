@@ -15,11 +15,12 @@ exists to avoid. So it is held to the pins without dropout (the same expressions
 gradients to 1e-6, as the rows it computes beside them may change a sum's order), to pins of its
 own with dropout, and to the same distribution of expressions as the rows rollout's over seeds.
 
-Two later changes draw fewer dropout masks in the rows rollout: its first step takes the
-teacher-forced pass's prediction at the roots (`gts.Roots`) instead of making its own, and a whole
-expression's last number is not merged up to the root (nothing reads those merges). Later draws
-move, so its pins with dropout were made again then; without dropout they are still the ones from
-before issue 59.
+Three later changes draw fewer dropout masks: the rows rollout's first step takes the
+teacher-forced pass's prediction at the roots (`gts.Roots`) instead of making its own, a whole
+expression's last number is not merged up to the root (nothing reads those merges), and the GCN
+expression encoder draws its dropout over the expressions' real nodes only. Later draws move, so the
+pins with dropout (the masked rollout's too, for the GCN's) were made again then; without dropout
+they are still the ones from before issue 59.
 """
 
 from __future__ import annotations
@@ -97,35 +98,35 @@ PINNED = {
                     "grad_norm": 1.1523922013165975, "grad_dot": 1.2479464753311589},
                    {"ids": "a694eb495e293227", "length": 38, "loss": 3.382607936859131, "infill": 1.0875283479690552,
                     "grad_norm": 1.1204345974778362, "grad_dot": 1.0794608871697884}],
-    ("gts", 0.5): [{"ids": "2da79ad7088fec8d", "length": 84, "loss": 3.5386464595794678, "infill": 1.1339795589447021,
-                    "grad_norm": 1.0893276014237216, "grad_dot": 1.211628783055286},
-                   {"ids": "9cad455d79c57124", "length": 68, "loss": 3.453171968460083, "infill": 1.1127753257751465,
-                    "grad_norm": 1.129061009492842, "grad_dot": 0.36181978903709866}],
+    ("gts", 0.5): [{"ids": "2da79ad7088fec8d", "length": 84, "loss": 3.532137393951416, "infill": 1.1274704933166504,
+                    "grad_norm": 1.0845647408889907, "grad_dot": 1.2648900140916193},
+                   {"ids": "f400b407d5a73614", "length": 44, "loss": 3.4173312187194824, "infill": 1.0999109745025635,
+                    "grad_norm": 1.013966395382412, "grad_dot": 1.4376697061845465}],
     ("graph2tree", 0.0): [{"ids": "636b4388851eb2e3", "length": 50, "loss": 3.787142753601074,
                            "infill": 1.1438285112380981, "grad_norm": 3.8652959163097678,
                            "grad_dot": 2.116048644576791},
                           {"ids": "d3d4348958140536", "length": 72, "loss": 3.4427382946014404,
                            "infill": 1.1342391967773438, "grad_norm": 3.2454464906105716,
                            "grad_dot": 1.7888891928638486}],
-    ("graph2tree", 0.5): [{"ids": "6f3f8c00a9d2dfc4", "length": 74, "loss": 3.773857593536377,
-                           "infill": 1.1401609182357788, "grad_norm": 2.926190500304902,
-                           "grad_dot": -0.487494550254027},
-                          {"ids": "0329facc0d860c65", "length": 46, "loss": 3.53602933883667,
-                           "infill": 1.1250221729278564, "grad_norm": 2.5021765934481053,
-                           "grad_dot": 0.06092109891789965}],
+    ("graph2tree", 0.5): [{"ids": "6f3f8c00a9d2dfc4", "length": 74, "loss": 3.7682418823242188,
+                           "infill": 1.134545087814331, "grad_norm": 2.9463751228319626,
+                           "grad_dot": -0.2667388145128885},
+                          {"ids": "caa218bf816bd097", "length": 74, "loss": 3.563854455947876,
+                           "infill": 1.1199696063995361, "grad_norm": 2.6840411318692063,
+                           "grad_dot": 1.60247690491412}],
 }
 """Two PseDual steps' fingerprints (see `fingerprint`), by solver and dropout."""
 
 
 MASKED_WITH_DROPOUT = {
-    "gts": [{"ids": "555907513d5bc968", "length": 88, "loss": 3.5322375297546387, "infill": 1.1275707483291626,
-             "grad_norm": 1.1012412525486146, "grad_dot": 1.1937450935461802},
-            {"ids": "c65d0ce0c9676867", "length": 50, "loss": 3.454753875732422, "infill": 1.1201711893081665,
-             "grad_norm": 1.0817412553438213, "grad_dot": 1.1879136730452469}],
-    "graph2tree": [{"ids": "1946a90f41a7042c", "length": 62, "loss": 3.7744741439819336, "infill": 1.140777349472046,
-                    "grad_norm": 2.9127486720977434, "grad_dot": -0.04299787084697089},
-                   {"ids": "57861be1d2fb209e", "length": 58, "loss": 3.546194314956665, "infill": 1.118001937866211,
-                    "grad_norm": 2.6790675463249527, "grad_dot": 2.271532282124091}],
+    "gts": [{"ids": "555907513d5bc968", "length": 88, "loss": 3.5294723510742188, "infill": 1.1248054504394531,
+             "grad_norm": 1.106802371931944, "grad_dot": 1.0282403354459855},
+            {"ids": "88a006180590e9aa", "length": 28, "loss": 3.407857894897461, "infill": 1.1020371913909912,
+             "grad_norm": 1.0049935330775377, "grad_dot": 0.3858314602266464}],
+    "graph2tree": [{"ids": "1946a90f41a7042c", "length": 62, "loss": 3.773599863052368, "infill": 1.1399030685424805,
+                    "grad_norm": 2.918261625870405, "grad_dot": -0.17806844029929556},
+                   {"ids": "53603423298012a4", "length": 54, "loss": 3.5124034881591797, "infill": 1.1212748289108276,
+                    "grad_norm": 2.591676519332911, "grad_dot": 1.9685435041044277}],
 }
 """The masked rollout's own fingerprints with dropout 0.5 (see the module's doc)."""
 
