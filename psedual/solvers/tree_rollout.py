@@ -72,7 +72,7 @@ def _rows_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Roll
     steps: list[torch.Tensor] = []  # [B, V] per step: the rows `pick` returned, zero for finished problems
     tokens: list[list[int]] = [[] for _ in range(B)]
     here, held = enc, list(range(B))  # `here`: the encoding of the problems `held`, in order
-    first = getattr(enc, "roots", None)  # the first step's prediction, where a teacher-forced pass made it
+    first = enc.roots  # the first step's prediction, where a teacher-forced pass made it
     if first is not None and first.mode != (model.training, torch.is_grad_enabled()):
         first = None
     for length in range(max_length):
@@ -83,14 +83,10 @@ def _rows_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Roll
         if len(live) < len(held):  # problems only finish: keep the rows of those still writing
             here = here.rows(to_device(torch.tensor([i for i, b in enumerate(held) if goals[b]]), device))
             held = live
-        goal = torch.stack([goals[b][-1] for b in live])
-        has_left = [bool(pieces[b]) and pieces[b][-1][1] for b in live]
-        zero = goal.new_zeros(goal.shape[-1])
-        left = torch.stack([pieces[b][-1][0] if hl else zero for b, hl in zip(live, has_left)])
         if length == 0 and first is not None:
             scores, node, context = first.scores, first.node, first.context
         else:
-            scores, node, context = model.predict(here, None, goal, left, sides_of(has_left, device))
+            scores, node, context = _predict(model, here, goals, pieces, live, device)
         need = to_device(torch.tensor([len(goals[b]) for b in live]), device)
         closed = ~may_open_operator(need, length, max_length)
         y = pick(scores.masked_fill(closed.unsqueeze(-1) & is_op, NEG), ex, length)
@@ -117,6 +113,16 @@ def _rows_rollout(model, batch: Batch, enc, pick: Pick, max_length: int) -> Roll
     ids = torch.tensor([t + [-1] * (L - len(t)) for t in tokens], dtype=torch.long).view(B, L)
     choices = torch.stack(steps, 1) if steps else enc.problem.new_zeros(B, 0, V)
     return Rollout(choices, to_device(ids, device), tokens)
+
+
+def _predict(model, here, goals: list[list[torch.Tensor]], pieces: list[list], live: list[int], device: torch.device):
+    """`model.predict` for the problems `live` (the encoding `here`'s rows, in order): each one's
+    next goal, and its left sibling's subtree where it has one."""
+    goal = torch.stack([goals[b][-1] for b in live])
+    has_left = [bool(pieces[b]) and pieces[b][-1][1] for b in live]
+    zero = goal.new_zeros(goal.shape[-1])
+    left = torch.stack([pieces[b][-1][0] if hl else zero for b, hl in zip(live, has_left)])
+    return model.predict(here, None, goal, left, sides_of(has_left, device))
 
 
 def _merge_up(model, pieces: list[list], finished: dict[int, torch.Tensor], device: torch.device) -> None:
