@@ -19,7 +19,11 @@ row's ratio to its solver's base row (same precision) is printed after the rows,
 same ratio batch by batch (its median and quartiles: a burst of load on a shared machine moves a few
 batches, not the median) and, on a CPU,
 from the process's CPU seconds (what a load from other processes moves least; with `--threads 1`
-the step's own work).
+the step's own work), and how long the sampled expressions were beside the gold's (tokens over the
+timed batches). A model trained only through the warm-up samples long expressions (up to the length
+limit), which its rollout pays token by token: `--warmup 48` times the same step a fifth of an
+epoch later, when its samples are nearer the gold's length. Under the default ε schedule no
+expression is sampled at all in a run's first 20% of epochs (ε = 1).
 
 Usage: python bench/train_speed.py [--device cpu|cuda] [--precisions fp32 bf16] [--solvers gts]
            [--variants base gcn] [--dataset math23k] [--batches N] [--threads 2]
@@ -45,7 +49,7 @@ from psedual.reexamine import PseDualConfig, Reexaminer
 from psedual.reexamine.config import VARIANTS
 from psedual.reexamine.schedules import Clock
 from psedual.solvers import SOLVERS
-from psedual.solvers.batch import collate
+from psedual.solvers.batch import collate, gold_tokens
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.rollout import COMPILED_DEVICES, MASKED_DEVICES
 from psedual.solvers.vocab import Vocab
@@ -76,6 +80,13 @@ class Arm:
     """Each timed batch's process CPU seconds (every thread's)."""
     first: float = 0.0
     """The first warm-up batch's seconds (with `compiled`, most of it compiling)."""
+    written: list[torch.Tensor] = field(default_factory=list)
+    """The current batch's sampled expressions ([B, L] ids, -1 past each end), kept by the rollout's
+    wrapper and counted after the batch's clock stops (a count reads the device)."""
+    sampled: int = 0
+    """Tokens of the expressions sampled over the timed batches (PseDual rows)."""
+    gold: int = 0
+    """Tokens of the timed batches' gold expressions."""
 
 
 def arm(solver: str, variant: str, rollout: str, vocab, device: torch.device, config: SolverConfig) -> Arm:
@@ -83,7 +94,19 @@ def arm(solver: str, variant: str, rollout: str, vocab, device: torch.device, co
     model = SOLVERS[solver](vocab, config)
     reexaminer = None if variant == "base" else Reexaminer(vocab, config, PseDualConfig(expression_encoder=variant))
     step = StepLoss(model, reexaminer, 1.0).to(device)
-    return Arm(variant, rollout, step, torch.optim.Adam(step.parameters(), 1e-3, weight_decay=1e-5))
+    a = Arm(variant, rollout, step, torch.optim.Adam(step.parameters(), 1e-3, weight_decay=1e-5))
+    model.rollout = keeping(a.written, model.rollout)
+    return a
+
+
+def keeping(written: list[torch.Tensor], rollout):
+    """`rollout` (a solver's), each expression batch it returns appended to `written` (no read: the
+    ids stay where they are until the batch's clock has stopped)."""
+    def kept(*args, **kwargs):
+        out = rollout(*args, **kwargs)
+        written.append(out.tokens)
+        return out
+    return kept
 
 
 def step(a: Arm, batch, device: torch.device, precision: str) -> None:
@@ -115,6 +138,9 @@ def time_side_by_side(arms: list[Arm], splits, vocab, device: torch.device, prec
                 a.seconds += time.perf_counter() - start
                 a.batch_seconds.append(time.perf_counter() - start)
                 a.batch_cpu.append(time.process_time() - cpu)
+                a.sampled += sum(int((t >= 0).sum()) for t in a.written)
+                a.gold += gold_tokens(problems)
+            a.written.clear()
 
 
 def eval_rate(a: Arm, splits, vocab, device: torch.device, batch_size: int, eval_problems: int) -> float:
@@ -141,7 +167,8 @@ def line(solver: str, a: Arm, precision: str, splits, device: torch.device, batc
 
 
 def spread(a: Arm, base: Arm, device: torch.device) -> str:
-    """The step ratio batch by batch (median and quartiles) and, on a CPU, from CPU seconds."""
+    """The step ratio batch by batch (median and quartiles), on a CPU from CPU seconds too, and the
+    length of `a`'s sampled expressions beside the gold's."""
     def quartiles(ratios: np.ndarray) -> str:
         q1, median, q3 = np.percentile(ratios, [25, 50, 75])
         return f"median {median:.2f}x, quartiles {q1:.2f}-{q3:.2f}x"
@@ -151,6 +178,8 @@ def spread(a: Arm, base: Arm, device: torch.device) -> str:
     if device.type == "cpu":
         cpu = np.array(a.batch_cpu) / np.array(base.batch_cpu)
         text += f"; CPU seconds: {sum(a.batch_cpu) / sum(base.batch_cpu):.2f}x, per batch {quartiles(cpu)}"
+    if a.gold:
+        text += f"; sampled expressions {a.sampled / a.gold:.2f}x the gold's tokens"
     return text + ")"
 
 def compiled_graphs() -> int:
