@@ -6,7 +6,8 @@ Stages, in order (`STAGES`): the environment; one fp32 and one bf16 training ste
 solver × variant; the `gpu` tests; training and beam-5 evaluation speed of every solver
 (bench/train_speed.py); PseDual-GCN's step against the base step for GTS and Graph2Tree, with the
 masked (the GPU's) and the rows rollout side by side (`rollout`), and with the masked rollout's steps
-compiled (torch.compile) beside it eager (`compiled`); host-device syncs
+compiled (torch.compile) beside it eager (`compiled`); Graph2Tree's step 48 steps into training,
+when its samples are about as long as the gold's (`rollout_late`); host-device syncs
 (bench/syncs.py); the same short RE-Deduction run at fp32 and at bf16, their test accuracies
 compared problem by problem (`precision`, bench/precision_accuracy.py); the side-by-side against the
 published GTS on the same device; MAWPS trials sharing one GPU, 1, 2, 4 and 8 at once, their steady
@@ -16,10 +17,10 @@ encoders stood in for: its rows go to costs.tsv beside the report); a 2-worker g
 trial on one GPU.
 
 Issue 59's figures in one call (`ISSUE59`, 505 s expected from the H200's stages: over the issue's 8
-minutes): `--stages env rollout syncs precision share --budget 540`; then, on a GPU not yet calibrated,
-the second command (`ISSUE59_THEN`, the same `--work`): the masked rollout compiled beside it eager,
-`--stages compiled --budget 180`, or on a GPU not yet calibrated the calibration instead, `--stages
-calibrate --budget 300`.
+minutes): `--stages env rollout syncs precision share --budget 540`; then the second command
+(`ISSUE59_THEN`, the same `--work`): on a GPU whose shapes are calibrated, the masked rollout compiled
+beside it eager and the step 48 steps into training, `--stages compiled rollout_late --budget 180`; on
+one not yet calibrated, the calibration instead, `--stages calibrate --budget 300`.
 
 `--device cpu` runs the same stages at toy size (CI's slow set runs it that way, so it
 cannot rot); there the `gpu` tests skip and the trials share CPUs, not a GPU.
@@ -137,14 +138,16 @@ def _speed(c: Context):
             "8", "--precisions", "fp32", "bf16"]
 
 
-def _steps_beside_base(c: Context, rollouts: list[str]) -> list[str]:
-    """train_speed.py's PseDual-GCN step against the base step with each tree rollout in `rollouts`: GTS and
-    Graph2Tree on Math23K on a GPU, a toy GTS step on a CPU."""
+def _steps_beside_base(c: Context, rollouts: list[str], solvers: tuple[str, ...] = ("gts", "graph2tree"),
+                       window: tuple[str, str] = ("3", "16")) -> list[str]:
+    """train_speed.py's PseDual-GCN step against the base step with each tree rollout in `rollouts`: `solvers`
+    on Math23K on a GPU, timing `window` (warm-up steps, timed batches), a toy GTS step on a CPU."""
     if c.cuda:
-        return [str(BENCH / "train_speed.py"), "--device", "cuda", "--dataset", "math23k", "--solvers", "gts",
-                "graph2tree", "--variants", "base", "gcn", "--rollouts", *rollouts, "--precisions", "fp32",
+        warmup, batches = window
+        return [str(BENCH / "train_speed.py"), "--device", "cuda", "--dataset", "math23k", "--solvers", *solvers,
+                "--variants", "base", "gcn", "--rollouts", *rollouts, "--precisions", "fp32",
                 # 16: at 8 the H200's per-batch ratios spread 1.45-2.89x, too wide to rank the two rollouts
-                "--batches", "16", "--eval-problems", "16"]
+                "--warmup", warmup, "--batches", batches, "--eval-problems", "16"]
     return [str(BENCH / "train_speed.py"), "--device", "cpu", "--dataset", "mawps", "--solvers", "gts",
             "--variants", "base", "gcn", "--rollouts", *rollouts, "--precisions", "fp32", "--batches", "1",
             "--warmup", "1", "--batch-size", "8", "--eval-problems", "8"]
@@ -161,6 +164,15 @@ def _compiled(c: Context):
     # backward); its first batch, compiling, is printed apart (the toy CPU run times the compiled one
     # alone: its eager twin is the rollout stage's)
     return _steps_beside_base(c, ["masked", "compiled"] if c.cuda else ["compiled"])
+
+
+def _rollout_late(c: Context):
+    # the rollout stage's window is an untrained model's: its samples run to the length limit, and the
+    # rollout pays for every token. 48 steps later they are about as long as the gold's (on the CPU,
+    # Graph2Tree's step went 1.27x -> 1.16x as its samples went 1.44x -> 1.01x the gold's tokens, 49990a8),
+    # and the default ε schedule samples nothing before a fifth of the run's epochs. Graph2Tree alone, and
+    # the masked rollout alone, to fit the second call
+    return _steps_beside_base(c, ["masked"], ("graph2tree",), ("48", "8"))
 
 
 def _precision(c: Context):
@@ -232,6 +244,9 @@ STAGES = [Stage("env", "Environment", lambda c: ["-c", ENV_CODE], 10, 60),
           # this machine's CPU at toy size; not yet timed on a GPU)
           Stage("compiled", "PseDual-GCN's step with the masked rollout compiled by torch.compile (train_speed.py)",
                 _compiled, 120, 300),
+          # 45: 56 steps of each arm at the H200's 0.166 and 0.368 s, its evaluation and start
+          Stage("rollout_late", "PseDual-GCN's step against the base step 48 steps into training, Graph2Tree, "
+                "masked rollout (train_speed.py --warmup 48)", _rollout_late, 45, 240),
           Stage("syncs", "Host-device syncs (bench/syncs.py)", _syncs, 25, 180),
           # 165: the H200's 10 epochs in turn took 166 s; 20 at once are estimated at 150-170 s (a2b43c5)
           Stage("precision", "Accuracy at bf16 beside fp32, the same short run (bench/precision_accuracy.py)",
@@ -248,11 +263,12 @@ ISSUE59 = ["env", "rollout", "syncs", "precision", "share"]
 """Issue 59's figures in one command: expected 10 + 60 + 25 + 165 + 245 = 505 s from the H200's stages
 (50ac138; the rollout's 16 batches and the precision stage's 20 epochs at once estimated), over the
 8 minutes the issue set: `--budget 540` holds them in one call of at most 10 minutes."""
-ISSUE59_THEN = ["compiled", "calibrate"]
-"""Issue 59's second command, with the same --work: the compiled rollout's row (`--stages compiled --budget
-180` on a GPU whose shapes are calibrated, the H200), or on a GPU without rows in costs.tsv the calibration
-instead (`--stages calibrate --budget 300`: Table 3's shapes with the rest of the full profile's 20 Math23K
-GPU shapes; 15 took 190 s on the H100, 3d2b7a9): a device's 15 minutes hold the first call and one of these."""
+ISSUE59_THEN = ["compiled", "rollout_late", "calibrate"]
+"""Issue 59's second command, with the same --work: the compiled rollout's row and the step 48 steps into
+training (`--stages compiled rollout_late --budget 180`: 120 + 45 s, on a GPU whose shapes are calibrated,
+the H200), or on a GPU without rows in costs.tsv the calibration instead (`--stages calibrate --budget 300`:
+Table 3's shapes with the rest of the full profile's 20 Math23K GPU shapes; 15 took 190 s on the H100,
+3d2b7a9): a device's 15 minutes hold the first call and one of these."""
 
 
 GOALS = [("train_speed", r"^gts\s+base\s+fp32 .*epoch ≈\s*([\d.]+) s", "GTS epoch on Math23K, fp32 (s)", "<=", 60.0),
@@ -267,6 +283,8 @@ GOALS = [("train_speed", r"^gts\s+base\s+fp32 .*epoch ≈\s*([\d.]+) s", "GTS ep
           "GTS PseDual-GCN step / base step, masked rollout compiled (x)", "<=", 1.5),
          ("compiled", r"step ratio graph2tree gcn \(compiled rollout\) / base, fp32: ([\d.]+)x",
           "Graph2Tree PseDual-GCN step / base step, masked rollout compiled (x)", "<=", 1.5),
+         ("rollout_late", r"step ratio graph2tree gcn \(masked rollout\) / base, fp32: ([\d.]+)x",
+          "Graph2Tree PseDual-GCN step / base step, masked rollout, 48 steps into training (x)", "<=", 1.5),
          ("syncs", r"train step, gts gcn\s+\d+–(\d+) syncs", "host reads per PseDual-GCN step, GTS (most)", "<=", 5.0),
          ("precision", r"^bf16 - fp32, re_deduction: .*\(TOST\) p ([\d.]+)",
           "RE-Deduction's test accuracy, bf16 against fp32, TOST p at ±3 points (the same accuracy: equivalent)", "<=",
