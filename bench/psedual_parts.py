@@ -56,6 +56,7 @@ from psedual.solvers.batch import collate, gold_tokens
 from psedual.solvers.config import SolverConfig
 from psedual.solvers.vocab import Vocab
 from psedual.train.trainer import StepLoss
+from train_speed import written
 
 MIDWAY = Clock(1, 2, 1)
 """ε halfway: every PseDual step samples an expression (the worst case)."""
@@ -89,11 +90,6 @@ def step(step_fn: StepLoss, opt, batch, clock: dict, prefix: str, now=time.perf_
     marks.append(now())
     for name, a, b in zip(("forward", "backward", "optimiser"), marks, marks[1:]):
         clock[f"{prefix} {name}"] += b - a
-
-
-def written(rollout) -> int:
-    """Tokens of a rollout's expressions (its ids, -1 past each end)."""
-    return int((rollout.tokens >= 0).sum())
 
 
 def counting(counts: dict, fn):

@@ -51,7 +51,7 @@ from psedual.reexamine.schedules import Clock
 from psedual.solvers import SOLVERS
 from psedual.solvers.batch import collate, gold_tokens
 from psedual.solvers.config import SolverConfig
-from psedual.solvers.rollout import COMPILED_DEVICES, MASKED_DEVICES
+from psedual.solvers.rollout import COMPILED_DEVICES, MASKED_DEVICES, Rollout
 from psedual.solvers.vocab import Vocab
 from psedual.train.device import resolve
 from psedual.train.test import evaluate
@@ -80,9 +80,9 @@ class Arm:
     """Each timed batch's process CPU seconds (every thread's)."""
     first: float = 0.0
     """The first warm-up batch's seconds (with `compiled`, most of it compiling)."""
-    written: list[torch.Tensor] = field(default_factory=list)
-    """The current batch's sampled expressions ([B, L] ids, -1 past each end), kept by the rollout's
-    wrapper and counted after the batch's clock stops (a count reads the device)."""
+    kept: list[Rollout] = field(default_factory=list)
+    """The current batch's sampled expressions, kept by the rollout's wrapper and counted (`written`)
+    after the batch's clock stops: a count reads the device."""
     sampled: int = 0
     """Tokens of the expressions sampled over the timed batches (PseDual rows)."""
     gold: int = 0
@@ -95,18 +95,23 @@ def arm(solver: str, variant: str, rollout: str, vocab, device: torch.device, co
     reexaminer = None if variant == "base" else Reexaminer(vocab, config, PseDualConfig(expression_encoder=variant))
     step = StepLoss(model, reexaminer, 1.0).to(device)
     a = Arm(variant, rollout, step, torch.optim.Adam(step.parameters(), 1e-3, weight_decay=1e-5))
-    model.rollout = keeping(a.written, model.rollout)
+    model.rollout = keeping(a.kept, model.rollout)
     return a
 
 
-def keeping(written: list[torch.Tensor], rollout):
-    """`rollout` (a solver's), each expression batch it returns appended to `written` (no read: the
-    ids stay where they are until the batch's clock has stopped)."""
-    def kept(*args, **kwargs):
+def keeping(kept: list[Rollout], rollout):
+    """`rollout` (a solver's), each expression batch it returns appended to `kept` (no read: its ids
+    stay where they are until the batch's clock has stopped)."""
+    def keep(*args, **kwargs):
         out = rollout(*args, **kwargs)
-        written.append(out.tokens)
+        kept.append(out)
         return out
-    return kept
+    return keep
+
+
+def written(rollout: Rollout) -> int:
+    """Tokens of a rollout's expressions (its ids, -1 past each end)."""
+    return int((rollout.tokens >= 0).sum())
 
 
 def step(a: Arm, batch, device: torch.device, precision: str) -> None:
@@ -138,9 +143,9 @@ def time_side_by_side(arms: list[Arm], splits, vocab, device: torch.device, prec
                 a.seconds += time.perf_counter() - start
                 a.batch_seconds.append(time.perf_counter() - start)
                 a.batch_cpu.append(time.process_time() - cpu)
-                a.sampled += sum(int((t >= 0).sum()) for t in a.written)
+                a.sampled += sum(map(written, a.kept))
                 a.gold += gold_tokens(problems)
-            a.written.clear()
+            a.kept.clear()
 
 
 def eval_rate(a: Arm, splits, vocab, device: torch.device, batch_size: int, eval_problems: int) -> float:

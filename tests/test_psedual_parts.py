@@ -27,7 +27,11 @@ SMALL = SolverConfig(embedding_size=32, hidden_size=64, layers=1)
 def parts():
     spec = importlib.util.spec_from_file_location("psedual_parts", ROOT / "bench" / "psedual_parts.py")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(ROOT / "bench"))  # it imports train_speed beside it, as `python bench/...` would
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
     return module
 
 

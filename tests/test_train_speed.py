@@ -37,8 +37,8 @@ def test_the_pseduals_sampled_tokens_are_counted_over_the_timed_batches_only(mon
     arms[1].step.model.rollout = bench.keeping(seen, arms[1].step.model.rollout)
     bench.time_side_by_side(arms, splits, vocab, device, "fp32", batches=2, warmup=1, batch_size=4)
     base, pseudo = arms
-    assert len(seen) == 3 and pseudo.written == [] and base.sampled == 0  # one a step; each batch's cleared
-    assert pseudo.sampled == sum(int((t >= 0).sum()) for t in seen[1:])  # the warm-up batch's not counted
+    assert len(seen) == 3 and pseudo.kept == [] and base.sampled == 0  # one a step; each batch's cleared
+    assert pseudo.sampled == sum(int((r.tokens >= 0).sum()) for r in seen[1:])  # the warm-up batch's not counted
     assert pseudo.gold == base.gold == gold_tokens(list(splits.train)[4:12])
     assert f"sampled expressions {pseudo.sampled / pseudo.gold:.2f}x the gold's tokens" in \
         bench.spread(pseudo, base, device)
