@@ -83,7 +83,6 @@ def count(solver: str, variants: list[str], rollouts: list[str], splits, vocab, 
             counter = OpCount()
             with counter:
                 step(a, batch, device, "fp32")
-            a.kept.clear()  # the step's sampled expressions, which train_speed's arms keep for its counts
             totals[a.variant, a.rollout] += counter.kernels
     return totals
 

@@ -116,7 +116,9 @@ def written(rollout: Rollout) -> int:
 
 def step(a: Arm, batch, device: torch.device, precision: str) -> None:
     """One training step of arm `a` through the trainer's own step, with its tree rollout, at ε halfway
-    (PseDual samples an expression)."""
+    (PseDual samples an expression). `a.kept` holds this step's expressions alone: an earlier step's,
+    whoever called it, are let go first."""
+    a.kept.clear()
     with rollout_on(device, a.rollout):
         train_step(a.step, a.opt, batch, Clock(1, 2, 1), device=device, precision=precision)
 

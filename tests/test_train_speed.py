@@ -42,3 +42,22 @@ def test_the_pseduals_sampled_tokens_are_counted_over_the_timed_batches_only(mon
     assert pseudo.gold == base.gold == gold_tokens(list(splits.train)[4:12])
     assert f"sampled expressions {pseudo.sampled / pseudo.gold:.2f}x the gold's tokens" in \
         bench.spread(pseudo, base, device)
+
+
+def test_a_step_keeps_its_own_sampled_expressions_alone(monkeypatch):
+    """Any caller of `step` (bench/step_ops.py's too) holds one step's rollouts at most, not every step's."""
+    from psedual.data.cache import load_dataset
+    from psedual.data.config import DataConfig
+    from psedual.data.splits import split_dataset
+    from psedual.solvers.batch import collate
+    from psedual.solvers.config import SolverConfig
+    from psedual.solvers.vocab import Vocab
+
+    bench = _load(monkeypatch)
+    splits = split_dataset(load_dataset("mawps"), DataConfig.first_fold("mawps"))
+    vocab = Vocab.build(splits.train, splits.constants, min_word_count=1)
+    device = torch.device("cpu")
+    pseudo = bench.arm("gts", "gcn", "auto", vocab, device, SolverConfig(embedding_size=16, hidden_size=32))
+    for start in (0, 4):
+        bench.step(pseudo, collate(list(splits.train)[start:start + 4], vocab), device, "fp32")
+        assert len(pseudo.kept) == 1
